@@ -1,0 +1,182 @@
+// The admission cycle. Each queue offers its head job; the heads are kept in a heap ordered by:
+//   1. the head fits within its queue's nominal quota (guaranteed work first),
+//   2. the queue's weighted share after adding the job (lowest first),
+//   3. higher priority, 4. earlier submission, 5. job id.
+// Only the queue that just admitted or skipped a job is re-keyed, so a decision costs O(log Q)
+// plus placement, however many queues and jobs there are. The cycle runs until every queue is
+// exhausted (BestEffortFIFO skips a head that does not fit; StrictFIFO stops the queue there).
+#include <algorithm>
+#include <span>
+
+#include "drf/indexed_heap.hpp"
+#include "drf/share.hpp"
+#include "scheduler/engine.hpp"
+#include "scheduler/placement.hpp"
+
+namespace gpuq {
+namespace {
+
+std::uint64_t memo_key(std::uint64_t shape, FlavorId f, QueueIdx q) {
+  std::uint64_t h = shape ^ (static_cast<std::uint64_t>(f) << 48) ^ (static_cast<std::uint64_t>(q) * 0x9e3779b97f4a7c15ULL);
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 32);
+}
+
+}  // namespace
+
+struct Engine::HeadKey {
+  std::uint8_t tier = 1;
+  double share = 0;
+  std::int32_t neg_priority = 0;
+  Time submitted = 0;
+  const std::string* id = nullptr;
+};
+
+bool Engine::HeadKeyLess::operator()(const HeadKey& a, const HeadKey& b) const {
+  if (a.tier != b.tier) return a.tier < b.tier;
+  if (a.share != b.share) return a.share < b.share;
+  if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
+  if (a.submitted != b.submitted) return a.submitted < b.submitted;
+  return *a.id < *b.id;
+}
+
+Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
+  HeadKey key;
+  key.neg_priority = -job.spec.priority;
+  key.submitted = job.spec.submitted_at;
+  key.id = &job.spec.id.value;
+  const auto& qq = quota_.queue(q);
+  if (qq.unlimited) {
+    ResourceVec after = queues_[q].usage_all_flavors + job.total;
+    key.share = drf::dominant_share(std::span<const Quantity>(after.v),
+                                    std::span<const Quantity>(capacity_all_.v), qq.weight);
+    return key;
+  }
+  // The flavor the job would most likely get: the first within nominal, else the first within
+  // the queue's own limits, else the first it may use at all.
+  FlavorId chosen = kNoFlavor;
+  for (FlavorId f : job.candidates)
+    if (quota_.within_nominal(q, f, job.total)) {
+      chosen = f;
+      key.tier = 0;
+      break;
+    }
+  if (chosen == kNoFlavor)
+    for (FlavorId f : job.candidates)
+      if (quota_.within_cap(q, f, job.total)) {
+        chosen = f;
+        break;
+      }
+  if (chosen == kNoFlavor) chosen = job.candidates.front();
+  key.share = quota_.borrowing_share(q, chosen, &job.total);
+  return key;
+}
+
+std::vector<Decision> Engine::schedule(Time now) {
+  rebuild_topology_if_needed();
+  placement_failed_.clear();
+  std::vector<Decision> out;
+  drf::IndexedHeap<HeadKey, HeadKeyLess> order;
+  std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
+  for (QueueIdx q = 0; q < queues_.size(); ++q) {
+    auto& pending = queues_[q].pending;
+    if (pending.empty()) continue;
+    cursor[q] = pending.begin();
+    order.set(q, head_key(q, jobs_[cursor[q]->job]));
+  }
+  while (!order.empty()) {
+    const QueueIdx q = order.top();
+    auto& pending = queues_[q].pending;
+    auto it = cursor[q];
+    const std::uint32_t j = it->job;
+    auto next = std::next(it);
+    if (try_admit(j, now, /*commit=*/true)) {
+      pending.erase(it);
+      out.emplace_back(describe_admission(jobs_[j]));
+    } else if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
+      order.erase(q);  // nothing behind the head may pass it
+      continue;
+    }
+    cursor[q] = next;
+    if (next == pending.end())
+      order.erase(q);
+    else
+      order.set(q, head_key(q, jobs_[next->job]));
+  }
+  return out;
+}
+
+bool Engine::try_admit(std::uint32_t j, Time now, bool commit) {
+  Job& job = jobs_[j];
+  WaitReason wait;
+  for (FlavorId f : job.candidates) {
+    ++wait.flavors_tried;
+    if (f != kNoFlavor) {
+      if (auto shortfall = quota_.check(job.queue, f, job.total)) {
+        if (wait.kind == WaitReason::Kind::kNotConsidered) {
+          wait.kind = WaitReason::Kind::kQuota;
+          wait.quota = *shortfall;
+        }
+        continue;
+      }
+    }
+    std::vector<PodSlot> slots;
+    if (!config_.quota_only) {
+      const std::uint64_t key = memo_key(job.shape, f, job.queue);
+      std::optional<std::vector<PodSlot>> placed;
+      if (!commit || !placement_failed_.count(key)) {
+        PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets,
+                             config_.placement};
+        placed = place(cluster_, topology_, req);
+      }
+      if (!placed) {
+        if (commit) placement_failed_.insert(key);
+        if (wait.kind == WaitReason::Kind::kNotConsidered) {
+          wait.kind = WaitReason::Kind::kCapacity;
+          wait.flavor = f;
+        }
+        continue;
+      }
+      slots = std::move(*placed);
+    }
+    if (!commit) {
+      for (auto it = slots.rbegin(); it != slots.rend(); ++it) cluster_.release(*it);
+      return true;
+    }
+    admit(j, f, std::move(slots), now);
+    emit(job, JobState::kPending, now);
+    return true;
+  }
+  if (commit) job.wait = wait;
+  return false;
+}
+
+bool Engine::admissible_now(const JobId& id) {
+  auto it = job_ids_.find(id.value);
+  if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending) return false;
+  rebuild_topology_if_needed();
+  return try_admit(it->second, 0, /*commit=*/false);
+}
+
+Admission Engine::describe_admission(const Job& job) const {
+  Admission a;
+  a.job = job.spec.id;
+  a.queue = job.spec.queue;
+  if (job.flavor != kNoFlavor) a.flavor = flavor_names_[job.flavor];
+  std::uint32_t set = 0;
+  std::int32_t left = job.spec.pod_sets.empty() ? 0 : job.spec.pod_sets[0].count;
+  for (const PodSlot& s : job.slots) {
+    while (left == 0) left = job.spec.pod_sets[++set].count;
+    --left;
+    PodPlacement p;
+    p.pod_set = set;
+    p.node = cluster_.node(s.node).name;
+    p.gpus.assign(s.gpus.begin(), s.gpus.end());
+    p.gpu_milli = s.milli_per_gpu;
+    a.pods.push_back(std::move(p));
+  }
+  return a;
+}
+
+}  // namespace gpuq

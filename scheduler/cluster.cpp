@@ -1,0 +1,191 @@
+#include "scheduler/cluster.hpp"
+
+#include <algorithm>
+
+#include "scheduler/quantity.hpp"
+
+namespace gpuq {
+
+Cluster::FreeIndex& Cluster::index_for(FlavorId f) {
+  if (f >= index_.size()) index_.resize(f + 1);
+  return index_[f];
+}
+
+void Cluster::index_add(NodeIdx n) {
+  Node& node = nodes_[n];
+  if (!node.schedulable()) return;
+  node.indexed = true;
+  FreeIndex& ix = index_for(node.flavor);
+  if (ix.by_whole_free.size() <= static_cast<std::size_t>(node.gpu_count()))
+    ix.by_whole_free.resize(node.gpu_count() + 1);
+  ix.by_whole_free[node.whole_free].insert(n);
+  for (std::size_t g = 0; g < node.gpu_free.size(); ++g) {
+    auto f = node.gpu_free[g];
+    if (f > 0 && f < kMilliPerGpu) ix.partial.emplace(f, n, static_cast<std::uint8_t>(g));
+  }
+}
+
+void Cluster::index_remove(NodeIdx n) {
+  Node& node = nodes_[n];
+  if (!node.indexed) return;
+  node.indexed = false;
+  FreeIndex& ix = index_for(node.flavor);
+  ix.by_whole_free[node.whole_free].erase(n);
+  for (std::size_t g = 0; g < node.gpu_free.size(); ++g) {
+    auto f = node.gpu_free[g];
+    if (f > 0 && f < kMilliPerGpu) ix.partial.erase({f, n, static_cast<std::uint8_t>(g)});
+  }
+}
+
+Result<NodeIdx> Cluster::upsert(const NodeSpec& spec, FlavorId flavor, QueueIdx dedicated) {
+  if (spec.capacity[kGpu] % kMilliPerGpu != 0)
+    return Error{"node \"" + spec.name + "\": gpu capacity " +
+                 format_quantity(spec.capacity[kGpu], UnitScale::kMilli) +
+                 " is not a whole number of GPUs"};
+  const auto gpus = static_cast<std::size_t>(spec.capacity[kGpu] / kMilliPerGpu);
+  if (gpus > 255) return Error{"node \"" + spec.name + "\": at most 255 GPUs per node"};
+
+  auto it = by_name_.find(spec.name);
+  if (it == by_name_.end()) {
+    Node node;
+    node.name = spec.name;
+    node.gpu_free.assign(gpus, static_cast<std::int16_t>(kMilliPerGpu));
+    node.whole_free = static_cast<int>(gpus);
+    nodes_.push_back(std::move(node));
+    it = by_name_.emplace(spec.name, static_cast<NodeIdx>(nodes_.size() - 1)).first;
+  } else {
+    const Node& old = nodes_[it->second];
+    for (std::size_t r = 1; r < kMaxResources; ++r)
+      if (old.used.v[r] > spec.capacity.v[r])
+        return Error{"node \"" + spec.name + "\": the new capacity is below what its pods hold"};
+    for (std::size_t g = gpus; g < old.gpu_free.size(); ++g)
+      if (old.gpu_free[g] != kMilliPerGpu)
+        return Error{"node \"" + spec.name + "\": GPU " + std::to_string(g) +
+                     " is in use; it cannot be removed from the node's capacity"};
+    if (old.flavor != flavor && !old.used.is_zero())
+      return Error{"node \"" + spec.name + "\": its flavor cannot change while pods run on it"};
+  }
+  NodeIdx n = it->second;
+  index_remove(n);
+  Node& node = nodes_[n];
+  node.flavor = flavor;
+  node.capacity = spec.capacity;
+  node.labels = spec.labels;
+  node.state = spec.state;
+  node.dedicated = dedicated;
+  while (node.gpu_free.size() < gpus) {
+    node.gpu_free.push_back(static_cast<std::int16_t>(kMilliPerGpu));
+    ++node.whole_free;
+  }
+  if (node.gpu_free.size() > gpus) {  // the removed GPUs were checked to be free above
+    node.whole_free -= static_cast<int>(node.gpu_free.size() - gpus);
+    node.gpu_free.resize(gpus);
+  }
+  index_add(n);
+  return n;
+}
+
+void Cluster::set_state(NodeIdx n, NodeState s) {
+  index_remove(n);
+  nodes_[n].state = s;
+  index_add(n);
+}
+
+std::optional<NodeIdx> Cluster::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Cluster::can_host(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive) const {
+  const Node& node = nodes_[n];
+  if (!node.schedulable()) return false;
+  if (node.dedicated != kNoQueue && node.dedicated != q) return false;
+  if (node.exclusive_queue != kNoQueue && node.exclusive_queue != q) return false;
+  if (exclusive)
+    for (const auto& [tq, pods] : node.tenants)
+      if (tq != q && pods > 0) return false;
+  return fits_physically(n, pod);
+}
+
+bool Cluster::fits_physically(NodeIdx n, const ResourceVec& pod) const {
+  const Node& node = nodes_[n];
+  for (std::size_t r = 1; r < kMaxResources; ++r)
+    if (pod.v[r] > node.capacity.v[r] - node.used.v[r]) return false;
+  GpuAsk ask = GpuAsk::of(pod[kGpu]);
+  if (ask.whole > node.whole_free) return false;
+  if (ask.fraction > 0)
+    return std::any_of(node.gpu_free.begin(), node.gpu_free.end(),
+                       [&](std::int16_t f) { return f >= ask.fraction; });
+  return true;
+}
+
+void Cluster::add_tenant(Node& node, QueueIdx q, int delta) {
+  for (auto it = node.tenants.begin(); it != node.tenants.end(); ++it) {
+    if (it->first != q) continue;
+    it->second += delta;
+    if (it->second == 0) node.tenants.erase(it);
+    return;
+  }
+  node.tenants.emplace_back(q, static_cast<std::uint32_t>(delta));
+}
+
+PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive,
+                      PlacementPolicy policy, std::optional<std::uint8_t> gpu_hint) {
+  index_remove(n);
+  Node& node = nodes_[n];
+  PodSlot slot;
+  slot.node = n;
+  slot.resources = pod;
+  slot.queue = q;
+  slot.exclusive = exclusive;
+  GpuAsk ask = GpuAsk::of(pod[kGpu]);
+  if (ask.fraction > 0) {
+    // Pack onto the fullest GPU that still has room; spread onto the emptiest.
+    int best = -1;
+    if (gpu_hint && node.gpu_free[*gpu_hint] >= ask.fraction) best = *gpu_hint;
+    for (int g = 0; best < 0 || !gpu_hint; ++g) {
+      if (g >= node.gpu_count()) break;
+      auto f = node.gpu_free[g];
+      if (f < ask.fraction) continue;
+      if (best < 0 || (policy == PlacementPolicy::kPack ? f < node.gpu_free[best]
+                                                         : f > node.gpu_free[best]))
+        best = g;
+    }
+    if (node.gpu_free[best] == kMilliPerGpu) --node.whole_free;
+    node.gpu_free[best] = static_cast<std::int16_t>(node.gpu_free[best] - ask.fraction);
+    slot.gpus.push_back(static_cast<std::uint8_t>(best));
+    slot.milli_per_gpu = ask.fraction;
+  } else {
+    for (int g = 0; g < node.gpu_count() && static_cast<int>(slot.gpus.size()) < ask.whole; ++g) {
+      if (node.gpu_free[g] != kMilliPerGpu) continue;
+      node.gpu_free[g] = 0;
+      slot.gpus.push_back(static_cast<std::uint8_t>(g));
+    }
+    node.whole_free -= ask.whole;
+    slot.milli_per_gpu = ask.whole > 0 ? static_cast<std::int16_t>(kMilliPerGpu) : 0;
+  }
+  node.used += pod;
+  add_tenant(node, q, 1);
+  if (exclusive) {
+    node.exclusive_queue = q;
+    ++node.exclusive_pods;
+  }
+  index_add(n);
+  return slot;
+}
+
+void Cluster::release(const PodSlot& slot) {
+  index_remove(slot.node);
+  Node& node = nodes_[slot.node];
+  for (auto g : slot.gpus) {
+    node.gpu_free[g] = static_cast<std::int16_t>(node.gpu_free[g] + slot.milli_per_gpu);
+    if (node.gpu_free[g] == kMilliPerGpu) ++node.whole_free;
+  }
+  node.used -= slot.resources;
+  add_tenant(node, slot.queue, -1);
+  if (slot.exclusive && --node.exclusive_pods == 0) node.exclusive_queue = kNoQueue;
+  index_add(slot.node);
+}
+
+}  // namespace gpuq

@@ -1,0 +1,382 @@
+// Commands and the job lifecycle. The admission cycle is in admission.cpp; the checks and the
+// words that explain a decision are in explain.cpp.
+#include "scheduler/engine.hpp"
+
+#include <algorithm>
+
+#include "scheduler/placement.hpp"
+#include "scheduler/quantity.hpp"
+
+namespace gpuq {
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  // splitmix64-style combination: order-sensitive and well spread.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 27);
+}
+
+std::uint64_t shape_of(const JobSpec& spec) {
+  std::uint64_t h = spec.exclusive ? 1 : 2;
+  for (const PodSet& s : spec.pod_sets) {
+    h = mix(h, static_cast<std::uint64_t>(s.count));
+    for (Quantity q : s.per_pod.v) h = mix(h, static_cast<std::uint64_t>(q));
+  }
+  return h;
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {}
+
+std::optional<FlavorId> Engine::flavor_id(const std::string& name) const {
+  auto it = flavor_ids_.find(name);
+  if (it == flavor_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+FlavorId Engine::intern_flavor(const std::string& name) {
+  auto [it, fresh] = flavor_ids_.try_emplace(name, static_cast<FlavorId>(flavor_names_.size()));
+  if (fresh) {
+    flavor_names_.push_back(name);
+    flavor_shapes_.emplace_back();
+    flavor_capacity_.emplace_back();
+    quota_.set_flavor_count(flavor_names_.size());
+  }
+  return it->second;
+}
+
+std::optional<QueueIdx> Engine::queue_index(const QueueName& name) const {
+  auto it = queue_ids_.find(name.value);
+  if (it == queue_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<void> Engine::apply_queue(const QueueSpec& spec) {
+  if (spec.name.empty()) return Error{"queue: name is empty"};
+  if (!(spec.weight > 0))
+    return Error{"queue \"" + spec.name.value + "\": weight must be > 0"};
+  std::vector<FlavorId> flavors;
+  for (const FlavorQuota& fq : spec.quotas) {
+    if (fq.flavor.empty()) return Error{"queue \"" + spec.name.value + "\": quota flavor is empty"};
+    for (const auto& [r, q] : fq.resources) {
+      auto where = "queue \"" + spec.name.value + "\": " + fq.flavor + "/" + resources_.name(r);
+      if (q.nominal < 0) return Error{where + " nominal must be >= 0"};
+      if (q.borrowing_limit && *q.borrowing_limit < 0)
+        return Error{where + " borrowingLimit must be >= 0"};
+      if (q.lending_limit && *q.lending_limit < 0)
+        return Error{where + " lendingLimit must be >= 0"};
+      if (spec.cohort.empty() && (q.borrowing_limit || q.lending_limit))
+        return Error{where + " borrowingLimit and lendingLimit need a cohort"};
+    }
+    FlavorId f = intern_flavor(fq.flavor);
+    if (std::find(flavors.begin(), flavors.end(), f) != flavors.end())
+      return Error{"queue \"" + spec.name.value + "\": flavor " + fq.flavor + " listed twice"};
+    flavors.push_back(f);
+  }
+  auto [it, fresh] = queue_ids_.try_emplace(spec.name.value, static_cast<QueueIdx>(queues_.size()));
+  if (fresh) queues_.emplace_back();
+  queues_[it->second].spec = spec;
+  quota_.set_queue(it->second, spec, flavors);
+  // Candidate flavors of pending jobs depend on the queue's quota list.
+  for (const PendingKey& k : queues_[it->second].pending)
+    jobs_[k.job].candidates = candidate_flavors(it->second, jobs_[k.job].spec);
+  return Ok();
+}
+
+Result<QueueIdx> Engine::resolve_dedicated(const NodeSpec& spec) {
+  if (!spec.dedicated_to) return kNoQueue;
+  auto q = queue_index(*spec.dedicated_to);
+  if (!q)
+    return Error{"node \"" + spec.name + "\": dedicatedTo names queue \"" +
+                 spec.dedicated_to->value + "\", which does not exist"};
+  return *q;
+}
+
+Result<void> Engine::upsert_node(const NodeSpec& spec, Time now) {
+  if (spec.name.empty()) return Error{"node: name is empty"};
+  if (spec.flavor.empty()) return Error{"node \"" + spec.name + "\": flavor is empty"};
+  for (ResourceId r = 0; r < kMaxResources; ++r)
+    if (spec.capacity[r] < 0)
+      return Error{"node \"" + spec.name + "\": capacity of " + resources_.name(r) +
+                   " must be >= 0"};
+  auto dedicated = resolve_dedicated(spec);
+  if (!dedicated) return Error{dedicated.error()};
+  FlavorId f = intern_flavor(spec.flavor);
+  auto existing = cluster_.find(spec.name);
+  ResourceVec old_capacity = existing ? cluster_.node(*existing).capacity : ResourceVec{};
+  bool was_down = existing && cluster_.node(*existing).state == NodeState::kDown;
+  auto n = cluster_.upsert(spec, f, *dedicated);
+  if (!n) return Error{n.error()};
+  capacity_all_ -= old_capacity;
+  capacity_all_ += spec.capacity;
+  flavor_capacity_[f] -= old_capacity;
+  flavor_capacity_[f] += spec.capacity;
+  auto& shapes = flavor_shapes_[f];
+  std::pair<ResourceVec, QueueIdx> shape{spec.capacity, *dedicated};
+  if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(shape);
+  topology_dirty_ = true;
+  if (spec.state == NodeState::kDown && !was_down) lose_node(*n, now);
+  return Ok();
+}
+
+Result<void> Engine::set_node_state(const std::string& name, NodeState state, Time now) {
+  auto n = cluster_.find(name);
+  if (!n) return Error{"node \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  bool was_down = cluster_.node(*n).state == NodeState::kDown;
+  cluster_.set_state(*n, state);
+  if (state == NodeState::kDown && !was_down) lose_node(*n, now);
+  return Ok();
+}
+
+Result<void> Engine::submit(JobSpec spec, Time now) {
+  if (auto v = validate_job(spec); !v) return v;
+  if (job_ids_.count(spec.id.value))
+    return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  auto q = queue_index(spec.queue);
+  if (!q)
+    return Error{"queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kRejected};
+  Job job;
+  job.queue = *q;
+  for (const PodSet& s : spec.pod_sets) job.total += s.per_pod * s.count;
+  job.shape = shape_of(spec);
+  job.candidates = candidate_flavors(*q, spec);
+  job.spec = std::move(spec);
+  if (auto why = never_fits(job)) return Error{*why, ErrorCode::kRejected};
+
+  auto j = static_cast<std::uint32_t>(jobs_.size());
+  job.order = next_order_++;
+  job_ids_.emplace(job.spec.id.value, j);
+  jobs_.push_back(std::move(job));
+  admission_seq_.push_back(0);
+  queues_[*q].pending.insert(pending_key(j));
+  emit(jobs_[j], std::nullopt, now);
+  return Ok();
+}
+
+Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {
+  if (auto v = validate_job(spec); !v) return v;
+  if (job_ids_.count(spec.id.value))
+    return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  auto q = queue_index(spec.queue);
+  if (!q) return Error{"job \"" + spec.id.value + "\": queue \"" + spec.queue.value +
+                       "\" does not exist", ErrorCode::kNotFound};
+  Job job;
+  job.queue = *q;
+  for (const PodSet& s : spec.pod_sets) job.total += s.per_pod * s.count;
+  job.shape = shape_of(spec);
+  job.candidates = candidate_flavors(*q, spec);
+  job.spec = std::move(spec);
+
+  FlavorId f = job.candidates.empty() ? kNoFlavor : job.candidates.front();
+  if (where.flavor) {
+    auto id = flavor_id(*where.flavor);
+    if (!id) return Error{"job \"" + job.spec.id.value + "\": unknown flavor " + *where.flavor};
+    f = *id;
+  }
+  if (!where.nodes.empty()) {
+    auto n = cluster_.find(where.nodes.front());
+    if (!n) return Error{"job \"" + job.spec.id.value + "\": unknown node " + where.nodes.front()};
+    f = cluster_.node(*n).flavor;
+  }
+  auto slots = place_restored(job, where, f);
+  if (!slots) return Error{slots.error()};
+
+  auto j = static_cast<std::uint32_t>(jobs_.size());
+  job.order = next_order_++;
+  job_ids_.emplace(job.spec.id.value, j);
+  jobs_.push_back(std::move(job));
+  admission_seq_.push_back(0);
+  admit(j, f, std::move(slots.value()), where.admitted_at);
+  Job& restored = jobs_[j];
+  restored.state = JobState::kRunning;
+  emit(restored, JobState::kAdmitted, now);
+  return Ok();
+}
+
+Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const RunningPlacement& where,
+                                                    FlavorId f) {
+  std::vector<PodSlot> slots;
+  if (config_.quota_only) return slots;
+  const std::string who = "job \"" + job.spec.id.value + "\": ";
+  if (where.nodes.empty()) {
+    rebuild_topology_if_needed();
+    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement};
+    if (auto placed = place(cluster_, topology_, req)) return std::move(*placed);
+    return Error{who + "does not fit on the free capacity of flavor " +
+                 (f == kNoFlavor ? std::string("(none)") : flavor_names_[f])};
+  }
+  std::size_t pods = 0;
+  for (const PodSet& s : job.spec.pod_sets) pods += static_cast<std::size_t>(s.count);
+  if (where.nodes.size() != pods)
+    return Error{who + "nodes lists " + std::to_string(where.nodes.size()) + " nodes for " +
+                 std::to_string(pods) + " pods; give one node per pod"};
+  std::size_t i = 0;
+  for (const PodSet& s : job.spec.pod_sets) {
+    for (std::int32_t k = 0; k < s.count; ++k, ++i) {
+      auto n = cluster_.find(where.nodes[i]);
+      Error err{who + "pod " + std::to_string(i) + " does not fit on node " + where.nodes[i]};
+      if (!n) err.message = who + "unknown node " + where.nodes[i];
+      else if (cluster_.node(*n).flavor != f)
+        err.message = who + "its pods are on nodes of different flavors";
+      // Taken as it is: state and dedication do not matter, physical room does.
+      else if (cluster_.fits_physically(*n, s.per_pod)) {
+        slots.push_back(cluster_.take(*n, s.per_pod, job.queue, job.spec.exclusive,
+                                      config_.placement));
+        continue;
+      }
+      for (auto it = slots.rbegin(); it != slots.rend(); ++it) cluster_.release(*it);
+      return err;
+    }
+  }
+  return slots;
+}
+
+Result<void> Engine::cancel(const JobId& id, Time now) {
+  auto it = job_ids_.find(id.value);
+  if (it == job_ids_.end())
+    return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
+  Job& job = jobs_[it->second];
+  if (job.state == JobState::kPending) {
+    queues_[job.queue].pending.erase(pending_key(it->second));
+  } else if (job.holds_resources()) {
+    release(job);
+  } else {
+    return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
+                 ErrorCode::kFailedPrecondition};
+  }
+  finish(it->second, JobState::kCancelled, now, "cancelled");
+  return Ok();
+}
+
+Result<void> Engine::observe(const BinderFact& fact, Time now) {
+  if (const auto* lost = std::get_if<NodeLost>(&fact)) {
+    auto n = cluster_.find(lost->node);
+    if (!n) return Error{"node \"" + lost->node + "\" does not exist", ErrorCode::kNotFound};
+    cluster_.set_state(*n, NodeState::kDown);
+    lose_node(*n, now);
+    return Ok();
+  }
+  const JobId& id = std::holds_alternative<JobStarted>(fact) ? std::get<JobStarted>(fact).job
+                                                              : std::get<JobFinished>(fact).job;
+  auto it = job_ids_.find(id.value);
+  if (it == job_ids_.end())
+    return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
+  Job& job = jobs_[it->second];
+  if (!job.holds_resources())
+    return Error{"job \"" + id.value + "\" is " + to_string(job.state) + ", not admitted",
+                 ErrorCode::kFailedPrecondition};
+  if (std::holds_alternative<JobStarted>(fact)) {
+    if (job.state == JobState::kAdmitted) {
+      job.state = JobState::kRunning;
+      emit(job, JobState::kAdmitted, now);
+    }
+    return Ok();
+  }
+  const auto& done = std::get<JobFinished>(fact);
+  release(job);
+  std::string reason = done.reason;
+  if (reason.empty() && done.exit_code != 0) reason = "exit code " + std::to_string(done.exit_code);
+  finish(it->second, done.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed, now,
+         std::move(reason));
+  return Ok();
+}
+
+void Engine::lose_node(NodeIdx n, Time now) {
+  std::vector<std::uint32_t> hit;
+  for (const auto& [seq, j] : active_)
+    for (const PodSlot& s : jobs_[j].slots)
+      if (s.node == n) {
+        hit.push_back(j);
+        break;
+      }
+  const std::string reason = "node " + cluster_.node(n).name + " lost";
+  for (std::uint32_t j : hit) {
+    release(jobs_[j]);
+    if (jobs_[j].spec.on_node_loss == NodeLossPolicy::kRequeue)
+      requeue(j, now, reason);
+    else
+      finish(j, JobState::kFailed, now, reason);
+  }
+}
+
+void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now) {
+  Job& job = jobs_[j];
+  job.flavor = f;
+  job.slots = std::move(slots);
+  job.admitted_at = now;
+  job.state = JobState::kAdmitted;
+  job.wait = {};
+  if (f != kNoFlavor) quota_.add(job.queue, f, job.total);
+  queues_[job.queue].usage_all_flavors += job.total;
+  ++queues_[job.queue].admitted;
+  admission_seq_[j] = next_admission_++;
+  active_.emplace(admission_seq_[j], j);
+}
+
+void Engine::release(Job& job) {
+  for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
+  job.slots.clear();
+  if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
+  queues_[job.queue].usage_all_flavors -= job.total;
+  --queues_[job.queue].admitted;
+  auto j = static_cast<std::uint32_t>(&job - jobs_.data());
+  active_.erase({admission_seq_[j], j});
+  job.flavor = kNoFlavor;
+}
+
+void Engine::requeue(std::uint32_t j, Time now, const std::string& reason) {
+  Job& job = jobs_[j];
+  JobState from = job.state;
+  job.state = JobState::kPending;
+  ++job.attempts;
+  // Back at its original place: the pending key is built from priority, time and order.
+  queues_[job.queue].pending.insert(pending_key(j));
+  emit(job, from, now, reason);
+}
+
+void Engine::finish(std::uint32_t j, JobState to, Time now, std::string reason) {
+  Job& job = jobs_[j];
+  JobState from = job.state;
+  job.state = to;
+  job.end_reason = reason;
+  emit(job, from, now, std::move(reason));
+}
+
+void Engine::emit(const Job& job, std::optional<JobState> from, Time now, std::string reason) {
+  events_.push_back(Event{next_seq_++, now, job.spec.id, from, job.state, std::move(reason)});
+}
+
+std::vector<Event> Engine::take_events() {
+  std::vector<Event> out;
+  out.swap(events_);
+  return out;
+}
+
+Engine::PendingKey Engine::pending_key(std::uint32_t j) const {
+  const Job& job = jobs_[j];
+  return PendingKey{-job.spec.priority, job.spec.submitted_at, job.order, j};
+}
+
+const Job* Engine::job(const JobId& id) const {
+  auto it = job_ids_.find(id.value);
+  return it == job_ids_.end() ? nullptr : &jobs_[it->second];
+}
+
+std::vector<const Job*> Engine::pending_in_submission_order() const {
+  std::vector<const Job*> out;
+  for (const QueueRec& q : queues_)
+    for (const PendingKey& k : q.pending) out.push_back(&jobs_[k.job]);
+  std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->order < b->order; });
+  return out;
+}
+
+void Engine::rebuild_topology_if_needed() {
+  if (!topology_dirty_ && topology_.levels() == config_.topology_levels) return;
+  topology_.build(config_.topology_levels, cluster_.nodes());
+  topology_dirty_ = false;
+}
+
+}  // namespace gpuq

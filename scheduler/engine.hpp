@@ -1,0 +1,177 @@
+#pragma once
+// The scheduling engine: commands in, decisions and events out. Pure and deterministic: no
+// clock (time is an argument), no I/O, no threads. The same commands in the same order give the
+// same decisions and events, byte for byte.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "scheduler/cluster.hpp"
+#include "scheduler/model.hpp"
+#include "scheduler/quota.hpp"
+#include "scheduler/result.hpp"
+#include "scheduler/topology.hpp"
+
+namespace gpuq {
+
+struct EngineConfig {
+  PlacementPolicy placement = PlacementPolicy::kPack;
+  // No nodes are modelled: only quotas constrain admission (as in Kueue, which leaves placement
+  // to kube-scheduler). Used by scenarios without `nodes`.
+  bool quota_only = false;
+  std::vector<std::string> topology_levels;  // node label keys, widest domain first
+};
+
+// Why a pending job is still waiting after the last cycle that looked at it.
+struct WaitReason {
+  enum class Kind : std::uint8_t { kNotConsidered, kQuota, kCapacity };
+  Kind kind = Kind::kNotConsidered;
+  QuotaShortfall quota;          // kQuota
+  FlavorId flavor = kNoFlavor;   // kCapacity
+  std::uint8_t flavors_tried = 0;
+};
+
+struct Job {
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  QueueIdx queue = kNoQueue;
+  std::uint64_t order = 0;  // submission sequence; FIFO tie-break after priority and time
+  ResourceVec total;        // sum over pods
+  std::uint64_t shape = 0;  // hash of the pod sets, for the per-cycle placement memo
+  std::vector<FlavorId> candidates;  // flavors to try, in order
+  FlavorId flavor = kNoFlavor;       // while admitted
+  std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
+  Time admitted_at = 0;
+  std::int32_t attempts = 0;  // times requeued after losing its place
+  WaitReason wait;
+  std::string end_reason;
+
+  bool holds_resources() const {
+    return state == JobState::kAdmitted || state == JobState::kRunning ||
+           state == JobState::kPreempting;
+  }
+};
+
+// Where an already-running job is (restored from a scenario or, later, from storage).
+struct RunningPlacement {
+  Time admitted_at = 0;
+  std::optional<std::string> flavor;
+  std::vector<std::string> nodes;  // one per pod, or empty to let the engine place them
+};
+
+struct QueueStatus {
+  QueueName name;
+  std::size_t pending = 0;
+  std::size_t admitted = 0;
+  double share = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(EngineConfig config = {});
+
+  ResourceNames& resource_names() { return resources_; }
+  const ResourceNames& resource_names() const { return resources_; }
+  const EngineConfig& config() const { return config_; }
+
+  // Commands.
+  Result<void> apply_queue(const QueueSpec& spec);
+  Result<void> upsert_node(const NodeSpec& spec, Time now);
+  Result<void> set_node_state(const std::string& node, NodeState state, Time now);
+  // Errors: kInvalidArgument (malformed), kAlreadyExists (id in use), kRejected (can never fit
+  // as the cluster and quotas stand; the job is not kept).
+  Result<void> submit(JobSpec spec, Time now);
+  Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
+  Result<void> cancel(const JobId& id, Time now);
+  Result<void> observe(const BinderFact& fact, Time now);
+  std::vector<Decision> schedule(Time now);
+  std::vector<Event> take_events();
+
+  // Queries.
+  const Job* job(const JobId& id) const;
+  std::string pending_reason(const Job& job) const;
+  std::vector<const Job*> pending_in_submission_order() const;
+  std::optional<QueueIdx> queue_index(const QueueName& name) const;
+  const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
+  std::size_t queue_count() const { return queues_.size(); }
+  const QuotaBook& quotas() const { return quota_; }
+  const Cluster& cluster() const { return cluster_; }
+  const std::string& flavor_name(FlavorId f) const { return flavor_names_[f]; }
+  std::optional<FlavorId> flavor_id(const std::string& name) const;
+  // Whether job (pending) could be admitted right now: quota and placement, changing nothing.
+  bool admissible_now(const JobId& id);
+
+ private:
+  struct PendingKey {
+    std::int32_t neg_priority;
+    Time submitted;
+    std::uint64_t order;
+    std::uint32_t job;
+    auto operator<=>(const PendingKey&) const = default;
+  };
+  struct QueueRec {
+    QueueSpec spec;
+    std::set<PendingKey> pending;
+    ResourceVec usage_all_flavors;  // for the classic DRF share of quota-less queues
+    std::size_t admitted = 0;
+  };
+  struct HeadKey;
+  struct HeadKeyLess {
+    bool operator()(const HeadKey& a, const HeadKey& b) const;
+  };
+
+  Result<void> validate_job(const JobSpec& spec) const;
+  std::optional<std::string> never_fits(const Job& job) const;
+  std::vector<FlavorId> candidate_flavors(QueueIdx q, const JobSpec& spec) const;
+  FlavorId intern_flavor(const std::string& name);
+  Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
+
+  HeadKey head_key(QueueIdx q, const Job& job) const;
+  bool try_admit(std::uint32_t j, Time now, bool commit);
+  void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);
+  void release(Job& job);
+  void requeue(std::uint32_t j, Time now, const std::string& reason);
+  void finish(std::uint32_t j, JobState to, Time now, std::string reason);
+  void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
+  PendingKey pending_key(std::uint32_t j) const;
+  Admission describe_admission(const Job& job) const;
+  void lose_node(NodeIdx n, Time now);
+  void rebuild_topology_if_needed();
+  Result<std::vector<PodSlot>> place_restored(const Job& job, const RunningPlacement& where,
+                                              FlavorId f);
+
+  EngineConfig config_;
+  ResourceNames resources_;
+  Cluster cluster_;
+  Topology topology_;
+  bool topology_dirty_ = false;
+  QuotaBook quota_;
+  ResourceVec capacity_all_;  // over all nodes, for the classic DRF share
+
+  std::vector<std::string> flavor_names_;
+  std::unordered_map<std::string, FlavorId> flavor_ids_;
+  std::vector<std::vector<std::pair<ResourceVec, QueueIdx>>> flavor_shapes_;  // distinct nodes
+  std::vector<ResourceVec> flavor_capacity_;
+
+  std::vector<QueueRec> queues_;
+  std::unordered_map<std::string, QueueIdx> queue_ids_;
+
+  std::vector<Job> jobs_;
+  std::unordered_map<std::string, std::uint32_t> job_ids_;
+  std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
+  std::vector<std::uint64_t> admission_seq_;                 // by job
+  std::uint64_t next_order_ = 0;
+  std::uint64_t next_admission_ = 0;
+  std::uint64_t next_seq_ = 1;
+  std::vector<Event> events_;
+
+  // Per cycle: (flavor, queue, shape) combinations that failed placement. Resources only shrink
+  // within a cycle, so a failure stays a failure until the cycle ends.
+  std::unordered_set<std::uint64_t> placement_failed_;
+};
+
+}  // namespace gpuq

@@ -1,0 +1,34 @@
+#include "scheduler/model.hpp"
+
+namespace gpuq {
+
+const char* to_string(NodeState s) {
+  switch (s) {
+    case NodeState::kReady: return "Ready";
+    case NodeState::kCordoned: return "Cordoned";
+    case NodeState::kDraining: return "Draining";
+    case NodeState::kDown: return "Down";
+  }
+  return "?";
+}
+
+const char* to_string(QueueingStrategy s) {
+  return s == QueueingStrategy::kStrictFIFO ? "StrictFIFO" : "BestEffortFIFO";
+}
+
+const char* to_string(PlacementPolicy p) { return p == PlacementPolicy::kPack ? "pack" : "spread"; }
+
+const char* to_string(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "Pending";
+    case JobState::kAdmitted: return "Admitted";
+    case JobState::kRunning: return "Running";
+    case JobState::kPreempting: return "Preempting";
+    case JobState::kSucceeded: return "Succeeded";
+    case JobState::kFailed: return "Failed";
+    case JobState::kCancelled: return "Cancelled";
+  }
+  return "?";
+}
+
+}  // namespace gpuq

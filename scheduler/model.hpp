@@ -1,0 +1,153 @@
+#pragma once
+// The engine's vocabulary: what callers hand in (specs), what comes out (decisions, events).
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "scheduler/resources.hpp"
+
+namespace gpuq {
+
+using Time = std::int64_t;  // seconds; the engine never reads a clock, time is always an argument
+
+// A string that means one thing only, so a queue name cannot be passed where a job id is wanted.
+template <class Tag>
+struct Name {
+  std::string value;
+  Name() = default;
+  explicit Name(std::string v) : value(std::move(v)) {}
+  auto operator<=>(const Name&) const = default;
+  bool empty() const { return value.empty(); }
+};
+using JobId = Name<struct JobIdTag>;
+using QueueName = Name<struct QueueNameTag>;
+
+enum class NodeState { kReady, kCordoned, kDraining, kDown };
+enum class QueueingStrategy { kBestEffortFIFO, kStrictFIFO };
+enum class PlacementPolicy { kPack, kSpread };
+enum class JobState { kPending, kAdmitted, kRunning, kPreempting, kSucceeded, kFailed, kCancelled };
+enum class NodeLossPolicy { kRequeue, kFail };
+
+const char* to_string(NodeState s);
+const char* to_string(QueueingStrategy s);
+const char* to_string(JobState s);
+const char* to_string(PlacementPolicy p);
+
+// Preemption policies (Kueue's names). Parsed and kept now; acted on by preemption/.
+enum class WithinQueuePolicy { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+enum class ReclaimPolicy { kNever, kLowerPriority, kAny };
+enum class BorrowWithinCohortPolicy { kNever, kLowerPriority };
+struct PreemptionSpec {
+  WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
+  ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
+  BorrowWithinCohortPolicy borrow_within_cohort = BorrowWithinCohortPolicy::kNever;
+  std::optional<std::int32_t> borrow_max_priority_threshold;
+  Time min_runtime = 0;
+};
+
+struct ResourceQuota {
+  Quantity nominal = 0;
+  std::optional<Quantity> borrowing_limit;  // unset: unlimited
+  std::optional<Quantity> lending_limit;    // unset: all of nominal may be lent
+};
+
+struct FlavorQuota {
+  std::string flavor;
+  std::vector<std::pair<ResourceId, ResourceQuota>> resources;
+};
+
+struct QueueSpec {
+  QueueName name;
+  std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
+  double weight = 1.0;
+  QueueingStrategy strategy = QueueingStrategy::kBestEffortFIFO;
+  // In the order flavors are tried. Empty: no quota at all; the queue is limited only by free
+  // capacity and ordered by the classic DRF share.
+  std::vector<FlavorQuota> quotas;
+  PreemptionSpec preemption;
+};
+
+struct NodeSpec {
+  std::string name;
+  std::string flavor;
+  ResourceVec capacity;  // gpu in milli-GPU and always whole GPUs
+  std::map<std::string, std::string> labels;
+  NodeState state = NodeState::kReady;
+  std::optional<QueueName> dedicated_to;
+};
+
+struct PodSet {
+  std::string name;
+  std::int32_t count = 1;
+  ResourceVec per_pod;
+};
+
+struct JobSpec {
+  JobId id;
+  QueueName queue;
+  std::string owner;
+  std::string name;
+  std::int32_t priority = 0;
+  Time submitted_at = 0;
+  std::vector<PodSet> pod_sets;
+  std::vector<std::string> flavors;  // accepted flavors; empty: any the queue has
+  std::optional<Time> max_runtime;
+  bool preemptible = true;
+  Time grace_period = 30;
+  bool exclusive = false;  // no other queue's pods on the nodes this job uses
+  NodeLossPolicy on_node_loss = NodeLossPolicy::kRequeue;
+};
+
+// Where one pod of an admitted job runs.
+struct PodPlacement {
+  std::uint32_t pod_set = 0;
+  std::string node;            // empty in quota-only mode (no nodes modelled)
+  std::vector<int> gpus;       // GPU indices on the node
+  Quantity gpu_milli = 0;      // per GPU: 1000 for whole GPUs, less for a shared GPU
+};
+
+struct Admission {
+  JobId job;
+  QueueName queue;
+  std::string flavor;  // empty when the queue has no quotas and no nodes are modelled
+  std::vector<PodPlacement> pods;
+};
+
+using Decision = std::variant<Admission>;
+
+struct Event {
+  std::uint64_t seq = 0;  // strictly increasing across all events of one engine
+  Time at = 0;
+  JobId job;
+  std::optional<JobState> from;  // nullopt on submit
+  JobState to = JobState::kPending;
+  std::string reason;
+};
+
+// What a binder observes and reports back.
+struct JobStarted {
+  JobId job;
+};
+struct JobFinished {
+  JobId job;
+  int exit_code = 0;
+  std::string reason;
+};
+struct NodeLost {
+  std::string node;
+};
+using BinderFact = std::variant<JobStarted, JobFinished, NodeLost>;
+
+}  // namespace gpuq
+
+template <class Tag>
+struct std::hash<gpuq::Name<Tag>> {
+  std::size_t operator()(const gpuq::Name<Tag>& n) const noexcept {
+    return std::hash<std::string>{}(n.value);
+  }
+};

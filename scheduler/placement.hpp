@@ -1,0 +1,25 @@
+#pragma once
+// Placing a job's pods on nodes: all of them or none (a gang). Policies choose among the nodes
+// that fit; the free-capacity index keeps the search from scanning every node.
+#include <optional>
+#include <vector>
+
+#include "scheduler/cluster.hpp"
+#include "scheduler/topology.hpp"
+
+namespace gpuq {
+
+struct PlacementRequest {
+  FlavorId flavor = kNoFlavor;
+  QueueIdx queue = kNoQueue;
+  bool exclusive = false;
+  const std::vector<PodSet>* pod_sets = nullptr;
+  PlacementPolicy policy = PlacementPolicy::kPack;
+};
+
+// On success the pods are taken in the cluster and their slots returned (pod sets in order, pods
+// of a set in order); on failure the cluster is left exactly as it was.
+std::optional<std::vector<PodSlot>> place(Cluster& cluster, const Topology& topology,
+                                          const PlacementRequest& request);
+
+}  // namespace gpuq

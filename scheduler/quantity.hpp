@@ -1,0 +1,26 @@
+#pragma once
+// Kubernetes quantity notation ("2", "500m", "16Gi", "1.5", "1e3") to exact integer base units.
+#include <string>
+#include <string_view>
+
+#include "scheduler/resources.hpp"
+#include "scheduler/result.hpp"
+
+namespace gpuq {
+
+// How a resource's base unit relates to the notation: gpu and cpu are counted in thousandths
+// ("1" = 1000, "500m" = 500); memory and other resources in whole units ("1Ki" = 1024).
+enum class UnitScale { kMilli, kUnit };
+
+inline UnitScale scale_of(ResourceId r) {
+  return (r == kGpu || r == kCpu) ? UnitScale::kMilli : UnitScale::kUnit;
+}
+
+// Parses text into base units. The result must be an exact integer (no rounding): "0.0005" cpu
+// or "0.5" bytes are errors. Negative values parse; callers decide whether they are allowed.
+Result<Quantity> parse_quantity(std::string_view text, UnitScale scale);
+
+// Formats base units back into the shortest exact notation ("500m", "2", "16Gi").
+std::string format_quantity(Quantity q, UnitScale scale);
+
+}  // namespace gpuq

@@ -1,0 +1,18 @@
+#pragma once
+// `gpuq sim scenario FILE`: load a state, run one scheduling cycle at `now`, report the
+// decisions as JSON (shared/SCENARIOS.md is the contract).
+#include <string>
+
+#include <boost/json/value.hpp>
+
+namespace gpuq::sim {
+
+// Loads and runs the scenario in `yaml_text`. Throws SpecError, naming `file_label` and the
+// field, when the input cannot be understood. Pending jobs that can never fit are not errors:
+// they are reported under "rejected".
+boost::json::value run_scenario(const std::string& yaml_text, const std::string& file_label);
+
+// Pretty JSON: two-space indentation, keys in insertion order. Ends with a newline.
+std::string to_pretty_json(const boost::json::value& v);
+
+}  // namespace gpuq::sim

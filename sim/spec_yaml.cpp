@@ -1,0 +1,322 @@
+#include "sim/spec_yaml.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "scheduler/quantity.hpp"
+
+namespace gpuq::sim {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw SpecError(path + ": " + why);
+}
+
+std::string shown(const YAML::Node& node) {
+  if (node.IsScalar()) return "\"" + node.Scalar() + "\"";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "nothing";
+}
+
+template <class E>
+E read_enum(const YAML::Node& node, const std::string& path,
+            std::initializer_list<std::pair<const char*, E>> allowed) {
+  std::string v = read_string(node, path);
+  std::string names;
+  for (const auto& [name, value] : allowed) {
+    if (v == name) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  fail(path, "\"" + v + "\" is not allowed; use one of " + names);
+}
+
+void require_map(const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap()) fail(path, "expected a map, got " + shown(node));
+}
+void require_list(const YAML::Node& node, const std::string& path) {
+  if (!node.IsSequence()) fail(path, "expected a list, got " + shown(node));
+}
+
+ResourceId resource_id(const std::string& name, const std::string& path, ResourceNames& names) {
+  if (name.empty()) fail(path, "resource name is empty");
+  auto r = names.intern(name);
+  if (!r)
+    fail(path, "too many distinct resources (at most " + std::to_string(kMaxResources) +
+                   "); \"" + name + "\" does not fit");
+  return *r;
+}
+
+std::optional<Quantity> optional_quantity(const YAML::Node& map, const char* key,
+                                          const std::string& path, ResourceId r) {
+  if (!map[key]) return std::nullopt;
+  Quantity q = read_quantity(map[key], path + "." + key, r);
+  if (q < 0) fail(path + "." + key, shown(map[key]) + " is negative; it must be >= 0");
+  return q;
+}
+
+PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path) {
+  require_map(node, path);
+  check_keys(node, path, {"withinQueue", "reclaimWithinCohort", "borrowWithinCohort", "minRuntime"});
+  PreemptionSpec p;
+  if (node["withinQueue"])
+    p.within_queue = read_enum<WithinQueuePolicy>(
+        node["withinQueue"], path + ".withinQueue",
+        {{"Never", WithinQueuePolicy::kNever},
+         {"LowerPriority", WithinQueuePolicy::kLowerPriority},
+         {"LowerOrNewerEqualPriority", WithinQueuePolicy::kLowerOrNewerEqualPriority}});
+  if (node["reclaimWithinCohort"])
+    p.reclaim_within_cohort = read_enum<ReclaimPolicy>(
+        node["reclaimWithinCohort"], path + ".reclaimWithinCohort",
+        {{"Never", ReclaimPolicy::kNever},
+         {"LowerPriority", ReclaimPolicy::kLowerPriority},
+         {"Any", ReclaimPolicy::kAny}});
+  if (const auto& b = node["borrowWithinCohort"]) {
+    const std::string bp = path + ".borrowWithinCohort";
+    require_map(b, bp);
+    check_keys(b, bp, {"policy", "maxPriorityThreshold"});
+    if (!b["policy"]) fail(bp + ".policy", "is required");
+    p.borrow_within_cohort = read_enum<BorrowWithinCohortPolicy>(
+        b["policy"], bp + ".policy",
+        {{"Never", BorrowWithinCohortPolicy::kNever},
+         {"LowerPriority", BorrowWithinCohortPolicy::kLowerPriority}});
+    if (b["maxPriorityThreshold"])
+      p.borrow_max_priority_threshold =
+          static_cast<std::int32_t>(read_int(b["maxPriorityThreshold"], bp + ".maxPriorityThreshold"));
+  }
+  if (node["minRuntime"]) {
+    p.min_runtime = read_int(node["minRuntime"], path + ".minRuntime");
+    if (p.min_runtime < 0) fail(path + ".minRuntime", "must be >= 0 seconds");
+  }
+  return p;
+}
+
+}  // namespace
+
+void check_keys(const YAML::Node& map, const std::string& path,
+                std::initializer_list<const char*> allowed) {
+  for (const auto& kv : map) {
+    std::string key = kv.first.Scalar();
+    bool known = false;
+    std::string names;
+    for (const char* a : allowed) {
+      known = known || key == a;
+      names += (names.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!known) fail(path + "." + key, "unknown key; allowed here: " + names);
+  }
+}
+
+std::string read_string(const YAML::Node& node, const std::string& path) {
+  if (!node.IsScalar()) fail(path, "expected a string, got " + shown(node));
+  return node.Scalar();
+}
+
+std::int64_t read_int(const YAML::Node& node, const std::string& path) {
+  std::string s = read_string(node, path);
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+    fail(path, shown(node) + " is not an integer");
+  return v;
+}
+
+double read_number(const YAML::Node& node, const std::string& path) {
+  std::string s = read_string(node, path);
+  try {
+    std::size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used == s.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  fail(path, shown(node) + " is not a number");
+}
+
+bool read_bool(const YAML::Node& node, const std::string& path) {
+  std::string s = read_string(node, path);
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(path, shown(node) + " is not allowed; use true or false");
+}
+
+Quantity read_quantity(const YAML::Node& node, const std::string& path, ResourceId r) {
+  auto q = parse_quantity(read_string(node, path), scale_of(r));
+  if (!q) fail(path, q.error());
+  return *q;
+}
+
+ResourceVec read_resources(const YAML::Node& node, const std::string& path, ResourceNames& names) {
+  require_map(node, path);
+  ResourceVec v;
+  for (const auto& kv : node) {
+    const std::string name = kv.first.Scalar();
+    const std::string at = path + "." + name;
+    ResourceId r = resource_id(name, at, names);
+    v[r] = read_quantity(kv.second, at, r);
+    if (v[r] < 0) fail(at, shown(kv.second) + " is negative; it must be >= 0");
+  }
+  return v;
+}
+
+QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names) {
+  require_map(node, path);
+  check_keys(node, path, {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption"});
+  QueueSpec q;
+  if (!node["name"]) fail(path + ".name", "is required");
+  q.name = QueueName(read_string(node["name"], path + ".name"));
+  if (q.name.empty()) fail(path + ".name", "is empty");
+  if (node["cohort"]) q.cohort = read_string(node["cohort"], path + ".cohort");
+  if (node["weight"]) {
+    q.weight = read_number(node["weight"], path + ".weight");
+    if (!(q.weight > 0)) fail(path + ".weight", shown(node["weight"]) + " must be > 0");
+  }
+  if (node["queueingStrategy"])
+    q.strategy = read_enum<QueueingStrategy>(
+        node["queueingStrategy"], path + ".queueingStrategy",
+        {{"BestEffortFIFO", QueueingStrategy::kBestEffortFIFO},
+         {"StrictFIFO", QueueingStrategy::kStrictFIFO}});
+  if (const auto& quotas = node["quotas"]) {
+    const std::string qp = path + ".quotas";
+    require_list(quotas, qp);
+    for (std::size_t i = 0; i < quotas.size(); ++i) {
+      const std::string fp = qp + "[" + std::to_string(i) + "]";
+      require_map(quotas[i], fp);
+      check_keys(quotas[i], fp, {"flavor", "resources"});
+      FlavorQuota fq;
+      if (!quotas[i]["flavor"]) fail(fp + ".flavor", "is required");
+      fq.flavor = read_string(quotas[i]["flavor"], fp + ".flavor");
+      if (fq.flavor.empty()) fail(fp + ".flavor", "is empty");
+      for (const FlavorQuota& prev : q.quotas)
+        if (prev.flavor == fq.flavor) fail(fp + ".flavor", "\"" + fq.flavor + "\" is listed twice");
+      const auto& res = quotas[i]["resources"];
+      if (!res) fail(fp + ".resources", "is required");
+      require_map(res, fp + ".resources");
+      for (const auto& kv : res) {
+        const std::string rp = fp + ".resources." + kv.first.Scalar();
+        ResourceId r = resource_id(kv.first.Scalar(), rp, names);
+        require_map(kv.second, rp);
+        check_keys(kv.second, rp, {"nominal", "borrowingLimit", "lendingLimit"});
+        ResourceQuota rq;
+        if (!kv.second["nominal"]) fail(rp + ".nominal", "is required");
+        rq.nominal = *optional_quantity(kv.second, "nominal", rp, r);
+        rq.borrowing_limit = optional_quantity(kv.second, "borrowingLimit", rp, r);
+        rq.lending_limit = optional_quantity(kv.second, "lendingLimit", rp, r);
+        if (q.cohort.empty() && (rq.borrowing_limit || rq.lending_limit))
+          fail(rp, "borrowingLimit and lendingLimit need the queue to be in a cohort");
+        fq.resources.emplace_back(r, rq);
+      }
+      q.quotas.push_back(std::move(fq));
+    }
+  }
+  if (node["preemption"]) q.preemption = parse_preemption(node["preemption"], path + ".preemption");
+  return q;
+}
+
+NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names) {
+  require_map(node, path);
+  check_keys(node, path, {"name", "flavor", "capacity", "labels", "state", "dedicatedTo"});
+  NodeSpec n;
+  if (!node["name"]) fail(path + ".name", "is required");
+  n.name = read_string(node["name"], path + ".name");
+  if (n.name.empty()) fail(path + ".name", "is empty");
+  if (!node["flavor"]) fail(path + ".flavor", "is required");
+  n.flavor = read_string(node["flavor"], path + ".flavor");
+  if (n.flavor.empty()) fail(path + ".flavor", "is empty");
+  if (!node["capacity"]) fail(path + ".capacity", "is required");
+  n.capacity = read_resources(node["capacity"], path + ".capacity", names);
+  if (n.capacity[kGpu] % kMilliPerGpu != 0)
+    fail(path + ".capacity.gpu", shown(node["capacity"]["gpu"]) +
+                                     " is not a whole number of GPUs; a node has whole GPUs");
+  if (n.capacity[kGpu] / kMilliPerGpu > 255) fail(path + ".capacity.gpu", "at most 255 GPUs per node");
+  if (const auto& labels = node["labels"]) {
+    require_map(labels, path + ".labels");
+    for (const auto& kv : labels)
+      n.labels[kv.first.Scalar()] = read_string(kv.second, path + ".labels." + kv.first.Scalar());
+  }
+  if (node["state"])
+    n.state = read_enum<NodeState>(node["state"], path + ".state",
+                                   {{"Ready", NodeState::kReady},
+                                    {"Cordoned", NodeState::kCordoned},
+                                    {"Draining", NodeState::kDraining},
+                                    {"Down", NodeState::kDown}});
+  if (node["dedicatedTo"])
+    n.dedicated_to = QueueName(read_string(node["dedicatedTo"], path + ".dedicatedTo"));
+  return n;
+}
+
+void check_job_keys(const YAML::Node& node, const std::string& path, bool running) {
+  if (running)
+    check_keys(node, path, {"id", "queue", "name", "owner", "priority", "submittedAt", "pods",
+                            "flavors", "preemptible", "exclusive", "maxRuntime", "gracePeriod",
+                            "admittedAt", "nodes", "flavor"});
+  else
+    check_keys(node, path, {"id", "queue", "name", "owner", "priority", "submittedAt", "pods",
+                            "flavors", "preemptible", "exclusive", "maxRuntime", "gracePeriod"});
+}
+
+JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names) {
+  require_map(node, path);
+  JobSpec j;
+  if (!node["id"]) fail(path + ".id", "is required");
+  j.id = JobId(read_string(node["id"], path + ".id"));
+  if (j.id.empty()) fail(path + ".id", "is empty");
+  if (!node["queue"]) fail(path + ".queue", "is required");
+  j.queue = QueueName(read_string(node["queue"], path + ".queue"));
+  if (node["name"]) j.name = read_string(node["name"], path + ".name");
+  if (node["owner"]) j.owner = read_string(node["owner"], path + ".owner");
+  if (node["priority"]) {
+    std::int64_t p = read_int(node["priority"], path + ".priority");
+    if (p < INT32_MIN || p > INT32_MAX) fail(path + ".priority", "out of the 32-bit integer range");
+    j.priority = static_cast<std::int32_t>(p);
+  }
+  if (node["submittedAt"]) j.submitted_at = read_int(node["submittedAt"], path + ".submittedAt");
+  if (!node["pods"]) fail(path + ".pods", "is required");
+  const auto& pods = node["pods"];
+  require_list(pods, path + ".pods");
+  if (pods.size() == 0) fail(path + ".pods", "is empty; a job needs at least one pod set");
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const std::string pp = path + ".pods[" + std::to_string(i) + "]";
+    require_map(pods[i], pp);
+    check_keys(pods[i], pp, {"name", "count", "resources"});
+    PodSet s;
+    if (pods[i]["name"]) s.name = read_string(pods[i]["name"], pp + ".name");
+    if (pods[i]["count"]) {
+      std::int64_t c = read_int(pods[i]["count"], pp + ".count");
+      if (c < 1 || c > 100000) fail(pp + ".count", shown(pods[i]["count"]) + " must be 1..100000");
+      s.count = static_cast<std::int32_t>(c);
+    }
+    if (!pods[i]["resources"]) fail(pp + ".resources", "is required");
+    s.per_pod = read_resources(pods[i]["resources"], pp + ".resources", names);
+    j.pod_sets.push_back(std::move(s));
+  }
+  if (const auto& f = node["flavors"]) {
+    require_list(f, path + ".flavors");
+    for (std::size_t i = 0; i < f.size(); ++i)
+      j.flavors.push_back(read_string(f[i], path + ".flavors[" + std::to_string(i) + "]"));
+  }
+  if (node["preemptible"]) j.preemptible = read_bool(node["preemptible"], path + ".preemptible");
+  if (node["exclusive"]) j.exclusive = read_bool(node["exclusive"], path + ".exclusive");
+  if (node["maxRuntime"]) {
+    j.max_runtime = read_int(node["maxRuntime"], path + ".maxRuntime");
+    if (*j.max_runtime <= 0) fail(path + ".maxRuntime", "must be > 0 seconds");
+  }
+  if (node["gracePeriod"]) {
+    j.grace_period = read_int(node["gracePeriod"], path + ".gracePeriod");
+    if (j.grace_period < 0) fail(path + ".gracePeriod", "must be >= 0 seconds");
+  }
+  return j;
+}
+
+RunningPlacement parse_running_placement(const YAML::Node& node, const std::string& path, Time now) {
+  RunningPlacement where;
+  where.admitted_at = node["admittedAt"] ? read_int(node["admittedAt"], path + ".admittedAt") : now;
+  if (node["flavor"]) where.flavor = read_string(node["flavor"], path + ".flavor");
+  if (const auto& nodes = node["nodes"]) {
+    require_list(nodes, path + ".nodes");
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      where.nodes.push_back(read_string(nodes[i], path + ".nodes[" + std::to_string(i) + "]"));
+  }
+  return where;
+}
+
+}  // namespace gpuq::sim

@@ -1,0 +1,37 @@
+#pragma once
+// Queues, nodes and jobs from YAML, with the keys of the scenario format (shared/SCENARIOS.md);
+// `gpuq apply` will read the same keys. Every error names the field by its path
+// ("queues[0].quotas[1].resources.gpu.nominal"), the value and what is allowed.
+#include <stdexcept>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "scheduler/engine.hpp"
+
+namespace gpuq::sim {
+
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names);
+NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names);
+JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names);
+RunningPlacement parse_running_placement(const YAML::Node& node, const std::string& path,
+                                         Time now);
+// The keys a job may have; running jobs may also have admittedAt, nodes and flavor.
+void check_job_keys(const YAML::Node& node, const std::string& path, bool running);
+
+// Small typed readers; each throws SpecError naming `path`.
+void check_keys(const YAML::Node& map, const std::string& path,
+                std::initializer_list<const char*> allowed);
+std::string read_string(const YAML::Node& node, const std::string& path);
+std::int64_t read_int(const YAML::Node& node, const std::string& path);
+double read_number(const YAML::Node& node, const std::string& path);
+bool read_bool(const YAML::Node& node, const std::string& path);
+Quantity read_quantity(const YAML::Node& node, const std::string& path, ResourceId r);
+ResourceVec read_resources(const YAML::Node& node, const std::string& path, ResourceNames& names);
+
+}  // namespace gpuq::sim
