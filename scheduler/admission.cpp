@@ -75,8 +75,19 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
 
 std::vector<Decision> Engine::schedule(Time now) {
   rebuild_topology_if_needed();
-  placement_failed_.clear();
   std::vector<Decision> out;
+  // Placing a single pod searches the whole index, so its failure stays a failure while the
+  // cycle only consumes capacity; placing a gang pod by pod is greedy and can fail on a state
+  // where it would succeed after others took some room. So when a gang failed and something was
+  // admitted after it, run another pass: the cycle ends only when every pending job has been
+  // tried against the final state.
+  while (run_pass(now, out)) {
+  }
+  return out;
+}
+
+bool Engine::run_pass(Time now, std::vector<Decision>& out) {
+  placement_failed_.clear();
   drf::IndexedHeap<HeadKey, HeadKeyLess> order;
   std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
   for (QueueIdx q = 0; q < queues_.size(); ++q) {
@@ -85,18 +96,25 @@ std::vector<Decision> Engine::schedule(Time now) {
     cursor[q] = pending.begin();
     order.set(q, head_key(q, jobs_[cursor[q]->job]));
   }
+  bool gang_failed = false;
+  bool again = false;
   while (!order.empty()) {
     const QueueIdx q = order.top();
     auto& pending = queues_[q].pending;
     auto it = cursor[q];
     const std::uint32_t j = it->job;
     auto next = std::next(it);
-    if (try_admit(j, now, /*commit=*/true)) {
+    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
+    if (outcome == AdmitOutcome::kAdmitted) {
       pending.erase(it);
       out.emplace_back(describe_admission(jobs_[j]));
-    } else if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
-      order.erase(q);  // nothing behind the head may pass it
-      continue;
+      again = again || gang_failed;
+    } else {
+      gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
+      if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
+        order.erase(q);  // nothing behind the head may pass it
+        continue;
+      }
     }
     cursor[q] = next;
     if (next == pending.end())
@@ -104,12 +122,13 @@ std::vector<Decision> Engine::schedule(Time now) {
     else
       order.set(q, head_key(q, jobs_[next->job]));
   }
-  return out;
+  return again;
 }
 
-bool Engine::try_admit(std::uint32_t j, Time now, bool commit) {
+Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
   Job& job = jobs_[j];
   WaitReason wait;
+  bool gang_did_not_fit = false;
   for (FlavorId f : job.candidates) {
     ++wait.flavors_tried;
     if (f != kNoFlavor) {
@@ -132,6 +151,8 @@ bool Engine::try_admit(std::uint32_t j, Time now, bool commit) {
       }
       if (!placed) {
         if (commit) placement_failed_.insert(key);
+        gang_did_not_fit = gang_did_not_fit || job.spec.pod_sets.size() > 1 ||
+                           job.spec.pod_sets[0].count > 1;
         if (wait.kind == WaitReason::Kind::kNotConsidered) {
           wait.kind = WaitReason::Kind::kCapacity;
           wait.flavor = f;
@@ -142,21 +163,21 @@ bool Engine::try_admit(std::uint32_t j, Time now, bool commit) {
     }
     if (!commit) {
       for (auto it = slots.rbegin(); it != slots.rend(); ++it) cluster_.release(*it);
-      return true;
+      return AdmitOutcome::kAdmitted;
     }
     admit(j, f, std::move(slots), now);
     emit(job, JobState::kPending, now);
-    return true;
+    return AdmitOutcome::kAdmitted;
   }
   if (commit) job.wait = wait;
-  return false;
+  return gang_did_not_fit ? AdmitOutcome::kGangDidNotFit : AdmitOutcome::kDidNotFit;
 }
 
 bool Engine::admissible_now(const JobId& id) {
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending) return false;
   rebuild_topology_if_needed();
-  return try_admit(it->second, 0, /*commit=*/false);
+  return try_admit(it->second, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;
 }
 
 Admission Engine::describe_admission(const Job& job) const {

@@ -130,8 +130,10 @@ class Engine {
   FlavorId intern_flavor(const std::string& name);
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
 
+  enum class AdmitOutcome { kAdmitted, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;
-  bool try_admit(std::uint32_t j, Time now, bool commit);
+  bool run_pass(Time now, std::vector<Decision>& out);
+  AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
   void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);
   void release(Job& job);
   void requeue(std::uint32_t j, Time now, const std::string& reason);
