@@ -1,1 +1,160 @@
+// Job lifecycle commands, events, queueing strategies and rejection at submit.
 #include <doctest/doctest.h>
+
+#include "tests/support/builders.hpp"
+
+using namespace gpuq;
+using namespace gpuq::test;
+
+namespace {
+
+Engine small_cluster() {
+  Engine e;
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(4))), 0).ok());
+  REQUIRE(e.upsert_node(node("n2", "h100", res(gpus(4))), 0).ok());
+  return e;
+}
+
+std::vector<std::string> transitions(const std::vector<Event>& events) {
+  std::vector<std::string> out;
+  for (const auto& ev : events)
+    out.push_back(ev.job.value + ":" + (ev.from ? to_string(*ev.from) : "-") + ">" + to_string(ev.to));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a job goes Pending, Admitted, Running, Succeeded with strictly increasing events") {
+  Engine e = small_cluster();
+  REQUIRE(e.submit(job("j", "a", res(gpus(2))), 10).ok());
+  REQUIRE(e.schedule(11).size() == 1);
+  REQUIRE(e.observe(JobStarted{JobId("j")}, 12).ok());
+  REQUIRE(e.observe(JobFinished{JobId("j"), 0, {}}, 13).ok());
+  auto events = e.take_events();
+  CHECK(transitions(events) == std::vector<std::string>{"j:->Pending", "j:Pending>Admitted",
+                                                        "j:Admitted>Running", "j:Running>Succeeded"});
+  for (std::size_t i = 1; i < events.size(); ++i) CHECK(events[i].seq > events[i - 1].seq);
+  CHECK(events[3].at == 13);
+  CHECK(e.take_events().empty());
+  CHECK(e.job(JobId("j"))->state == JobState::kSucceeded);
+  CHECK(e.cluster().node(0).used.is_zero());
+}
+
+TEST_CASE("a non-zero exit fails the job with the code as its reason") {
+  Engine e = small_cluster();
+  REQUIRE(e.submit(job("j", "a", res(gpus(1))), 0).ok());
+  REQUIRE(e.schedule(0).size() == 1);
+  REQUIRE(e.observe(JobFinished{JobId("j"), 3, {}}, 1).ok());
+  CHECK(e.job(JobId("j"))->state == JobState::kFailed);
+  CHECK(e.job(JobId("j"))->end_reason == "exit code 3");
+  CHECK(e.observe(JobFinished{JobId("j"), 0, {}}, 2).code() == ErrorCode::kFailedPrecondition);
+  CHECK(e.observe(JobStarted{JobId("ghost")}, 2).code() == ErrorCode::kNotFound);
+}
+
+TEST_CASE("cancel frees a pending or running job once; a second cancel is refused") {
+  Engine e = small_cluster();
+  REQUIRE(e.submit(job("run", "a", res(gpus(4))), 0).ok());
+  CHECK_FALSE(e.submit(job("wait", "a", res(gpus(8))), 0).ok());  // no node has 8 GPUs
+  CHECK(e.job(JobId("wait")) == nullptr);  // a rejected job is not kept
+  REQUIRE(e.submit(job("wait", "a", res(gpus(4)), 2), 0).ok());
+  CHECK(admitted_ids(e.schedule(0)) == std::vector<std::string>{"run"});
+  REQUIRE(e.cancel(JobId("wait"), 1).ok());
+  REQUIRE(e.cancel(JobId("run"), 1).ok());
+  CHECK(e.cancel(JobId("run"), 2).code() == ErrorCode::kFailedPrecondition);
+  CHECK(e.cancel(JobId("nope"), 2).code() == ErrorCode::kNotFound);
+  CHECK(e.job(JobId("run"))->state == JobState::kCancelled);
+  CHECK(e.quotas().usage(0, *e.flavor_id("h100")).is_zero());
+  CHECK(e.pending_in_submission_order().empty());
+}
+
+TEST_CASE("a lost node requeues its jobs or fails them, by each job's policy") {
+  Engine e = small_cluster();
+  JobSpec keep = job("keep", "a", res(gpus(4)));
+  JobSpec drop = job("drop", "a", res(gpus(4)));
+  drop.on_node_loss = NodeLossPolicy::kFail;
+  REQUIRE(e.submit(keep, 0).ok());
+  REQUIRE(e.submit(drop, 0).ok());
+  REQUIRE(e.schedule(0).size() == 2);
+  (void)e.take_events();
+  const std::string keep_node = e.cluster().node(e.job(JobId("keep"))->slots[0].node).name;
+  const std::string drop_node = e.cluster().node(e.job(JobId("drop"))->slots[0].node).name;
+  REQUIRE(e.observe(NodeLost{keep_node}, 5).ok());
+  CHECK(e.job(JobId("keep"))->state == JobState::kPending);
+  CHECK(e.job(JobId("keep"))->attempts == 1);
+  auto events = e.take_events();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].reason == "node " + keep_node + " lost");
+  REQUIRE(e.observe(NodeLost{drop_node}, 6).ok());
+  CHECK(e.job(JobId("drop"))->state == JobState::kFailed);
+  CHECK(e.schedule(7).empty());  // both nodes are down
+  REQUIRE(e.set_node_state(keep_node, NodeState::kReady, 8).ok());
+  CHECK(admitted_ids(e.schedule(8)) == std::vector<std::string>{"keep"});
+}
+
+TEST_CASE("jobs that can never fit are rejected at submit with the reason") {
+  Engine e = small_cluster();
+  auto reason = [&](JobSpec j) {
+    auto r = e.submit(std::move(j), 0);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.code() == ErrorCode::kRejected);
+    return r.error();
+  };
+  CHECK(reason(job("q", "nope", res(gpus(1)))) == "queue \"nope\" does not exist");
+  CHECK(reason(job("z", "a", res(0))) == "requests no resources");
+  CHECK(reason(job("f", "a", res(1500))).find("1500m gpu per pod") != std::string::npos);
+  CHECK(reason(job("big", "a", res(gpus(16)))) == "needs 16 gpu per pod; the largest node of flavor h100 has 4");
+  CHECK(reason(job("sum", "a", res(gpus(4)), 3)) ==
+        "needs 12 gpu in total; all nodes of flavor h100 together have 8");
+  JobSpec wrong = job("fl", "a", res(gpus(1)));
+  wrong.flavors = {"t4"};
+  CHECK(reason(wrong) == "accepts flavors t4 but queue a has quota only for h100");
+  REQUIRE(e.submit(job("dup", "a", res(gpus(1))), 0).ok());
+  CHECK(e.submit(job("dup", "a", res(gpus(1))), 0).code() == ErrorCode::kAlreadyExists);
+  JobSpec neg = job("neg", "a", res(-1));
+  CHECK(e.submit(neg, 0).code() == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("StrictFIFO holds the queue behind a head that does not fit; BestEffortFIFO does not") {
+  for (auto strategy : {QueueingStrategy::kStrictFIFO, QueueingStrategy::kBestEffortFIFO}) {
+    Engine e;
+    QueueSpec q = queue("a", "", "h100", {{kGpu, gpus(8)}});
+    q.strategy = strategy;
+    REQUIRE(e.apply_queue(q).ok());
+    REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(4))), 0).ok());
+    REQUIRE(e.submit(job("first", "a", res(gpus(2))), 0).ok());
+    REQUIRE(e.schedule(0).size() == 1);
+    REQUIRE(e.submit(job("big", "a", res(gpus(4))), 1).ok());
+    REQUIRE(e.submit(job("small", "a", res(gpus(1))), 2).ok());
+    auto ids = admitted_ids(e.schedule(3));
+    if (strategy == QueueingStrategy::kStrictFIFO) {
+      CHECK(ids.empty());
+      CHECK(e.pending_reason(*e.job(JobId("small"))) == "waiting behind big (StrictFIFO)");
+    } else {
+      CHECK(ids == std::vector<std::string>{"small"});
+      CHECK(e.pending_reason(*e.job(JobId("big"))) == "no room on nodes of flavor h100 for 1 x {4 gpu}");
+    }
+  }
+}
+
+TEST_CASE("within a queue: higher priority first, then earlier submission, then submit order") {
+  Engine e;
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(3)}})).ok());
+  REQUIRE(e.upsert_node(node("n", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(e.submit(job("late-low", "a", res(gpus(1)), 1, 0, 20), 30).ok());
+  REQUIRE(e.submit(job("early-low", "a", res(gpus(1)), 1, 0, 10), 30).ok());
+  REQUIRE(e.submit(job("high", "a", res(gpus(1)), 1, 5, 25), 30).ok());
+  REQUIRE(e.submit(job("early-low-2", "a", res(gpus(1)), 1, 0, 10), 30).ok());
+  CHECK(admitted_ids(e.schedule(30)) == std::vector<std::string>{"high", "early-low", "early-low-2"});
+}
+
+TEST_CASE("across queues: heads within nominal before borrowers, then the lower share after") {
+  Engine e(EngineConfig{PlacementPolicy::kPack, true, {}});
+  REQUIRE(e.apply_queue(queue("borrower", "c", "h100", {{kGpu, gpus(1)}})).ok());
+  REQUIRE(e.apply_queue(queue("owner", "c", "h100", {{kGpu, gpus(3)}})).ok());
+  // The borrower's head is earlier and higher priority, but it would borrow: the owner's head
+  // fits within its nominal and goes first.
+  REQUIRE(e.submit(job("b1", "borrower", res(gpus(2)), 1, 9, 0), 0).ok());
+  REQUIRE(e.submit(job("o1", "owner", res(gpus(2)), 1, 0, 5), 5).ok());
+  CHECK(admitted_ids(e.schedule(5)) == std::vector<std::string>{"o1", "b1"});
+}
