@@ -1,7 +1,9 @@
 #include "sim/scenario.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
-#include <set>
+#include <map>
+#include <vector>
 
 #include "sim/spec_yaml.hpp"
 
@@ -15,77 +17,188 @@ struct Layout {
   EngineConfig config;
 };
 
+std::string shown(const YAML::Node& node) {
+  if (node.IsScalar()) return "\"" + node.Scalar() + "\"";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "nothing";
+}
+
+void need_map(const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap()) throw SpecError(path + ": expected a map, got " + shown(node));
+}
+
+// "a, b, c", or `none` when there are no names.
+std::string join(const std::vector<std::string>& names, const std::string& none) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? none : out;
+}
+
+std::string counted(std::size_t n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
 Layout read_layout(const YAML::Node& root) {
   Layout l;
   if (root["now"]) l.now = read_int(root["now"], "now");
   l.config.quota_only = !root["nodes"];
   if (const auto& fs = root["fairSharing"]) {
-    if (!fs.IsMap()) throw SpecError("fairSharing: expected a map");
+    need_map(fs, "fairSharing");
     check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies"});
     if (fs["enabled"]) (void)read_bool(fs["enabled"], "fairSharing.enabled");
     if (const auto& st = fs["preemptionStrategies"]) {
-      if (!st.IsSequence()) throw SpecError("fairSharing.preemptionStrategies: expected a list");
+      if (!st.IsSequence())
+        throw SpecError("fairSharing.preemptionStrategies: expected a list, got " + shown(st));
       for (std::size_t i = 0; i < st.size(); ++i) {
         const std::string p = "fairSharing.preemptionStrategies[" + std::to_string(i) + "]";
         std::string s = read_string(st[i], p);
         if (s != "LessThanOrEqualToFinalShare" && s != "LessThanInitialShare")
           throw SpecError(p + ": \"" + s +
-                          "\" is not allowed; use LessThanOrEqualToFinalShare or LessThanInitialShare");
+                          "\" is not allowed; use one of LessThanOrEqualToFinalShare, "
+                          "LessThanInitialShare");
       }
     }
   }
   if (const auto& topo = root["topology"]) {
-    if (!topo.IsMap()) throw SpecError("topology: expected a map");
+    need_map(topo, "topology");
     check_keys(topo, "topology", {"levels"});
     const auto& levels = topo["levels"];
-    if (!levels || !levels.IsSequence()) throw SpecError("topology.levels: expected a list of label keys");
-    for (std::size_t i = 0; i < levels.size(); ++i)
-      l.config.topology_levels.push_back(
-          read_string(levels[i], "topology.levels[" + std::to_string(i) + "]"));
+    if (!levels)
+      throw SpecError("topology.levels: is required; list node label keys, widest first");
+    if (!levels.IsSequence())
+      throw SpecError("topology.levels: expected a list of node label keys, got " + shown(levels));
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      const std::string p = "topology.levels[" + std::to_string(i) + "]";
+      std::string key = read_string(levels[i], p);
+      if (key.empty()) throw SpecError(p + ": is empty; name a node label key");
+      for (const std::string& prev : l.config.topology_levels)
+        if (prev == key) throw SpecError(p + ": \"" + key + "\" is listed twice");
+      l.config.topology_levels.push_back(std::move(key));
+    }
   }
   if (root["placement"]) {
     std::string p = read_string(root["placement"], "placement");
     if (p == "pack") l.config.placement = PlacementPolicy::kPack;
     else if (p == "spread") l.config.placement = PlacementPolicy::kSpread;
-    else throw SpecError("placement: \"" + p + "\" is not allowed; use pack or spread");
+    else
+      throw SpecError("placement: \"" + p + "\" is not allowed; use one of pack, spread");
   }
   return l;
+}
+
+// Whether line `line` (0-based) of `text` is indented with a tab, which YAML forbids.
+bool tab_indented(const std::string& text, int line) {
+  std::size_t at = 0;
+  for (int i = 0; i < line && at != std::string::npos; ++i) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  for (; at < text.size() && (text[at] == ' ' || text[at] == '\t'); ++at)
+    if (text[at] == '\t') return true;
+  return false;
 }
 
 const YAML::Node list_or_empty(const YAML::Node& root, const char* key) {
   const YAML::Node n = root[key];
   if (n && !n.IsSequence() && !n.IsNull())
-    throw SpecError(std::string(key) + ": expected a list");
+    throw SpecError(std::string(key) + ": expected a list, got " + shown(n));
   return n;
 }
 
 void load_state(Engine& engine, const YAML::Node& root, Time now, json::array& rejected) {
   const YAML::Node queues = list_or_empty(root, "queues");
+  std::vector<std::string> queue_names;  // in the order listed
+  std::vector<std::string> flavors;      // named by a quota or a node, first seen first
+  auto add_flavor = [&](const std::string& f) {
+    if (std::find(flavors.begin(), flavors.end(), f) == flavors.end()) flavors.push_back(f);
+  };
   if (!queues || queues.size() == 0) {
     QueueSpec def;  // no queues: one default queue with the whole cluster as its limit
     def.name = QueueName("default");
     (void)engine.apply_queue(def);
+    queue_names.push_back(def.name.value);
   }
   for (std::size_t i = 0; queues && i < queues.size(); ++i) {
     const std::string p = "queues[" + std::to_string(i) + "]";
     QueueSpec q = parse_queue(queues[i], p, engine.resource_names());
     if (engine.queue_index(q.name)) throw SpecError(p + ".name: \"" + q.name.value + "\" is listed twice");
     if (auto r = engine.apply_queue(q); !r) throw SpecError(p + ": " + r.error());
+    queue_names.push_back(q.name.value);
+    for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
   }
+  auto check_queue = [&](const std::string& path, const QueueName& name) {
+    if (!engine.queue_index(name))
+      throw SpecError(path + ": \"" + name.value + "\" is not a queue; the queues are " +
+                      join(queue_names, "(none)"));
+  };
   const YAML::Node nodes = list_or_empty(root, "nodes");
-  std::set<std::string> node_names;
+  std::map<std::string, std::string> node_flavor;  // node name -> flavor
+  std::vector<std::string> node_names;             // in the order listed
   for (std::size_t i = 0; nodes && i < nodes.size(); ++i) {
     const std::string p = "nodes[" + std::to_string(i) + "]";
     NodeSpec n = parse_node(nodes[i], p, engine.resource_names());
-    if (!node_names.insert(n.name).second) throw SpecError(p + ".name: \"" + n.name + "\" is listed twice");
+    if (!node_flavor.emplace(n.name, n.flavor).second)
+      throw SpecError(p + ".name: \"" + n.name + "\" is listed twice");
+    if (n.dedicated_to) check_queue(p + ".dedicatedTo", *n.dedicated_to);
     if (auto r = engine.upsert_node(n, now); !r) throw SpecError(p + ": " + r.error());
+    node_names.push_back(n.name);
+    add_flavor(n.flavor);
   }
+  std::map<std::string, std::string> job_at;  // job id -> path of its id
+  auto check_id = [&](const std::string& path, const JobId& id) {
+    auto [it, fresh] = job_at.emplace(id.value, path + ".id");
+    if (!fresh)
+      throw SpecError(path + ".id: \"" + id.value + "\" is listed twice; also at " + it->second);
+  };
   const YAML::Node running = list_or_empty(root, "running");
   for (std::size_t i = 0; running && i < running.size(); ++i) {
     const std::string p = "running[" + std::to_string(i) + "]";
     check_job_keys(running[i], p, /*running=*/true);
     JobSpec j = parse_job(running[i], p, engine.resource_names());
     RunningPlacement where = parse_running_placement(running[i], p, now);
+    check_id(p, j.id);
+    check_queue(p + ".queue", j.queue);
+    if (j.submitted_at > where.admitted_at)
+      throw SpecError(p + ".submittedAt: \"" + std::to_string(j.submitted_at) +
+                      "\" is after admittedAt (" + std::to_string(where.admitted_at) +
+                      "); a job is submitted before it is admitted");
+    for (std::size_t k = 0; k < j.pod_sets.size(); ++k) {
+      // Pending jobs asking for this are rejected by the engine; a running one cannot exist.
+      const Quantity g = j.pod_sets[k].per_pod[kGpu];
+      if (g > kMilliPerGpu && g % kMilliPerGpu != 0)
+        throw SpecError(p + ".pods[" + std::to_string(k) + "].resources.gpu: \"" +
+                        running[i]["pods"][k]["resources"]["gpu"].Scalar() +
+                        "\" is not allowed; a pod takes either a share of one GPU (below 1) or "
+                        "whole GPUs");
+    }
+    if (where.flavor && std::find(flavors.begin(), flavors.end(), *where.flavor) == flavors.end())
+      throw SpecError(p + ".flavor: \"" + *where.flavor + "\" is not a flavor; the flavors are " +
+                      join(flavors, "(none: no quota or node names one)"));
+    for (std::size_t k = 0; k < where.nodes.size(); ++k) {
+      const std::string np = p + ".nodes[" + std::to_string(k) + "]";
+      auto it = node_flavor.find(where.nodes[k]);
+      if (it == node_flavor.end())
+        throw SpecError(np + ": \"" + where.nodes[k] + "\" is not a node; " +
+                        (node_names.empty() ? std::string("the scenario has no nodes")
+                                            : "the nodes are " + join(node_names, "")));
+      const std::string& first = node_flavor.at(where.nodes.front());
+      if (it->second != first)
+        throw SpecError(np + ": node " + it->first + " is of flavor " + it->second + ", but node " +
+                        where.nodes.front() + " (nodes[0]) is of flavor " + first +
+                        "; a job's pods share one flavor");
+    }
+    if (!where.nodes.empty()) {
+      std::size_t pods = 0;
+      for (const PodSet& s : j.pod_sets) pods += static_cast<std::size_t>(s.count);
+      if (where.nodes.size() != pods)
+        throw SpecError(p + ".nodes: lists " + counted(where.nodes.size(), "node") + " for " +
+                        counted(pods, "pod") + "; give one node per pod");
+      const std::string& f = node_flavor.at(where.nodes.front());
+      if (where.flavor && *where.flavor != f)
+        throw SpecError(p + ".flavor: \"" + *where.flavor + "\" does not match " + p +
+                        ".nodes[0]: node " + where.nodes.front() + " is of flavor " + f);
+    }
     if (auto r = engine.restore_running(std::move(j), where, now); !r) throw SpecError(p + ": " + r.error());
   }
   const YAML::Node pending = list_or_empty(root, "pending");
@@ -93,6 +206,7 @@ void load_state(Engine& engine, const YAML::Node& root, Time now, json::array& r
     const std::string p = "pending[" + std::to_string(i) + "]";
     check_job_keys(pending[i], p, /*running=*/false);
     JobSpec j = parse_job(pending[i], p, engine.resource_names());
+    check_id(p, j.id);
     std::string id = j.id.value;
     if (auto r = engine.submit(std::move(j), now); !r) {
       if (r.code() != ErrorCode::kRejected) throw SpecError(p + ": " + r.error());
@@ -125,14 +239,23 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
   try {
     YAML::Node root;
     try {
-      root = YAML::Load(yaml_text);
+      std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+      std::size_t count = 0;  // empty documents (a stray ---) do not count
+      for (const YAML::Node& d : docs)
+        if (!d.IsNull() && count++ == 0) root = d;
+      if (count > 1)
+        throw SpecError("the file holds " + std::to_string(count) +
+                        " YAML documents (separated by ---); put the scenario in one");
     } catch (const YAML::Exception& e) {
-      throw SpecError("line " + std::to_string(e.mark.line + 1) + ", column " +
-                      std::to_string(e.mark.column + 1) + ": " + e.msg);
+      throw SpecError(
+          "line " + std::to_string(e.mark.line + 1) + ", column " +
+          std::to_string(e.mark.column + 1) + ": " + e.msg +
+          (tab_indented(yaml_text, e.mark.line) ? "; indent with spaces, not tabs" : ""));
     }
     if (!root.IsMap()) throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending");
-    check_keys(root, "(top level)",
-               {"now", "fairSharing", "topology", "placement", "queues", "nodes", "running", "pending"});
+    check_keys(
+        root, "",
+        {"now", "fairSharing", "topology", "placement", "queues", "nodes", "running", "pending"});
     Layout layout = read_layout(root);
     Engine engine(layout.config);
     json::array rejected;
@@ -150,6 +273,8 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
                         {"pending", std::move(pending)},
                         {"rejected", std::move(rejected)}};
   } catch (const SpecError& e) {
+    throw SpecError(file_label + ": " + e.what());
+  } catch (const YAML::Exception& e) {  // a shape the checks above missed; still name the file
     throw SpecError(file_label + ": " + e.what());
   }
 }

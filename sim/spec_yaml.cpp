@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <set>
 
 #include "scheduler/quantity.hpp"
 
@@ -17,6 +18,39 @@ std::string shown(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a map";
   return "nothing";
+}
+
+// The path of `key` inside the map at `path` ("" is the top level).
+std::string child(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+// The text of a map key; YAML allows a list or a map as a key, a scenario does not.
+const std::string& key_text(const YAML::Node& key, const std::string& path) {
+  if (!key.IsScalar())
+    fail(path, "has a key that is " + shown(key) + "; a key must be a plain name");
+  return key.Scalar();
+}
+
+// YAML itself allows a key twice in one map (the first wins); a scenario does not.
+void check_unique_keys(const YAML::Node& map, const std::string& path) {
+  std::set<std::string> seen;
+  for (const auto& kv : map)
+    if (!seen.insert(key_text(kv.first, path)).second)
+      fail(child(path, kv.first.Scalar()), "is listed twice in this map; give each key once");
+}
+
+// The scalar text of `node`; `what` names the kind of value expected ("an integer").
+const std::string& scalar(const YAML::Node& node, const std::string& path, const char* what) {
+  if (!node.IsScalar()) fail(path, std::string("expected ") + what + ", got " + shown(node));
+  return node.Scalar();
+}
+
+// Digits with an optional sign; YAML allows a leading "+".
+std::string_view numeric_text(const std::string& s) {
+  std::string_view v = s;
+  if (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
+  return v;
 }
 
 template <class E>
@@ -38,13 +72,24 @@ void require_list(const YAML::Node& node, const std::string& path) {
   if (!node.IsSequence()) fail(path, "expected a list, got " + shown(node));
 }
 
-ResourceId resource_id(const std::string& name, const std::string& path, ResourceNames& names) {
-  if (name.empty()) fail(path, "resource name is empty");
+// `parent` is the path of the map that names the resource.
+ResourceId resource_id(const std::string& name, const std::string& parent, ResourceNames& names) {
+  if (name.empty())
+    fail(parent, "\"\" is not a resource name; use a name such as gpu, cpu, memory");
   auto r = names.intern(name);
   if (!r)
-    fail(path, "too many distinct resources (at most " + std::to_string(kMaxResources) +
-                   "); \"" + name + "\" does not fit");
+    fail(child(parent, name), "too many distinct resources (at most " +
+                                  std::to_string(kMaxResources) + "); \"" + name +
+                                  "\" does not fit");
   return *r;
+}
+
+std::int32_t read_int32(const YAML::Node& node, const std::string& path) {
+  std::int64_t v = read_int(node, path);
+  if (v < INT32_MIN || v > INT32_MAX)
+    fail(path, shown(node) + " is out of the 32-bit integer range (" + std::to_string(INT32_MIN) +
+                   ".." + std::to_string(INT32_MAX) + ")");
+  return static_cast<std::int32_t>(v);
 }
 
 std::optional<Quantity> optional_quantity(const YAML::Node& map, const char* key,
@@ -73,7 +118,9 @@ PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path)
          {"Any", ReclaimPolicy::kAny}});
   if (const auto& b = node["borrowWithinCohort"]) {
     const std::string bp = path + ".borrowWithinCohort";
-    require_map(b, bp);
+    if (!b.IsMap())
+      fail(bp, "expected a map such as {policy: LowerPriority, maxPriorityThreshold: 0}, got " +
+                   shown(b));
     check_keys(b, bp, {"policy", "maxPriorityThreshold"});
     if (!b["policy"]) fail(bp + ".policy", "is required");
     p.borrow_within_cohort = read_enum<BorrowWithinCohortPolicy>(
@@ -82,11 +129,12 @@ PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path)
          {"LowerPriority", BorrowWithinCohortPolicy::kLowerPriority}});
     if (b["maxPriorityThreshold"])
       p.borrow_max_priority_threshold =
-          static_cast<std::int32_t>(read_int(b["maxPriorityThreshold"], bp + ".maxPriorityThreshold"));
+          read_int32(b["maxPriorityThreshold"], bp + ".maxPriorityThreshold");
   }
   if (node["minRuntime"]) {
     p.min_runtime = read_int(node["minRuntime"], path + ".minRuntime");
-    if (p.min_runtime < 0) fail(path + ".minRuntime", "must be >= 0 seconds");
+    if (p.min_runtime < 0)
+      fail(path + ".minRuntime", shown(node["minRuntime"]) + " must be >= 0 seconds");
   }
   return p;
 }
@@ -95,63 +143,74 @@ PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path)
 
 void check_keys(const YAML::Node& map, const std::string& path,
                 std::initializer_list<const char*> allowed) {
+  if (!map.IsMap()) fail(path, "expected a map, got " + shown(map));
   for (const auto& kv : map) {
-    std::string key = kv.first.Scalar();
+    const std::string& key = key_text(kv.first, path);
     bool known = false;
     std::string names;
     for (const char* a : allowed) {
       known = known || key == a;
       names += (names.empty() ? "" : ", ") + std::string(a);
     }
-    if (!known) fail(path + "." + key, "unknown key; allowed here: " + names);
+    if (key.empty()) fail(path, "has an empty key; allowed here: " + names);
+    if (!known) fail(child(path, key), "unknown key; allowed here: " + names);
   }
+  check_unique_keys(map, path);
 }
 
 std::string read_string(const YAML::Node& node, const std::string& path) {
-  if (!node.IsScalar()) fail(path, "expected a string, got " + shown(node));
-  return node.Scalar();
+  return scalar(node, path, "a string");
 }
 
 std::int64_t read_int(const YAML::Node& node, const std::string& path) {
-  std::string s = read_string(node, path);
+  const std::string_view s = numeric_text(scalar(node, path, "an integer"));
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
+    fail(path, shown(node) + " is out of the 64-bit integer range");
   if (ec != std::errc() || end != s.data() + s.size() || s.empty())
     fail(path, shown(node) + " is not an integer");
   return v;
 }
 
 double read_number(const YAML::Node& node, const std::string& path) {
-  std::string s = read_string(node, path);
-  try {
-    std::size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used == s.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  fail(path, shown(node) + " is not a number");
+  const std::string_view s = numeric_text(scalar(node, path, "a number"));
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v))
+    fail(path, shown(node) + " is not a number; use a decimal such as 1, 0.5, 2.5e-1");
+  return v;
 }
 
 bool read_bool(const YAML::Node& node, const std::string& path) {
-  std::string s = read_string(node, path);
+  const std::string& s = scalar(node, path, "true or false");
   if (s == "true") return true;
   if (s == "false") return false;
   fail(path, shown(node) + " is not allowed; use true or false");
 }
 
 Quantity read_quantity(const YAML::Node& node, const std::string& path, ResourceId r) {
-  auto q = parse_quantity(read_string(node, path), scale_of(r));
-  if (!q) fail(path, q.error());
+  const std::string& text = scalar(node, path, "a quantity such as 2, 500m, 16Gi");
+  auto q = parse_quantity(text, scale_of(r));
+  if (!q) {
+    // A fraction of a resource that counts whole units ("100m" of memory): say which units.
+    if (scale_of(r) == UnitScale::kUnit && parse_quantity(text, UnitScale::kMilli))
+      fail(path, q.error() +
+                     "; this resource counts whole units (bytes for memory), e.g. 2, "
+                     "1.5Gi, 16Gi");
+    fail(path, q.error());
+  }
   return *q;
 }
 
 ResourceVec read_resources(const YAML::Node& node, const std::string& path, ResourceNames& names) {
   require_map(node, path);
+  check_unique_keys(node, path);
   ResourceVec v;
   for (const auto& kv : node) {
     const std::string name = kv.first.Scalar();
     const std::string at = path + "." + name;
-    ResourceId r = resource_id(name, at, names);
+    ResourceId r = resource_id(name, path, names);
     v[r] = read_quantity(kv.second, at, r);
     if (v[r] < 0) fail(at, shown(kv.second) + " is negative; it must be >= 0");
   }
@@ -165,7 +224,10 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
   if (!node["name"]) fail(path + ".name", "is required");
   q.name = QueueName(read_string(node["name"], path + ".name"));
   if (q.name.empty()) fail(path + ".name", "is empty");
-  if (node["cohort"]) q.cohort = read_string(node["cohort"], path + ".cohort");
+  if (node["cohort"]) {
+    q.cohort = read_string(node["cohort"], path + ".cohort");
+    if (q.cohort.empty()) fail(path + ".cohort", "is empty; name a cohort or leave the key out");
+  }
   if (node["weight"]) {
     q.weight = read_number(node["weight"], path + ".weight");
     if (!(q.weight > 0)) fail(path + ".weight", shown(node["weight"]) + " must be > 0");
@@ -191,18 +253,24 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
       const auto& res = quotas[i]["resources"];
       if (!res) fail(fp + ".resources", "is required");
       require_map(res, fp + ".resources");
+      check_unique_keys(res, fp + ".resources");
       for (const auto& kv : res) {
         const std::string rp = fp + ".resources." + kv.first.Scalar();
-        ResourceId r = resource_id(kv.first.Scalar(), rp, names);
-        require_map(kv.second, rp);
+        ResourceId r = resource_id(kv.first.Scalar(), fp + ".resources", names);
+        if (!kv.second.IsMap())
+          fail(rp, "expected a map such as {nominal: 8, borrowingLimit: 4, lendingLimit: 4}, got " +
+                       shown(kv.second));
         check_keys(kv.second, rp, {"nominal", "borrowingLimit", "lendingLimit"});
         ResourceQuota rq;
         if (!kv.second["nominal"]) fail(rp + ".nominal", "is required");
         rq.nominal = *optional_quantity(kv.second, "nominal", rp, r);
         rq.borrowing_limit = optional_quantity(kv.second, "borrowingLimit", rp, r);
         rq.lending_limit = optional_quantity(kv.second, "lendingLimit", rp, r);
-        if (q.cohort.empty() && (rq.borrowing_limit || rq.lending_limit))
-          fail(rp, "borrowingLimit and lendingLimit need the queue to be in a cohort");
+        if (q.cohort.empty() && (rq.borrowing_limit || rq.lending_limit)) {
+          const char* key = rq.borrowing_limit ? "borrowingLimit" : "lendingLimit";
+          fail(rp + "." + key, shown(kv.second[key]) + " needs the queue to be in a cohort; set " +
+                                   path + ".cohort or leave out " + key);
+        }
         fq.resources.emplace_back(r, rq);
       }
       q.quotas.push_back(std::move(fq));
@@ -227,11 +295,16 @@ NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNam
   if (n.capacity[kGpu] % kMilliPerGpu != 0)
     fail(path + ".capacity.gpu", shown(node["capacity"]["gpu"]) +
                                      " is not a whole number of GPUs; a node has whole GPUs");
-  if (n.capacity[kGpu] / kMilliPerGpu > 255) fail(path + ".capacity.gpu", "at most 255 GPUs per node");
+  if (n.capacity[kGpu] / kMilliPerGpu > 255)
+    fail(path + ".capacity.gpu",
+         shown(node["capacity"]["gpu"]) + " is too many; a node has at most 255 GPUs");
   if (const auto& labels = node["labels"]) {
     require_map(labels, path + ".labels");
-    for (const auto& kv : labels)
+    check_unique_keys(labels, path + ".labels");
+    for (const auto& kv : labels) {
+      if (kv.first.Scalar().empty()) fail(path + ".labels", "has an empty label key");
       n.labels[kv.first.Scalar()] = read_string(kv.second, path + ".labels." + kv.first.Scalar());
+    }
   }
   if (node["state"])
     n.state = read_enum<NodeState>(node["state"], path + ".state",
@@ -239,12 +312,21 @@ NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNam
                                     {"Cordoned", NodeState::kCordoned},
                                     {"Draining", NodeState::kDraining},
                                     {"Down", NodeState::kDown}});
-  if (node["dedicatedTo"])
+  if (node["dedicatedTo"]) {
     n.dedicated_to = QueueName(read_string(node["dedicatedTo"], path + ".dedicatedTo"));
+    if (n.dedicated_to->empty())
+      fail(path + ".dedicatedTo", "is empty; name a queue or leave the key out");
+  }
   return n;
 }
 
 void check_job_keys(const YAML::Node& node, const std::string& path, bool running) {
+  require_map(node, path);
+  if (!running)
+    for (const char* key : {"admittedAt", "nodes", "flavor"})
+      if (node[key])
+        fail(path + "." + key,
+             "only running jobs have admittedAt, nodes and flavor; move the job to running");
   if (running)
     check_keys(node, path, {"id", "queue", "name", "owner", "priority", "submittedAt", "pods",
                             "flavors", "preemptible", "exclusive", "maxRuntime", "gracePeriod",
@@ -262,13 +344,10 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
   if (j.id.empty()) fail(path + ".id", "is empty");
   if (!node["queue"]) fail(path + ".queue", "is required");
   j.queue = QueueName(read_string(node["queue"], path + ".queue"));
+  if (j.queue.empty()) fail(path + ".queue", "is empty");
   if (node["name"]) j.name = read_string(node["name"], path + ".name");
   if (node["owner"]) j.owner = read_string(node["owner"], path + ".owner");
-  if (node["priority"]) {
-    std::int64_t p = read_int(node["priority"], path + ".priority");
-    if (p < INT32_MIN || p > INT32_MAX) fail(path + ".priority", "out of the 32-bit integer range");
-    j.priority = static_cast<std::int32_t>(p);
-  }
+  if (node["priority"]) j.priority = read_int32(node["priority"], path + ".priority");
   if (node["submittedAt"]) j.submitted_at = read_int(node["submittedAt"], path + ".submittedAt");
   if (!node["pods"]) fail(path + ".pods", "is required");
   const auto& pods = node["pods"];
@@ -291,18 +370,23 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
   }
   if (const auto& f = node["flavors"]) {
     require_list(f, path + ".flavors");
-    for (std::size_t i = 0; i < f.size(); ++i)
-      j.flavors.push_back(read_string(f[i], path + ".flavors[" + std::to_string(i) + "]"));
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const std::string fp = path + ".flavors[" + std::to_string(i) + "]";
+      j.flavors.push_back(read_string(f[i], fp));
+      if (j.flavors.back().empty()) fail(fp, "is empty");
+    }
   }
   if (node["preemptible"]) j.preemptible = read_bool(node["preemptible"], path + ".preemptible");
   if (node["exclusive"]) j.exclusive = read_bool(node["exclusive"], path + ".exclusive");
   if (node["maxRuntime"]) {
     j.max_runtime = read_int(node["maxRuntime"], path + ".maxRuntime");
-    if (*j.max_runtime <= 0) fail(path + ".maxRuntime", "must be > 0 seconds");
+    if (*j.max_runtime <= 0)
+      fail(path + ".maxRuntime", shown(node["maxRuntime"]) + " must be > 0 seconds");
   }
   if (node["gracePeriod"]) {
     j.grace_period = read_int(node["gracePeriod"], path + ".gracePeriod");
-    if (j.grace_period < 0) fail(path + ".gracePeriod", "must be >= 0 seconds");
+    if (j.grace_period < 0)
+      fail(path + ".gracePeriod", shown(node["gracePeriod"]) + " must be >= 0 seconds");
   }
   return j;
 }
@@ -310,6 +394,9 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
 RunningPlacement parse_running_placement(const YAML::Node& node, const std::string& path, Time now) {
   RunningPlacement where;
   where.admitted_at = node["admittedAt"] ? read_int(node["admittedAt"], path + ".admittedAt") : now;
+  if (where.admitted_at > now)
+    fail(path + ".admittedAt", shown(node["admittedAt"]) + " is after now (" + std::to_string(now) +
+                                   "); a running job was admitted at or before now");
   if (node["flavor"]) where.flavor = read_string(node["flavor"], path + ".flavor");
   if (const auto& nodes = node["nodes"]) {
     require_list(nodes, path + ".nodes");
