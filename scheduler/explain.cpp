@@ -131,8 +131,10 @@ std::optional<std::string> Engine::never_fits(const Job& job) const {
         Quantity most = quota_.reachable(job.queue, f, r);
         if (job.total[r] > most)
           why = "needs " + amount(resources_, r, job.total[r]) + " of flavor " + flavor_names_[f] +
-                "; queue " + qname + " can never hold more than " +
-                format_quantity(most, scale_of(r));
+                (most == 0 ? "; queue " + qname + " has no " + resources_.name(r) +
+                                 " quota on that flavor"
+                           : "; queue " + qname + " can never hold more than " +
+                                 format_quantity(most, scale_of(r)));
       }
     }
     if (why.empty()) return std::nullopt;

@@ -34,6 +34,9 @@ void QuotaBook::set_queue(QueueIdx q, const QueueSpec& spec, const std::vector<F
   for (std::size_t i = 0; i < spec.quotas.size(); ++i) {
     Row& row = qq.rows[flavors[i]];
     row.present = true;
+    // GPUs are what this scheduler guards: a flavor listed without gpu quota has none (so a
+    // typo such as "gpus" cannot leave GPUs unlimited). Other unlisted resources are unlimited.
+    row.listed[kGpu] = true;
     for (const auto& [r, quota] : spec.quotas[i].resources) {
       row.listed[r] = true;
       row.nominal[r] = quota.nominal;

@@ -4,8 +4,9 @@
 //   usage(q,r) <= nominal + borrowingLimit                                (unbounded when unset)
 //   usage above guaranteed draws on the cohort pool, whose size is the members' lendable quota
 //   (nominal - guaranteed); a queue without a cohort uses exactly its nominal.
-// A resource a queue does not list under a flavor is not limited by quota there (only by
-// capacity); a flavor it does not list at all cannot be used by it.
+// A flavor a queue does not list cannot be used by it. Under a listed flavor, gpu is always
+// limited (unlisted means nominal 0); any other resource the queue does not list there is not
+// limited by quota (only by node capacity).
 #include <array>
 #include <optional>
 #include <string>

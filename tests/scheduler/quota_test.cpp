@@ -117,3 +117,15 @@ TEST_CASE("a job above nominal + borrowingLimit is rejected at submit with the r
   CHECK(r.error() == "needs 7 gpu of flavor h100; queue a can never hold more than 6");
   CHECK(e.submit(job("ok", "a", res(gpus(6))), 0).ok());
 }
+
+TEST_CASE("a listed flavor without gpu quota has none: a typo cannot leave GPUs unlimited") {
+  Engine e = quota_only();
+  ResourceId typo = *e.resource_names().intern("gpus");
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{typo, gpus(8)}, {kCpu, cores(64)}})).ok());
+  auto r = e.submit(job("g", "a", res(gpus(1))), 0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error() == "needs 1 gpu of flavor h100; queue a has no gpu quota on that flavor");
+  // Unlisted resources other than gpu are limited only by capacity.
+  CHECK(e.submit(job("mem", "a", res(0, cores(1), gib(512))), 0).ok());
+  CHECK(e.schedule(0).size() == 1);
+}
