@@ -53,13 +53,14 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
                                     std::span<const Quantity>(capacity_all_.v), qq.weight);
     return key;
   }
-  // The flavor the job would most likely get: the first within nominal, else the first within
-  // the queue's own limits, else the first it may use at all.
+  // The flavor the job would get: the first whose quota check passes now (as Kueue assigns
+  // flavors), so a head that would borrow on its first flavor is not ranked as within nominal
+  // because a later flavor would be. With none passing: the first within the queue's own
+  // limits, else the first it may use at all (the job will be passed over in this cycle).
   FlavorId chosen = kNoFlavor;
   for (FlavorId f : job.candidates)
-    if (quota_.within_nominal(q, f, job.total)) {
+    if (!quota_.check(q, f, job.total)) {
       chosen = f;
-      key.tier = 0;
       break;
     }
   if (chosen == kNoFlavor)
@@ -69,6 +70,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
         break;
       }
   if (chosen == kNoFlavor) chosen = job.candidates.front();
+  if (quota_.within_nominal(q, chosen, job.total)) key.tier = 0;
   key.share = quota_.borrowing_share(q, chosen, &job.total);
   return key;
 }
@@ -76,6 +78,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
 std::vector<Decision> Engine::schedule(Time now) {
   rebuild_topology_if_needed();
   std::vector<Decision> out;
+  last_cycle_ = {};
   // Placing a single pod searches the whole index, so its failure stays a failure while the
   // cycle only consumes capacity; placing a gang pod by pod is greedy and can fail on a state
   // where it would succeed after others took some room. So when a gang failed and something was
@@ -83,11 +86,13 @@ std::vector<Decision> Engine::schedule(Time now) {
   // tried against the final state.
   while (run_pass(now, out)) {
   }
+  last_cycle_.admitted = out.size();
   return out;
 }
 
 bool Engine::run_pass(Time now, std::vector<Decision>& out) {
   placement_failed_.clear();
+  ++last_cycle_.passes;
   drf::IndexedHeap<HeadKey, HeadKeyLess> order;
   std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
   for (QueueIdx q = 0; q < queues_.size(); ++q) {
@@ -103,8 +108,16 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     auto& pending = queues_[q].pending;
     auto it = cursor[q];
     const std::uint32_t j = it->job;
+    // Other queues' admissions since this key was computed may have used up the cohort pool
+    // its flavor choice relied on (a lazy update): a key that got worse goes back into the
+    // heap; one that is as good or better is still the first.
+    if (HeadKey fresh = head_key(q, jobs_[j]); HeadKeyLess{}(order.key(q), fresh)) {
+      order.set(q, fresh);
+      continue;
+    }
     auto next = std::next(it);
     const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
+    ++last_cycle_.decisions;
     if (outcome == AdmitOutcome::kAdmitted) {
       pending.erase(it);
       out.emplace_back(describe_admission(jobs_[j]));
@@ -133,10 +146,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
     ++wait.flavors_tried;
     if (f != kNoFlavor) {
       if (auto shortfall = quota_.check(job.queue, f, job.total)) {
-        if (wait.kind == WaitReason::Kind::kNotConsidered) {
-          wait.kind = WaitReason::Kind::kQuota;
-          wait.quota = *shortfall;
-        }
+        if (commit) wait.add({true, *shortfall, f});
         continue;
       }
     }
@@ -153,10 +163,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
         if (commit) placement_failed_.insert(key);
         gang_did_not_fit = gang_did_not_fit || job.spec.pod_sets.size() > 1 ||
                            job.spec.pod_sets[0].count > 1;
-        if (wait.kind == WaitReason::Kind::kNotConsidered) {
-          wait.kind = WaitReason::Kind::kCapacity;
-          wait.flavor = f;
-        }
+        if (commit) wait.add({false, {}, f});
         continue;
       }
       slots = std::move(*placed);

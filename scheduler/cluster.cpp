@@ -130,10 +130,27 @@ void Cluster::add_tenant(Node& node, QueueIdx q, int delta) {
   node.tenants.emplace_back(q, static_cast<std::uint32_t>(delta));
 }
 
+void Cluster::index_moved(NodeIdx n, int whole_before, const std::vector<std::uint8_t>& gpus,
+                          std::int16_t delta) {
+  const Node& node = nodes_[n];
+  if (!node.indexed) return;
+  FreeIndex& ix = index_[node.flavor];
+  if (node.whole_free != whole_before) {
+    ix.by_whole_free[whole_before].erase(n);
+    ix.by_whole_free[node.whole_free].insert(n);
+  }
+  for (auto g : gpus) {
+    const auto now = node.gpu_free[g];
+    const auto before = static_cast<std::int16_t>(now - delta);
+    if (before > 0 && before < kMilliPerGpu) ix.partial.erase({before, n, g});
+    if (now > 0 && now < kMilliPerGpu) ix.partial.emplace(now, n, g);
+  }
+}
+
 PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive,
                       PlacementPolicy policy, std::optional<std::uint8_t> gpu_hint) {
-  index_remove(n);
   Node& node = nodes_[n];
+  const int whole_before = node.whole_free;
   PodSlot slot;
   slot.node = n;
   slot.resources = pod;
@@ -171,13 +188,13 @@ PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclus
     node.exclusive_queue = q;
     ++node.exclusive_pods;
   }
-  index_add(n);
+  index_moved(n, whole_before, slot.gpus, static_cast<std::int16_t>(-slot.milli_per_gpu));
   return slot;
 }
 
 void Cluster::release(const PodSlot& slot) {
-  index_remove(slot.node);
   Node& node = nodes_[slot.node];
+  const int whole_before = node.whole_free;
   for (auto g : slot.gpus) {
     node.gpu_free[g] = static_cast<std::int16_t>(node.gpu_free[g] + slot.milli_per_gpu);
     if (node.gpu_free[g] == kMilliPerGpu) ++node.whole_free;
@@ -185,7 +202,7 @@ void Cluster::release(const PodSlot& slot) {
   node.used -= slot.resources;
   add_tenant(node, slot.queue, -1);
   if (slot.exclusive && --node.exclusive_pods == 0) node.exclusive_queue = kNoQueue;
-  index_add(slot.node);
+  index_moved(slot.node, whole_before, slot.gpus, slot.milli_per_gpu);
 }
 
 }  // namespace gpuq

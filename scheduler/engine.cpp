@@ -42,7 +42,6 @@ FlavorId Engine::intern_flavor(const std::string& name) {
   if (fresh) {
     flavor_names_.push_back(name);
     flavor_shapes_.emplace_back();
-    flavor_capacity_.emplace_back();
     quota_.set_flavor_count(flavor_names_.size());
   }
   return it->second;
@@ -106,20 +105,40 @@ Result<void> Engine::upsert_node(const NodeSpec& spec, Time now) {
   if (!dedicated) return Error{dedicated.error()};
   FlavorId f = intern_flavor(spec.flavor);
   auto existing = cluster_.find(spec.name);
-  ResourceVec old_capacity = existing ? cluster_.node(*existing).capacity : ResourceVec{};
-  bool was_down = existing && cluster_.node(*existing).state == NodeState::kDown;
+  const std::optional<Node> before =
+      existing ? std::optional<Node>(cluster_.node(*existing)) : std::nullopt;
   auto n = cluster_.upsert(spec, f, *dedicated);
   if (!n) return Error{n.error()};
-  capacity_all_ -= old_capacity;
+  if (before) {
+    capacity_all_ -= before->capacity;
+    count_node(before->flavor, before->dedicated, before->capacity, -1);
+  }
   capacity_all_ += spec.capacity;
-  flavor_capacity_[f] -= old_capacity;
-  flavor_capacity_[f] += spec.capacity;
-  auto& shapes = flavor_shapes_[f];
-  std::pair<ResourceVec, QueueIdx> shape{spec.capacity, *dedicated};
-  if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(shape);
+  count_node(f, *dedicated, spec.capacity, +1);
   topology_dirty_ = true;
+  const bool was_down = before && before->state == NodeState::kDown;
   if (spec.state == NodeState::kDown && !was_down) lose_node(*n, now);
   return Ok();
+}
+
+void Engine::count_node(FlavorId f, QueueIdx dedicated, const ResourceVec& capacity, int delta) {
+  ResourceVec& total = capacity_by_owner_[{f, dedicated}];
+  if (delta > 0) total += capacity; else total -= capacity;
+  auto& shapes = flavor_shapes_[f];
+  auto it = std::find_if(shapes.begin(), shapes.end(), [&](const NodeShape& s) {
+    return s.capacity == capacity && s.dedicated == dedicated;
+  });
+  if (it == shapes.end()) it = shapes.insert(shapes.end(), NodeShape{capacity, dedicated, 0});
+  it->count = static_cast<std::uint32_t>(static_cast<int>(it->count) + delta);
+  if (it->count == 0) shapes.erase(it);
+}
+
+ResourceVec Engine::usable_capacity(FlavorId f, QueueIdx q) const {
+  ResourceVec out;
+  if (auto it = capacity_by_owner_.find({f, kNoQueue}); it != capacity_by_owner_.end()) out += it->second;
+  if (auto it = capacity_by_owner_.find({f, q}); q != kNoQueue && it != capacity_by_owner_.end())
+    out += it->second;
+  return out;
 }
 
 Result<void> Engine::set_node_state(const std::string& name, NodeState state, Time now) {

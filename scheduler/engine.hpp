@@ -2,7 +2,9 @@
 // The scheduling engine: commands in, decisions and events out. Pure and deterministic: no
 // clock (time is an argument), no I/O, no threads. The same commands in the same order give the
 // same decisions and events, byte for byte.
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,13 +28,22 @@ struct EngineConfig {
   std::vector<std::string> topology_levels;  // node label keys, widest domain first
 };
 
-// Why a pending job is still waiting after the last cycle that looked at it.
+// Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
+// each flavor it tried (the first few; fixed size, so recording it never allocates).
 struct WaitReason {
-  enum class Kind : std::uint8_t { kNotConsidered, kQuota, kCapacity };
-  Kind kind = Kind::kNotConsidered;
-  QuotaShortfall quota;          // kQuota
-  FlavorId flavor = kNoFlavor;   // kCapacity
+  struct OnFlavor {
+    bool quota = false;           // stopped by quota; otherwise by room on the nodes
+    QuotaShortfall shortfall;     // when quota
+    FlavorId flavor = kNoFlavor;  // when room
+  };
+  static constexpr std::size_t kKept = 3;
+  std::array<OnFlavor, kKept> on_flavor{};
+  std::uint8_t kept = 0;
   std::uint8_t flavors_tried = 0;
+
+  void add(const OnFlavor& why) {
+    if (kept < kKept) on_flavor[kept++] = why;
+  }
 };
 
 struct Job {
@@ -61,6 +72,14 @@ struct RunningPlacement {
   Time admitted_at = 0;
   std::optional<std::string> flavor;
   std::vector<std::string> nodes;  // one per pod, or empty to let the engine place them
+};
+
+// What the last schedule() call did, for metrics and benchmarks. A decision is one pending job
+// offered by its queue and then admitted or passed over; a cycle can make several passes.
+struct CycleStats {
+  std::uint32_t passes = 0;
+  std::uint64_t decisions = 0;
+  std::uint64_t admitted = 0;
 };
 
 struct QueueStatus {
@@ -102,6 +121,7 @@ class Engine {
   const Cluster& cluster() const { return cluster_; }
   const std::string& flavor_name(FlavorId f) const { return flavor_names_[f]; }
   std::optional<FlavorId> flavor_id(const std::string& name) const;
+  const CycleStats& last_cycle() const { return last_cycle_; }
   // Whether job (pending) could be admitted right now: quota and placement, changing nothing.
   bool admissible_now(const JobId& id);
 
@@ -126,6 +146,9 @@ class Engine {
 
   Result<void> validate_job(const JobSpec& spec) const;
   std::optional<std::string> never_fits(const Job& job) const;
+  std::string never_fits_on(const Job& job, FlavorId f) const;
+  std::string too_big_for_nodes(const Job& job, FlavorId f) const;
+  std::string explain_wait(const Job& job, const WaitReason::OnFlavor& why) const;
   std::vector<FlavorId> candidate_flavors(QueueIdx q, const JobSpec& spec) const;
   FlavorId intern_flavor(const std::string& name);
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
@@ -156,8 +179,17 @@ class Engine {
 
   std::vector<std::string> flavor_names_;
   std::unordered_map<std::string, FlavorId> flavor_ids_;
-  std::vector<std::vector<std::pair<ResourceVec, QueueIdx>>> flavor_shapes_;  // distinct nodes
-  std::vector<ResourceVec> flavor_capacity_;
+  // Node capacity by (flavor, dedicated queue or kNoQueue): what a queue could ever use, for the
+  // never-fits checks. Shapes are the distinct node capacities, counted so updates can remove one.
+  struct NodeShape {
+    ResourceVec capacity;
+    QueueIdx dedicated = kNoQueue;
+    std::uint32_t count = 0;
+  };
+  std::vector<std::vector<NodeShape>> flavor_shapes_;
+  std::map<std::pair<FlavorId, QueueIdx>, ResourceVec> capacity_by_owner_;
+  void count_node(FlavorId f, QueueIdx dedicated, const ResourceVec& capacity, int delta);
+  ResourceVec usable_capacity(FlavorId f, QueueIdx q) const;
 
   std::vector<QueueRec> queues_;
   std::unordered_map<std::string, QueueIdx> queue_ids_;
@@ -174,6 +206,7 @@ class Engine {
   // Per cycle: (flavor, queue, shape) combinations that failed placement. Resources only shrink
   // within a cycle, so a failure stays a failure until the cycle ends.
   std::unordered_set<std::uint64_t> placement_failed_;
+  CycleStats last_cycle_;
 };
 
 }  // namespace gpuq

@@ -1,5 +1,6 @@
 // Checks on a job before it is queued, and the words that say why a job waits or is rejected.
 #include <algorithm>
+#include <cstdlib>
 
 #include "scheduler/engine.hpp"
 #include "scheduler/quantity.hpp"
@@ -7,8 +8,17 @@
 namespace gpuq {
 namespace {
 
+// A number as people say it: GPUs in decimal ("0.5", "1.5"), other resources in Kubernetes
+// notation ("500m" CPU, "16Gi" memory).
+std::string number(ResourceId r, Quantity q) {
+  if (r != kGpu || q % kMilliPerGpu == 0) return format_quantity(q, scale_of(r));
+  std::string frac = std::to_string(1000 + std::llabs(q) % kMilliPerGpu).substr(1);
+  while (frac.back() == '0') frac.pop_back();
+  return (q < 0 ? "-" : "") + std::to_string(std::llabs(q) / kMilliPerGpu) + "." + frac;
+}
+
 std::string amount(const ResourceNames& names, ResourceId r, Quantity q) {
-  return format_quantity(q, scale_of(r)) + " " + names.name(r);
+  return number(r, q) + " " + names.name(r);
 }
 
 std::string describe_pod(const ResourceNames& names, const ResourceVec& pod) {
@@ -90,57 +100,64 @@ std::optional<std::string> Engine::never_fits(const Job& job) const {
 
   std::vector<std::string> reasons;
   for (FlavorId f : job.candidates) {
-    // What no node could ever hold first, then what the quota never allows.
-    std::string why;
-    if (!config_.quota_only) {
-      const auto& shapes = flavor_shapes_[f];
-      if (shapes.empty()) why = "the cluster has no node of flavor " + flavor_names_[f];
-      for (const PodSet& s : job.spec.pod_sets) {
-        if (!why.empty()) break;
-        ResourceVec largest;
-        bool fits_one = false;
-        for (const auto& [cap, dedicated] : shapes) {
-          if (dedicated != kNoQueue && dedicated != job.queue) continue;
-          for (std::size_t r = 0; r < kMaxResources; ++r)
-            largest.v[r] = std::max(largest.v[r], cap.v[r]);
-          ResourceVec need = s.per_pod;
-          if (need[kGpu] > 0 && need[kGpu] < kMilliPerGpu) need[kGpu] = kMilliPerGpu;
-          fits_one = fits_one || need.fits_in(cap);
-        }
-        if (fits_one) continue;
-        for (ResourceId r = 0; r < resources_.size() && why.empty(); ++r) {
-          Quantity need = s.per_pod[r];
-          if (r == kGpu && need > 0 && need < kMilliPerGpu) need = kMilliPerGpu;
-          if (need > largest[r])
-            why = "needs " + amount(resources_, r, s.per_pod[r]) +
-                  " per pod; the largest node of flavor " + flavor_names_[f] + " has " +
-                  format_quantity(largest[r], scale_of(r));
-        }
-        if (why.empty())
-          why = "no single node of flavor " + flavor_names_[f] + " has room for one pod of " +
-                describe_pod(resources_, s.per_pod);
-      }
-      for (ResourceId r = 0; r < resources_.size() && why.empty(); ++r)
-        if (job.total[r] > flavor_capacity_[f][r])
-          why = "needs " + amount(resources_, r, job.total[r]) + " in total; all nodes of flavor " +
-                flavor_names_[f] + " together have " +
-                format_quantity(flavor_capacity_[f][r], scale_of(r));
-    }
-    if (why.empty() && f != kNoFlavor) {
-      for (ResourceId r = 0; r < resources_.size() && why.empty(); ++r) {
-        Quantity most = quota_.reachable(job.queue, f, r);
-        if (job.total[r] > most)
-          why = "needs " + amount(resources_, r, job.total[r]) + " of flavor " + flavor_names_[f] +
-                (most == 0 ? "; queue " + qname + " has no " + resources_.name(r) +
-                                 " quota on that flavor"
-                           : "; queue " + qname + " can never hold more than " +
-                                 format_quantity(most, scale_of(r)));
-      }
-    }
+    std::string why = never_fits_on(job, f);
     if (why.empty()) return std::nullopt;
     reasons.push_back(std::move(why));
   }
   return join(reasons, "; ");
+}
+
+// Why the job could never run on flavor f as the cluster and quotas stand, or "" when it could:
+// what no node could ever hold first, then what the quota never allows.
+std::string Engine::never_fits_on(const Job& job, FlavorId f) const {
+  if (!config_.quota_only) {
+    if (std::string why = too_big_for_nodes(job, f); !why.empty()) return why;
+  }
+  if (f == kNoFlavor) return {};
+  for (ResourceId r = 0; r < resources_.size(); ++r) {
+    Quantity most = quota_.reachable(job.queue, f, r);
+    if (job.total[r] <= most) continue;
+    const std::string head = "needs " + amount(resources_, r, job.total[r]) + " of flavor " +
+                             flavor_names_[f] + "; queue " + job.spec.queue.value;
+    if (most == 0) return head + " has no " + resources_.name(r) + " quota on that flavor";
+    return head + " can never hold more than " + number(r, most);
+  }
+  return {};
+}
+
+std::string Engine::too_big_for_nodes(const Job& job, FlavorId f) const {
+  const auto& shapes = flavor_shapes_[f];
+  if (shapes.empty()) return "the cluster has no node of flavor " + flavor_names_[f];
+  // Nodes dedicated to other queues do not count; say so when some were left out.
+  bool others_dedicated = false;
+  for (const NodeShape& shape : shapes)
+    others_dedicated = others_dedicated || (shape.dedicated != kNoQueue && shape.dedicated != job.queue);
+  const std::string of_flavor = " of flavor " + flavor_names_[f] +
+                                (others_dedicated ? " that queue " + job.spec.queue.value + " may use" : "");
+  for (const PodSet& s : job.spec.pod_sets) {
+    ResourceVec need = s.per_pod;
+    if (need[kGpu] > 0 && need[kGpu] < kMilliPerGpu) need[kGpu] = kMilliPerGpu;  // one GPU to share
+    ResourceVec largest;
+    bool fits_one = false;
+    for (const NodeShape& shape : shapes) {
+      if (shape.dedicated != kNoQueue && shape.dedicated != job.queue) continue;
+      for (std::size_t r = 0; r < kMaxResources; ++r)
+        largest.v[r] = std::max(largest.v[r], shape.capacity.v[r]);
+      fits_one = fits_one || need.fits_in(shape.capacity);
+    }
+    if (fits_one) continue;
+    for (ResourceId r = 0; r < resources_.size(); ++r)
+      if (need[r] > largest[r])
+        return "needs " + amount(resources_, r, s.per_pod[r]) + " per pod; the largest node" + of_flavor +
+               " has " + number(r, largest[r]);
+    return "no single node" + of_flavor + " has room for one pod of " + describe_pod(resources_, s.per_pod);
+  }
+  const ResourceVec usable = usable_capacity(f, job.queue);
+  for (ResourceId r = 0; r < resources_.size(); ++r)
+    if (job.total[r] > usable[r])
+      return "needs " + amount(resources_, r, job.total[r]) + " in total; all nodes" + of_flavor +
+             " together have " + number(r, usable[r]);
+  return {};
 }
 
 std::string Engine::pending_reason(const Job& job) const {
@@ -150,43 +167,45 @@ std::string Engine::pending_reason(const Job& job) const {
       q.pending.begin()->job != static_cast<std::uint32_t>(&job - jobs_.data()))
     return "waiting behind " + jobs_[q.pending.begin()->job].spec.id.value + " (StrictFIFO)";
   const WaitReason& w = job.wait;
-  std::string out;
-  switch (w.kind) {
-    case WaitReason::Kind::kNotConsidered:
-      return "not yet considered by a scheduling cycle";
-    case WaitReason::Kind::kQuota: {
-      const QuotaShortfall& s = w.quota;
-      out = "needs " + amount(resources_, s.resource, s.requested) + " of flavor " +
-            flavor_names_[s.flavor] + " but ";
-      const std::string left = format_quantity(s.available, scale_of(s.resource));
-      switch (s.limit) {
-        case QuotaLimit::kNominal:
-          out += "queue " + q.spec.name.value + " has " + left + " left of its nominal quota";
-          break;
-        case QuotaLimit::kBorrowingLimit:
-          out += "queue " + q.spec.name.value + " has " + left +
-                 " left within nominal + borrowingLimit";
-          break;
-        case QuotaLimit::kCohortPool: {
-          const auto* c = quota_.cohort_of(job.queue);
-          out += "only " + left + " is free for queue " + q.spec.name.value + " in cohort " +
-                 (c ? c->name : std::string("?"));
-          break;
-        }
-      }
-      break;
-    }
-    case WaitReason::Kind::kCapacity: {
-      out = "no room on nodes of flavor " +
-            (w.flavor == kNoFlavor ? std::string("(any)") : flavor_names_[w.flavor]) + " for ";
-      std::vector<std::string> sets;
-      for (const PodSet& s : job.spec.pod_sets)
-        sets.push_back(std::to_string(s.count) + " x {" + describe_pod(resources_, s.per_pod) + "}");
-      out += join(sets, " + ");
-      break;
+  if (w.kept == 0) return "not yet considered by a scheduling cycle";
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < w.kept; ++i) parts.push_back(explain_wait(job, w.on_flavor[i]));
+  std::string out = join(parts, "; ");
+  if (w.flavors_tried > w.kept)
+    out += "; and " + std::to_string(w.flavors_tried - w.kept) + " more flavors did not fit";
+  return out;
+}
+
+std::string Engine::explain_wait(const Job& job, const WaitReason::OnFlavor& why) const {
+  const std::string& qname = queues_[job.queue].spec.name.value;
+  if (!why.quota) {
+    std::vector<std::string> sets;
+    for (const PodSet& s : job.spec.pod_sets)
+      sets.push_back(std::to_string(s.count) + " x {" + describe_pod(resources_, s.per_pod) + "}");
+    return "no room on nodes of flavor " +
+           (why.flavor == kNoFlavor ? std::string("(any)") : flavor_names_[why.flavor]) + " for " +
+           join(sets, " + ");
+  }
+  const QuotaShortfall& s = why.shortfall;
+  const ResourceId r = s.resource;
+  std::string out = "needs " + amount(resources_, r, s.requested) + " of flavor " +
+                    flavor_names_[s.flavor] + " but ";
+  switch (s.limit) {
+    case QuotaLimit::kNominal:
+      return out + "queue " + qname + " already uses " + number(r, s.used) + " of its nominal " +
+             number(r, s.bound);
+    case QuotaLimit::kBorrowingLimit:
+      return out + "queue " + qname + " already uses " + number(r, s.used) +
+             " of its nominal + borrowingLimit " + number(r, s.bound);
+    case QuotaLimit::kCohortPool: {
+      const auto* c = quota_.cohort_of(job.queue);
+      out += "cohort " + (c ? c->name : std::string("?")) + " has only " +
+             amount(resources_, r, s.available) + " left for queue " + qname;
+      if (s.used + s.requested <= s.nominal)
+        out += " (other queues are borrowing the unused part of its nominal)";
+      return out;
     }
   }
-  if (w.flavors_tried > 1) out += " (first of " + std::to_string(w.flavors_tried) + " flavors tried)";
   return out;
 }
 

@@ -102,10 +102,14 @@ std::optional<QuotaShortfall> QuotaBook::check(QueueIdx q, FlavorId f, const Res
     Quantity room = headroom(q, f, r);
     if (d[r] <= room) continue;
     QuotaLimit limit = QuotaLimit::kNominal;
-    if (qq.cohort >= 0)
+    Quantity bound = row.nominal[r];
+    if (qq.cohort >= 0) {
       limit = row.cap[r] - qq.usage[f][r] == room ? QuotaLimit::kBorrowingLimit
                                                   : QuotaLimit::kCohortPool;
-    return QuotaShortfall{f, r, d[r], std::max<Quantity>(0, room), limit};
+      bound = row.cap[r];
+    }
+    return QuotaShortfall{f,     r, d[r], std::max<Quantity>(0, room), limit, qq.usage[f][r],
+                          bound, row.nominal[r]};
   }
   return std::nullopt;
 }

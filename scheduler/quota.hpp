@@ -26,8 +26,11 @@ struct QuotaShortfall {
   FlavorId flavor = kNoFlavor;
   ResourceId resource = 0;
   Quantity requested = 0;
-  Quantity available = 0;
+  Quantity available = 0;  // what the queue could still add (never negative)
   QuotaLimit limit = QuotaLimit::kNominal;
+  Quantity used = 0;       // the queue's usage when it was checked
+  Quantity bound = 0;      // the limit that stopped it: nominal, or nominal + borrowingLimit
+  Quantity nominal = 0;
 };
 
 class QuotaBook {
