@@ -150,8 +150,8 @@ Result<void> Engine::set_node_state(const std::string& name, NodeState state, Ti
   return Ok();
 }
 
-Result<void> Engine::submit(JobSpec spec, Time now) {
-  if (auto v = validate_job(spec); !v) return v;
+Result<Job> Engine::make_job(JobSpec spec) const {
+  if (auto v = validate_job(spec); !v) return Error{v.error(), v.code()};
   if (job_ids_.count(spec.id.value))
     return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
   auto q = queue_index(spec.queue);
@@ -163,51 +163,54 @@ Result<void> Engine::submit(JobSpec spec, Time now) {
   job.shape = shape_of(spec);
   job.candidates = candidate_flavors(*q, spec);
   job.spec = std::move(spec);
-  if (auto why = never_fits(job)) return Error{*why, ErrorCode::kRejected};
+  return job;
+}
 
+std::uint32_t Engine::store_job(Job job) {
   auto j = static_cast<std::uint32_t>(jobs_.size());
   job.order = next_order_++;
   job_ids_.emplace(job.spec.id.value, j);
   jobs_.push_back(std::move(job));
   admission_seq_.push_back(0);
-  queues_[*q].pending.insert(pending_key(j));
+  return j;
+}
+
+Result<void> Engine::submit(JobSpec spec, Time now) {
+  auto job = make_job(std::move(spec));
+  if (!job) return Error{job.error(), job.code()};
+  if (auto why = never_fits(*job)) return Error{*why, ErrorCode::kRejected};
+  const std::uint32_t j = store_job(std::move(job.value()));
+  queues_[jobs_[j].queue].pending.insert(pending_key(j));
   emit(jobs_[j], std::nullopt, now);
   return Ok();
 }
 
 Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {
-  if (auto v = validate_job(spec); !v) return v;
-  if (job_ids_.count(spec.id.value))
-    return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
-  auto q = queue_index(spec.queue);
-  if (!q) return Error{"job \"" + spec.id.value + "\": queue \"" + spec.queue.value +
-                       "\" does not exist", ErrorCode::kNotFound};
-  Job job;
-  job.queue = *q;
-  for (const PodSet& s : spec.pod_sets) job.total += s.per_pod * s.count;
-  job.shape = shape_of(spec);
-  job.candidates = candidate_flavors(*q, spec);
-  job.spec = std::move(spec);
+  const std::string who = "job \"" + spec.id.value + "\": ";
+  auto made = make_job(std::move(spec));
+  if (!made) {
+    // A running job's queue must exist: that is a broken state, not a job to turn away.
+    return Error{made.code() == ErrorCode::kRejected ? who + made.error() : made.error(),
+                 made.code() == ErrorCode::kRejected ? ErrorCode::kNotFound : made.code()};
+  }
+  Job& job = made.value();
+  if (auto bad = gpu_shape_error(job.spec)) return Error{who + *bad};
 
   FlavorId f = job.candidates.empty() ? kNoFlavor : job.candidates.front();
   if (where.flavor) {
     auto id = flavor_id(*where.flavor);
-    if (!id) return Error{"job \"" + job.spec.id.value + "\": unknown flavor " + *where.flavor};
+    if (!id) return Error{who + "flavor \"" + *where.flavor + "\" does not exist"};
     f = *id;
   }
   if (!where.nodes.empty()) {
     auto n = cluster_.find(where.nodes.front());
-    if (!n) return Error{"job \"" + job.spec.id.value + "\": unknown node " + where.nodes.front()};
+    if (!n) return Error{who + "node \"" + where.nodes.front() + "\" does not exist"};
     f = cluster_.node(*n).flavor;
   }
   auto slots = place_restored(job, where, f);
   if (!slots) return Error{slots.error()};
 
-  auto j = static_cast<std::uint32_t>(jobs_.size());
-  job.order = next_order_++;
-  job_ids_.emplace(job.spec.id.value, j);
-  jobs_.push_back(std::move(job));
-  admission_seq_.push_back(0);
+  const std::uint32_t j = store_job(std::move(job));
   admit(j, f, std::move(slots.value()), where.admitted_at);
   Job& restored = jobs_[j];
   restored.state = JobState::kRunning;
@@ -230,14 +233,14 @@ Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const Runnin
   std::size_t pods = 0;
   for (const PodSet& s : job.spec.pod_sets) pods += static_cast<std::size_t>(s.count);
   if (where.nodes.size() != pods)
-    return Error{who + "nodes lists " + std::to_string(where.nodes.size()) + " nodes for " +
+    return Error{who + "nodes has " + std::to_string(where.nodes.size()) + " entries for " +
                  std::to_string(pods) + " pods; give one node per pod"};
   std::size_t i = 0;
   for (const PodSet& s : job.spec.pod_sets) {
     for (std::int32_t k = 0; k < s.count; ++k, ++i) {
       auto n = cluster_.find(where.nodes[i]);
       Error err{who + "pod " + std::to_string(i) + " does not fit on node " + where.nodes[i]};
-      if (!n) err.message = who + "unknown node " + where.nodes[i];
+      if (!n) err.message = who + "node \"" + where.nodes[i] + "\" does not exist";
       else if (cluster_.node(*n).flavor != f)
         err.message = who + "its pods are on nodes of different flavors";
       // Taken as it is: state and dedication do not matter, physical room does.

@@ -145,6 +145,9 @@ class Engine {
   };
 
   Result<void> validate_job(const JobSpec& spec) const;
+  Result<Job> make_job(JobSpec spec) const;
+  std::uint32_t store_job(Job job);
+  static std::optional<std::string> gpu_shape_error(const JobSpec& spec);
   std::optional<std::string> never_fits(const Job& job) const;
   std::string never_fits_on(const Job& job, FlavorId f) const;
   std::string too_big_for_nodes(const Job& job, FlavorId f) const;

@@ -14,7 +14,13 @@ std::string number(ResourceId r, Quantity q) {
   if (r != kGpu || q % kMilliPerGpu == 0) return format_quantity(q, scale_of(r));
   std::string frac = std::to_string(1000 + std::llabs(q) % kMilliPerGpu).substr(1);
   while (frac.back() == '0') frac.pop_back();
-  return (q < 0 ? "-" : "") + std::to_string(std::llabs(q) / kMilliPerGpu) + "." + frac;
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict, PR105329) on
+  // `const char* + std::string`, which breaks the Release build under -Werror.
+  std::string out = q < 0 ? "-" : "";
+  out += std::to_string(std::llabs(q) / kMilliPerGpu);
+  out += '.';
+  out += frac;
+  return out;
 }
 
 std::string amount(const ResourceNames& names, ResourceId r, Quantity q) {
@@ -59,6 +65,14 @@ Result<void> Engine::validate_job(const JobSpec& spec) const {
   return Ok();
 }
 
+std::optional<std::string> Engine::gpu_shape_error(const JobSpec& spec) {
+  for (const PodSet& s : spec.pod_sets)
+    if (s.per_pod[kGpu] > kMilliPerGpu && s.per_pod[kGpu] % kMilliPerGpu != 0)
+      return "asks for " + format_quantity(s.per_pod[kGpu], UnitScale::kMilli) +
+             " gpu per pod; a pod takes either a share of one GPU (below 1) or whole GPUs";
+  return std::nullopt;
+}
+
 std::vector<FlavorId> Engine::candidate_flavors(QueueIdx q, const JobSpec& spec) const {
   auto accepted = [&](FlavorId f) {
     return spec.flavors.empty() ||
@@ -81,10 +95,7 @@ std::vector<FlavorId> Engine::candidate_flavors(QueueIdx q, const JobSpec& spec)
 std::optional<std::string> Engine::never_fits(const Job& job) const {
   const std::string& qname = job.spec.queue.value;
   if (job.total.is_zero()) return "requests no resources";
-  for (const PodSet& s : job.spec.pod_sets)
-    if (s.per_pod[kGpu] > kMilliPerGpu && s.per_pod[kGpu] % kMilliPerGpu != 0)
-      return "asks for " + format_quantity(s.per_pod[kGpu], UnitScale::kMilli) +
-             " gpu per pod; a pod takes either a share of one GPU (below 1) or whole GPUs";
+  if (auto bad = gpu_shape_error(job.spec)) return bad;
   if (job.candidates.empty()) {
     std::vector<std::string> offered;
     const auto& qq = quota_.queue(job.queue);
