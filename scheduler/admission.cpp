@@ -95,11 +95,19 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
   ++last_cycle_.passes;
   drf::IndexedHeap<HeadKey, HeadKeyLess> order;
   std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
+  // The quota version each key was computed at. A queue with quotas has a key that depends only
+  // on its job and the quota book, so while the version is unchanged the key is still exact and
+  // the lazy re-check below would recompute the same key: skipping it changes nothing.
+  std::vector<std::uint64_t> keyed_at(queues_.size());
+  auto rekey = [&](QueueIdx q, const Job& job) {
+    keyed_at[q] = quota_.version();
+    order.set(q, head_key(q, job));
+  };
   for (QueueIdx q = 0; q < queues_.size(); ++q) {
     auto& pending = queues_[q].pending;
     if (pending.empty()) continue;
     cursor[q] = pending.begin();
-    order.set(q, head_key(q, jobs_[cursor[q]->job]));
+    rekey(q, jobs_[cursor[q]->job]);
   }
   bool gang_failed = false;
   bool again = false;
@@ -111,9 +119,12 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     // Other queues' admissions since this key was computed may have used up the cohort pool
     // its flavor choice relied on (a lazy update): a key that got worse goes back into the
     // heap; one that is as good or better is still the first.
-    if (HeadKey fresh = head_key(q, jobs_[j]); HeadKeyLess{}(order.key(q), fresh)) {
-      order.set(q, fresh);
-      continue;
+    if (quota_.queue(q).unlimited || keyed_at[q] != quota_.version()) {
+      if (HeadKey fresh = head_key(q, jobs_[j]); HeadKeyLess{}(order.key(q), fresh)) {
+        keyed_at[q] = quota_.version();
+        order.set(q, fresh);
+        continue;
+      }
     }
     auto next = std::next(it);
     const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
@@ -133,7 +144,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     if (next == pending.end())
       order.erase(q);
     else
-      order.set(q, head_key(q, jobs_[next->job]));
+      rekey(q, jobs_[next->job]);
   }
   return again;
 }

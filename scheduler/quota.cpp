@@ -9,6 +9,7 @@ namespace gpuq {
 
 void QuotaBook::set_flavor_count(std::size_t n) {
   if (n <= flavors_) return;
+  ++version_;
   flavors_ = n;
   for (auto& q : queues_) {
     q.rows.resize(n);
@@ -21,6 +22,7 @@ void QuotaBook::set_flavor_count(std::size_t n) {
 }
 
 void QuotaBook::set_queue(QueueIdx q, const QueueSpec& spec, const std::vector<FlavorId>& flavors) {
+  ++version_;
   if (q >= queues_.size()) {
     queues_.resize(q + 1);
     cohort_names_.resize(q + 1);
@@ -142,6 +144,7 @@ Quantity QuotaBook::reachable(QueueIdx q, FlavorId f, ResourceId r) const {
 }
 
 void QuotaBook::charge(QueueIdx q, FlavorId f, const ResourceVec& d, int sign) {
+  ++version_;
   QueueQuota& qq = queues_[q];
   ResourceVec& u = qq.usage[f];
   if (qq.cohort < 0 || qq.unlimited || !qq.rows[f].present) {

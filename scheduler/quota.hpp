@@ -79,6 +79,9 @@ class QuotaBook {
   void add(QueueIdx q, FlavorId f, const ResourceVec& d) { charge(q, f, d, +1); }
   void remove(QueueIdx q, FlavorId f, const ResourceVec& d) { charge(q, f, d, -1); }
   const ResourceVec& usage(QueueIdx q, FlavorId f) const { return queues_[q].usage[f]; }
+  // Bumped by every change to any queue's usage or quota: while it stays the same, every answer
+  // of this book stays the same (the admission cycle uses it to skip recomputing a heap key).
+  std::uint64_t version() const { return version_; }
 
   // Kueue's share: max over listed (f, r) of max(0, usage - nominal) / lendable(f, r) / weight,
   // with `extra` added on flavor f first. Only for queues with quotas.
@@ -92,6 +95,7 @@ class QuotaBook {
   std::vector<std::string> cohort_names_;  // by queue
   std::vector<Cohort> cohorts_;
   std::size_t flavors_ = 0;
+  std::uint64_t version_ = 0;
 };
 
 }  // namespace gpuq
