@@ -374,7 +374,10 @@ class Harness {
     c.decisions = static_cast<std::int64_t>(stats.decisions);
     c.passes = stats.passes;
     if (static_cast<std::int64_t>(stats.admitted) != c.admitted) fail("cycle stats: admitted differs");
-    if (stats.passes == 1 && c.decisions != one_pass) fail("cycle stats: decisions differ");
+    // A pass visits every job it may try, unless it left queues none of whose jobs could fit.
+    if (stats.passes == 1 && stats.queues_dropped == 0 && c.decisions != one_pass)
+      fail("cycle stats: decisions differ");
+    if (stats.passes == 1 && c.decisions > one_pass) fail("cycle stats: more decisions than jobs");
     if (running_gpu_ > kGpusPerNode * 1000 * nodes_) fail("more GPUs admitted than exist");
     engine_->take_events();
     if (opt_.verify_reasons)
@@ -527,6 +530,14 @@ int main(int argc, char** argv) {
     std::printf("  ns/decision 10,000 vs 100 nodes at %4d queues (<= 2x): fill %.2fx (%s), rescan %.2fx (%s), steady %.2fx (%s)\n",
                 q, fill, fill <= 2 ? "met" : "MISSED", rescan, rescan <= 2 ? "met" : "MISSED", steady,
                 steady <= 2 ? "met" : "MISSED");
+    // A decision is either an admission (placement, a decision record) or a pass-over (a quota
+    // check or a memo hit), and the mix shifts with cluster size: small clusters are mostly
+    // pass-overs, big ones mostly admissions. The cost of an admission compares like with like.
+    double fill_adm = ns_per(big->fill.seconds, big->fill.admitted) / ns_per(small->fill.seconds, small->fill.admitted);
+    double steady_adm = ns_per(big->steady.seconds, big->steady.admitted) /
+                        ns_per(small->steady.seconds, small->steady.admitted);
+    std::printf("  ns/admission 10,000 vs 100 nodes at %4d queues (<= 2x): fill %.2fx (%s), steady %.2fx (%s)\n",
+                q, fill_adm, fill_adm <= 2 ? "met" : "MISSED", steady_adm, steady_adm <= 2 ? "met" : "MISSED");
   }
   return 0;
 }

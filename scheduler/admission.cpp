@@ -84,10 +84,47 @@ std::vector<Decision> Engine::schedule(Time now) {
   // where it would succeed after others took some room. So when a gang failed and something was
   // admitted after it, run another pass: the cycle ends only when every pending job has been
   // tried against the final state.
+  ++cycle_;
   while (run_pass(now, out)) {
   }
   last_cycle_.admitted = out.size();
   return out;
+}
+
+// True when a schedulable node of flavor f has room for a pod of `milli` GPU (ignoring cpu,
+// memory and dedication: it may say yes where placement would say no, never the reverse).
+bool Engine::room_for_gpu_pod(FlavorId f, Quantity milli) const {
+  const Cluster::FreeIndex* ix = cluster_.index(f);
+  if (ix == nullptr) return false;
+  const int whole = milli < kMilliPerGpu ? 1 : static_cast<int>(milli / kMilliPerGpu);
+  for (int k = static_cast<int>(ix->by_whole_free.size()) - 1; k >= whole; --k)
+    if (!ix->by_whole_free[k].empty()) return true;
+  return milli < kMilliPerGpu && !ix->partial.empty() && std::get<0>(*ix->partial.rbegin()) >= milli;
+}
+
+// True when no pending job of q could be admitted now: each asks for more GPU than the queue's
+// quota leaves on every flavor, or has a GPU pod larger than the room on every node. Both only
+// shrink while a pass admits, so the pass may leave the queue: visiting the rest of a saturated
+// backlog one job at a time is what would otherwise dominate a cycle.
+bool Engine::none_can_fit(QueueIdx q) const {
+  const QueueRec& rec = queues_[q];
+  if (rec.without_gpu > 0 || rec.by_total_gpu.empty()) return false;
+  const auto& qq = quota_.queue(q);
+  std::vector<FlavorId> flavors = qq.order;
+  if (qq.unlimited) {
+    if (config_.quota_only) return false;
+    for (FlavorId f = 0; f < flavor_names_.size(); ++f) flavors.push_back(f);
+  } else {
+    const Quantity least = rec.by_total_gpu.begin()->first;
+    bool quota_room = false;
+    for (FlavorId f : flavors) quota_room = quota_room || quota_.headroom(q, f, kGpu) >= least;
+    if (!quota_room) return true;
+    if (config_.quota_only) return false;
+  }
+  const Quantity smallest_pod = rec.by_smallest_gpu_pod.begin()->first;
+  for (FlavorId f : flavors)
+    if (room_for_gpu_pod(f, smallest_pod)) return false;
+  return true;
 }
 
 bool Engine::run_pass(Time now, std::vector<Decision>& out) {
@@ -130,13 +167,18 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
     ++last_cycle_.decisions;
     if (outcome == AdmitOutcome::kAdmitted) {
-      pending.erase(it);
+      remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
       again = again || gang_failed;
     } else {
       gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
       if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
         order.erase(q);  // nothing behind the head may pass it
+        continue;
+      }
+      if (none_can_fit(q)) {
+        ++last_cycle_.queues_dropped;
+        order.erase(q);  // the jobs not reached say why when asked (pending_reason)
         continue;
       }
     }
@@ -151,13 +193,18 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
 
 Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
   Job& job = jobs_[j];
-  WaitReason wait;
+  WaitReason scratch;  // a dry run (commit=false) leaves the job's reason alone
+  WaitReason& wait = commit ? job.wait : scratch;
+  wait.kept = 0;
+  wait.flavors_tried = 0;
+  wait.cycle = cycle_;
   bool gang_did_not_fit = false;
+  bool placement_tried = false;
   for (FlavorId f : job.candidates) {
     ++wait.flavors_tried;
     if (f != kNoFlavor) {
       if (auto shortfall = quota_.check(job.queue, f, job.total)) {
-        if (commit) wait.add({true, *shortfall, f});
+        wait.add({true, *shortfall, f});
         continue;
       }
     }
@@ -170,11 +217,12 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
                              config_.placement};
         placed = place(cluster_, topology_, req);
       }
+      placement_tried = true;
       if (!placed) {
         if (commit) placement_failed_.insert(key);
         gang_did_not_fit = gang_did_not_fit || job.spec.pod_sets.size() > 1 ||
                            job.spec.pod_sets[0].count > 1;
-        if (commit) wait.add({false, {}, f});
+        wait.add({false, {}, f});
         continue;
       }
       slots = std::move(*placed);
@@ -187,8 +235,8 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
     emit(job, JobState::kPending, now);
     return AdmitOutcome::kAdmitted;
   }
-  if (commit) job.wait = wait;
-  return gang_did_not_fit ? AdmitOutcome::kGangDidNotFit : AdmitOutcome::kDidNotFit;
+  if (gang_did_not_fit) return AdmitOutcome::kGangDidNotFit;
+  return placement_tried ? AdmitOutcome::kDidNotFit : AdmitOutcome::kDidNotFitQuota;
 }
 
 bool Engine::admissible_now(const JobId& id) {

@@ -161,6 +161,9 @@ Result<Job> Engine::make_job(JobSpec spec) const {
   job.queue = *q;
   for (const PodSet& s : spec.pod_sets) job.total += s.per_pod * s.count;
   job.shape = shape_of(spec);
+  for (const PodSet& s : spec.pod_sets)
+    if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))
+      job.smallest_gpu_pod = s.per_pod[kGpu];
   job.candidates = candidate_flavors(*q, spec);
   job.spec = std::move(spec);
   return job;
@@ -180,7 +183,7 @@ Result<void> Engine::submit(JobSpec spec, Time now) {
   if (!job) return Error{job.error(), job.code()};
   if (auto why = never_fits(*job)) return Error{*why, ErrorCode::kRejected};
   const std::uint32_t j = store_job(std::move(job.value()));
-  queues_[jobs_[j].queue].pending.insert(pending_key(j));
+  add_pending(j);
   emit(jobs_[j], std::nullopt, now);
   return Ok();
 }
@@ -262,7 +265,7 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
   if (job.state == JobState::kPending) {
-    queues_[job.queue].pending.erase(pending_key(it->second));
+    remove_pending(it->second);
   } else if (job.holds_resources()) {
     release(job);
   } else {
@@ -355,7 +358,7 @@ void Engine::requeue(std::uint32_t j, Time now, const std::string& reason) {
   job.state = JobState::kPending;
   ++job.attempts;
   // Back at its original place: the pending key is built from priority, time and order.
-  queues_[job.queue].pending.insert(pending_key(j));
+  add_pending(j);
   emit(job, from, now, reason);
 }
 
@@ -380,6 +383,39 @@ std::vector<Event> Engine::take_events() {
 Engine::PendingKey Engine::pending_key(std::uint32_t j) const {
   const Job& job = jobs_[j];
   return PendingKey{-job.spec.priority, job.spec.submitted_at, job.order, j};
+}
+
+namespace {
+void count(std::map<Quantity, std::uint32_t>& m, Quantity key, int delta) {
+  auto it = m.try_emplace(key, 0).first;
+  it->second = static_cast<std::uint32_t>(static_cast<int>(it->second) + delta);
+  if (it->second == 0) m.erase(it);
+}
+}  // namespace
+
+void Engine::add_pending(std::uint32_t j) {
+  Job& job = jobs_[j];
+  QueueRec& q = queues_[job.queue];
+  q.pending.insert(pending_key(j));
+  job.pending_since = cycle_;
+  if (job.smallest_gpu_pod == 0) {
+    ++q.without_gpu;
+    return;
+  }
+  count(q.by_total_gpu, job.total[kGpu], +1);
+  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, +1);
+}
+
+void Engine::remove_pending(std::uint32_t j) {
+  const Job& job = jobs_[j];
+  QueueRec& q = queues_[job.queue];
+  q.pending.erase(pending_key(j));
+  if (job.smallest_gpu_pod == 0) {
+    --q.without_gpu;
+    return;
+  }
+  count(q.by_total_gpu, job.total[kGpu], -1);
+  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, -1);
 }
 
 const Job* Engine::job(const JobId& id) const {

@@ -40,6 +40,7 @@ struct WaitReason {
   std::array<OnFlavor, kKept> on_flavor{};
   std::uint8_t kept = 0;
   std::uint8_t flavors_tried = 0;
+  std::uint64_t cycle = 0;  // the schedule() call that last tried the job
 
   void add(const OnFlavor& why) {
     if (kept < kKept) on_flavor[kept++] = why;
@@ -53,6 +54,8 @@ struct Job {
   std::uint64_t order = 0;  // submission sequence; FIFO tie-break after priority and time
   ResourceVec total;        // sum over pods
   std::uint64_t shape = 0;  // hash of the pod sets, for the per-cycle placement memo
+  Quantity smallest_gpu_pod = 0;  // milli-GPU of its smallest pod that asks for GPUs; 0: none
+  std::uint64_t pending_since = 0;  // cycles that had run when it last became pending
   std::vector<FlavorId> candidates;  // flavors to try, in order
   FlavorId flavor = kNoFlavor;       // while admitted
   std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
@@ -78,6 +81,7 @@ struct RunningPlacement {
 // offered by its queue and then admitted or passed over; a cycle can make several passes.
 struct CycleStats {
   std::uint32_t passes = 0;
+  std::uint64_t queues_dropped = 0;  // queues left early: none of their jobs could fit
   std::uint64_t decisions = 0;
   std::uint64_t admitted = 0;
 };
@@ -138,6 +142,11 @@ class Engine {
     std::set<PendingKey> pending;
     ResourceVec usage_all_flavors;  // for the classic DRF share of quota-less queues
     std::size_t admitted = 0;
+    // What the pending jobs need at the least, so a cycle can leave the queue as soon as none of
+    // them could fit: counts by total GPU and by smallest GPU pod, and jobs that ask for no GPU.
+    std::map<Quantity, std::uint32_t> by_total_gpu;
+    std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
+    std::uint32_t without_gpu = 0;
   };
   struct HeadKey;
   struct HeadKeyLess {
@@ -156,7 +165,7 @@ class Engine {
   FlavorId intern_flavor(const std::string& name);
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
 
-  enum class AdmitOutcome { kAdmitted, kDidNotFit, kGangDidNotFit };
+  enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;
   bool run_pass(Time now, std::vector<Decision>& out);
   AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
@@ -166,6 +175,10 @@ class Engine {
   void finish(std::uint32_t j, JobState to, Time now, std::string reason);
   void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
   PendingKey pending_key(std::uint32_t j) const;
+  void add_pending(std::uint32_t j);
+  void remove_pending(std::uint32_t j);
+  bool none_can_fit(QueueIdx q) const;
+  bool room_for_gpu_pod(FlavorId f, Quantity milli) const;
   Admission describe_admission(const Job& job) const;
   void lose_node(NodeIdx n, Time now);
   void rebuild_topology_if_needed();
@@ -204,6 +217,7 @@ class Engine {
   std::uint64_t next_order_ = 0;
   std::uint64_t next_admission_ = 0;
   std::uint64_t next_seq_ = 1;
+  std::uint64_t cycle_ = 0;  // schedule() calls so far
   std::vector<Event> events_;
 
   // Per cycle: (flavor, queue, shape) combinations that failed placement. Resources only shrink

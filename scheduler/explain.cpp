@@ -177,7 +177,20 @@ std::string Engine::pending_reason(const Job& job) const {
   if (q.spec.strategy == QueueingStrategy::kStrictFIFO && !q.pending.empty() &&
       q.pending.begin()->job != static_cast<std::uint32_t>(&job - jobs_.data()))
     return "waiting behind " + jobs_[q.pending.begin()->job].spec.id.value + " (StrictFIFO)";
-  const WaitReason& w = job.wait;
+  WaitReason reached_or_derived;
+  const WaitReason* wp = &job.wait;
+  if (job.pending_since < cycle_ && job.wait.cycle < cycle_) {
+    // The last cycle left this job's queue before reaching it, because none of the queue's jobs
+    // could fit. Say what stops it now: its quota where that does, else room on the nodes.
+    for (FlavorId f : job.candidates) {
+      ++reached_or_derived.flavors_tried;
+      auto shortfall = f == kNoFlavor ? std::nullopt : quota_.check(job.queue, f, job.total);
+      reached_or_derived.add(shortfall ? WaitReason::OnFlavor{true, *shortfall, f}
+                                       : WaitReason::OnFlavor{false, {}, f});
+    }
+    wp = &reached_or_derived;
+  }
+  const WaitReason& w = *wp;
   if (w.kept == 0) return "not yet considered by a scheduling cycle";
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < w.kept; ++i) parts.push_back(explain_wait(job, w.on_flavor[i]));
