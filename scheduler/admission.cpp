@@ -51,6 +51,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
     ResourceVec after = queues_[q].usage_all_flavors + job.total;
     key.share = drf::dominant_share(std::span<const Quantity>(after.v),
                                     std::span<const Quantity>(capacity_all_.v), qq.weight);
+    if (history_.enabled()) key.share += history_.share(q, basis_, qq.weight);
     return key;
   }
   // The flavor the job would get: the first whose quota check passes now (as Kueue assigns
@@ -72,6 +73,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   if (chosen == kNoFlavor) chosen = job.candidates.front();
   if (quota_.within_nominal(q, chosen, job.total)) key.tier = 0;
   key.share = quota_.borrowing_share(q, chosen, &job.total);
+  if (history_.enabled()) key.share += history_.share(q, basis_, qq.weight);
   return key;
 }
 
@@ -85,6 +87,13 @@ std::vector<Decision> Engine::schedule(Time now) {
   // admitted after it, run another pass: the cycle ends only when every pending job has been
   // tried against the final state.
   ++cycle_;
+  if (history_.enabled()) {
+    // Usage is constant within a cycle, so bringing every history up to `now` here keeps the
+    // history part of each key fixed while the cycle runs.
+    for (QueueIdx q = 0; q < queues_.size(); ++q)
+      history_.advance(q, queues_[q].usage_all_flavors, now);
+    basis_ = history_basis();
+  }
   while (run_pass(now, out)) {
   }
   last_cycle_.admitted = out.size();

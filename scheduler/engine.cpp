@@ -29,7 +29,8 @@ std::uint64_t shape_of(const JobSpec& spec) {
 
 }  // namespace
 
-Engine::Engine(EngineConfig config) : config_(std::move(config)) {}
+Engine::Engine(EngineConfig config)
+    : config_(std::move(config)), history_(config_.usage_half_life) {}
 
 std::optional<FlavorId> Engine::flavor_id(const std::string& name) const {
   auto it = flavor_ids_.find(name);
@@ -83,6 +84,33 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
   for (const PendingKey& k : queues_[it->second].pending)
     jobs_[k.job].candidates = candidate_flavors(it->second, jobs_[k.job].spec);
   return Ok();
+}
+
+Result<void> Engine::set_usage_history(const QueueName& queue, const ResourceVec& average, Time now) {
+  auto q = queue_index(queue);
+  if (!q) return Error{"queue \"" + queue.value + "\" does not exist", ErrorCode::kNotFound};
+  if (!history_.enabled())
+    return Error{"queue \"" + queue.value + "\": usage history needs a usage half-life",
+                 ErrorCode::kFailedPrecondition};
+  UsageHistory::Average avg{};
+  for (std::size_t r = 0; r < kMaxResources; ++r) {
+    if (average.v[r] < 0)
+      return Error{"queue \"" + queue.value + "\": usage history of " + resources_.name(static_cast<ResourceId>(r)) + " is negative"};
+    avg[r] = static_cast<double>(average.v[r]);
+  }
+  history_.set(*q, avg, now);
+  return Ok();
+}
+
+// What a queue's average usage is measured against: the cluster's capacity, or, when no nodes
+// are modelled, the sum of every queue's nominal quota.
+ResourceVec Engine::history_basis() const {
+  if (!config_.quota_only) return capacity_all_;
+  ResourceVec total;
+  for (QueueIdx q = 0; q < queues_.size(); ++q)
+    for (const FlavorQuota& fq : queues_[q].spec.quotas)
+      for (const auto& [r, quota] : fq.resources) total[r] += quota.nominal;
+  return total;
 }
 
 Result<QueueIdx> Engine::resolve_dedicated(const NodeSpec& spec) {
@@ -267,7 +295,7 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
   if (job.state == JobState::kPending) {
     remove_pending(it->second);
   } else if (job.holds_resources()) {
-    release(job);
+    release(job, now);
   } else {
     return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
                  ErrorCode::kFailedPrecondition};
@@ -301,7 +329,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     return Ok();
   }
   const auto& done = std::get<JobFinished>(fact);
-  release(job);
+  release(job, now);
   std::string reason = done.reason;
   if (reason.empty() && done.exit_code != 0) reason = "exit code " + std::to_string(done.exit_code);
   finish(it->second, done.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed, now,
@@ -319,7 +347,7 @@ void Engine::lose_node(NodeIdx n, Time now) {
       }
   const std::string reason = "node " + cluster_.node(n).name + " lost";
   for (std::uint32_t j : hit) {
-    release(jobs_[j]);
+    release(jobs_[j], now);
     if (jobs_[j].spec.on_node_loss == NodeLossPolicy::kRequeue)
       requeue(j, now, reason);
     else
@@ -329,6 +357,7 @@ void Engine::lose_node(NodeIdx n, Time now) {
 
 void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now) {
   Job& job = jobs_[j];
+  history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
   job.flavor = f;
   job.slots = std::move(slots);
   job.admitted_at = now;
@@ -341,7 +370,8 @@ void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time
   active_.emplace(admission_seq_[j], j);
 }
 
-void Engine::release(Job& job) {
+void Engine::release(Job& job, Time now) {
+  history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
   for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
   job.slots.clear();
   if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);

@@ -17,6 +17,7 @@
 #include "scheduler/quota.hpp"
 #include "scheduler/result.hpp"
 #include "scheduler/topology.hpp"
+#include "scheduler/usage_history.hpp"
 
 namespace gpuq {
 
@@ -26,6 +27,9 @@ struct EngineConfig {
   // to kube-scheduler). Used by scenarios without `nodes`.
   bool quota_only = false;
   std::vector<std::string> topology_levels;  // node label keys, widest domain first
+  // Decayed usage history in the fair share (seconds; 0: off): a queue's share is raised by the
+  // share of the cluster it used on average lately, decaying with this half-life.
+  Time usage_half_life = 0;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -111,6 +115,8 @@ class Engine {
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   Result<void> cancel(const JobId& id, Time now);
   Result<void> observe(const BinderFact& fact, Time now);
+  // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).
+  Result<void> set_usage_history(const QueueName& queue, const ResourceVec& average, Time now);
   std::vector<Decision> schedule(Time now);
   std::vector<Event> take_events();
 
@@ -122,6 +128,7 @@ class Engine {
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }
   const QuotaBook& quotas() const { return quota_; }
+  const UsageHistory& usage_history() const { return history_; }
   const Cluster& cluster() const { return cluster_; }
   const std::string& flavor_name(FlavorId f) const { return flavor_names_[f]; }
   std::optional<FlavorId> flavor_id(const std::string& name) const;
@@ -170,7 +177,8 @@ class Engine {
   bool run_pass(Time now, std::vector<Decision>& out);
   AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
   void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);
-  void release(Job& job);
+  void release(Job& job, Time now);
+  ResourceVec history_basis() const;
   void requeue(std::uint32_t j, Time now, const std::string& reason);
   void finish(std::uint32_t j, JobState to, Time now, std::string reason);
   void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
@@ -192,6 +200,8 @@ class Engine {
   bool topology_dirty_ = false;
   QuotaBook quota_;
   ResourceVec capacity_all_;  // over all nodes, for the classic DRF share
+  UsageHistory history_;
+  ResourceVec basis_;  // history_basis() as of the current cycle
 
   std::vector<std::string> flavor_names_;
   std::unordered_map<std::string, FlavorId> flavor_ids_;

@@ -45,8 +45,14 @@ Layout read_layout(const YAML::Node& root) {
   l.config.quota_only = !root["nodes"];
   if (const auto& fs = root["fairSharing"]) {
     need_map(fs, "fairSharing");
-    check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies"});
+    check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies", "usageHalfLife"});
     if (fs["enabled"]) (void)read_bool(fs["enabled"], "fairSharing.enabled");
+    if (fs["usageHalfLife"]) {
+      l.config.usage_half_life = read_int(fs["usageHalfLife"], "fairSharing.usageHalfLife");
+      if (l.config.usage_half_life <= 0)
+        throw SpecError("fairSharing.usageHalfLife: \"" + fs["usageHalfLife"].Scalar() +
+                        "\" must be > 0 seconds");
+    }
     if (const auto& st = fs["preemptionStrategies"]) {
       if (!st.IsSequence())
         throw SpecError("fairSharing.preemptionStrategies: expected a list, got " + shown(st));
@@ -124,6 +130,13 @@ void load_state(Engine& engine, const YAML::Node& root, Time now, json::array& r
     QueueSpec q = parse_queue(queues[i], p, engine.resource_names());
     if (engine.queue_index(q.name)) throw SpecError(p + ".name: \"" + q.name.value + "\" is listed twice");
     if (auto r = engine.apply_queue(q); !r) throw SpecError(p + ": " + r.error());
+    if (const auto& history = queues[i]["usageHistory"]) {
+      const std::string hp = p + ".usageHistory";
+      if (!engine.config().usage_half_life)
+        throw SpecError(hp + ": needs fairSharing.usageHalfLife, the half-life it decays with");
+      ResourceVec average = read_resources(history, hp, engine.resource_names());
+      if (auto r = engine.set_usage_history(q.name, average, now); !r) throw SpecError(hp + ": " + r.error());
+    }
     queue_names.push_back(q.name.value);
     for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
   }

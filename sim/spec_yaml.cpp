@@ -219,7 +219,9 @@ ResourceVec read_resources(const YAML::Node& node, const std::string& path, Reso
 
 QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names) {
   require_map(node, path);
-  check_keys(node, path, {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption"});
+  // usageHistory is read by the scenario loader (a queue's recent average use, not its spec).
+  check_keys(node, path,
+             {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "usageHistory"});
   QueueSpec q;
   if (!node["name"]) fail(path + ".name", "is required");
   q.name = QueueName(read_string(node["name"], path + ".name"));
