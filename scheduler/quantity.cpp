@@ -13,6 +13,8 @@ Error bad(std::string_view text, std::string_view why) {
   return Error{"quantity \"" + std::string(text) + "\": " + std::string(why)};
 }
 
+constexpr std::string_view kTooLarge =
+    "too large; at most 2^63-1 base units (thousandths for gpu and cpu, bytes for memory)";
 constexpr std::string_view kHint = "; use a number with an optional suffix, e.g. 2, 500m, 1.5, 16Gi";
 
 struct Suffix {
@@ -49,39 +51,37 @@ Suffix parse_suffix(std::string_view s) {
   }
 }
 
-}  // namespace
-
-Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
-  std::string_view s = text;
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  if (s.empty()) return bad(text, std::string("empty") + std::string(kHint));
-
-  std::size_t i = 0;
+// The number part of a quantity: sign, up to 18 significant digits, and the decimal exponent
+// they carry (from a fraction and an "e" exponent). `end` is where the suffix starts.
+struct Decimal {
   bool negative = false;
-  if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
-
-  // Significant digits of the mantissa, with the decimal exponent they carry.
   i128 mantissa = 0;
-  int digits = 0;
   int exp10 = 0;
+  std::size_t end = 0;
+};
+
+Result<Decimal> read_decimal(std::string_view text, std::string_view s) {
+  Decimal out;
+  std::size_t i = 0;
+  if (s[i] == '+' || s[i] == '-') out.negative = s[i++] == '-';
+  int digits = 0;
   bool any_digit = false;
   auto take_digit = [&](char c, bool fractional) {
     any_digit = true;
     int d = c - '0';
     if (digits == 0 && d == 0) {
-      if (fractional) --exp10;
+      if (fractional) --out.exp10;
       return true;
     }
     if (digits >= 18) {
       // Beyond 18 significant digits only zeros may follow (they only scale the value).
       if (d != 0) return false;
-      if (!fractional) ++exp10;
+      if (!fractional) ++out.exp10;
       return true;
     }
-    mantissa = mantissa * 10 + d;
+    out.mantissa = out.mantissa * 10 + d;
     ++digits;
-    if (fractional) --exp10;
+    if (fractional) --out.exp10;
     return true;
   };
   for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i)
@@ -104,11 +104,29 @@ Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
     for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
       any = true;
       e = e * 10 + (s[i] - '0');
-      if (e > 100) return bad(text, "exponent out of range");
+      if (e > 100) return bad(text, "exponent out of range (at most 100 either way)");
     }
     if (!any) return bad(text, std::string("malformed exponent") + std::string(kHint));
-    exp10 += exp_negative ? -e : e;
+    out.exp10 += exp_negative ? -e : e;
   }
+  out.end = i;
+  return out;
+}
+
+}  // namespace
+
+Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
+  std::string_view s = text;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  if (s.empty()) return bad(text, std::string("empty") + std::string(kHint));
+
+  auto number = read_decimal(text, s);
+  if (!number) return Error{number.error()};
+  const bool negative = number->negative;
+  const i128 mantissa = number->mantissa;
+  int exp10 = number->exp10;
+  const std::size_t i = number->end;
 
   Suffix suffix = parse_suffix(s.substr(i));
   if (!suffix.ok)
@@ -123,7 +141,7 @@ Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
   if (value != 0) {
     for (; exp10 > 0; --exp10) {
       value *= 10;
-      if (value > kMax) return bad(text, "too large");
+      if (value > kMax) return bad(text, kTooLarge);
     }
     for (; exp10 < 0; ++exp10) {
       if (value % 10 != 0)
@@ -132,7 +150,7 @@ Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
                              : "not a whole number of units");
       value /= 10;
     }
-    if (value > kMax) return bad(text, "too large");
+    if (value > kMax) return bad(text, kTooLarge);
   }
   return static_cast<Quantity>(negative ? -value : value);
 }

@@ -112,66 +112,93 @@ const YAML::Node list_or_empty(const YAML::Node& root, const char* key) {
   return n;
 }
 
-void load_state(Engine& engine, const YAML::Node& root, Time now, json::array& rejected) {
-  const YAML::Node queues = list_or_empty(root, "queues");
-  std::vector<std::string> queue_names;  // in the order listed
-  std::vector<std::string> flavors;      // named by a quota or a node, first seen first
-  auto add_flavor = [&](const std::string& f) {
-    if (std::find(flavors.begin(), flavors.end(), f) == flavors.end()) flavors.push_back(f);
-  };
-  if (!queues || queues.size() == 0) {
-    QueueSpec def;  // no queues: one default queue with the whole cluster as its limit
-    def.name = QueueName("default");
-    (void)engine.apply_queue(def);
-    queue_names.push_back(def.name.value);
+// Loads a scenario's state into an engine, section by section, checking cross references
+// (queues, nodes, flavors, job ids) first so that errors name the field that is wrong.
+class StateLoader {
+ public:
+  StateLoader(Engine& engine, Time now) : engine_(engine), now_(now) {}
+
+  void load(const YAML::Node& root, json::array& rejected) {
+    load_queues(list_or_empty(root, "queues"));
+    load_nodes(list_or_empty(root, "nodes"));
+    load_running(list_or_empty(root, "running"));
+    load_pending(list_or_empty(root, "pending"), rejected);
   }
-  for (std::size_t i = 0; queues && i < queues.size(); ++i) {
-    const std::string p = "queues[" + std::to_string(i) + "]";
-    QueueSpec q = parse_queue(queues[i], p, engine.resource_names());
-    if (engine.queue_index(q.name)) throw SpecError(p + ".name: \"" + q.name.value + "\" is listed twice");
-    if (auto r = engine.apply_queue(q); !r) throw SpecError(p + ": " + r.error());
-    if (const auto& history = queues[i]["usageHistory"]) {
-      const std::string hp = p + ".usageHistory";
-      if (!engine.config().usage_half_life)
-        throw SpecError(hp + ": needs fairSharing.usageHalfLife, the half-life it decays with");
-      ResourceVec average = read_resources(history, hp, engine.resource_names());
-      if (auto r = engine.set_usage_history(q.name, average, now); !r) throw SpecError(hp + ": " + r.error());
-    }
-    queue_names.push_back(q.name.value);
-    for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
+
+ private:
+  void add_flavor(const std::string& f) {
+    if (std::find(flavors_.begin(), flavors_.end(), f) == flavors_.end()) flavors_.push_back(f);
   }
-  auto check_queue = [&](const std::string& path, const QueueName& name) {
-    if (!engine.queue_index(name))
+
+  void check_queue(const std::string& path, const QueueName& name) const {
+    if (!engine_.queue_index(name))
       throw SpecError(path + ": \"" + name.value + "\" is not a queue; the queues are " +
-                      join(queue_names, "(none)"));
-  };
-  const YAML::Node nodes = list_or_empty(root, "nodes");
-  std::map<std::string, std::string> node_flavor;  // node name -> flavor
-  std::vector<std::string> node_names;             // in the order listed
-  for (std::size_t i = 0; nodes && i < nodes.size(); ++i) {
-    const std::string p = "nodes[" + std::to_string(i) + "]";
-    NodeSpec n = parse_node(nodes[i], p, engine.resource_names());
-    if (!node_flavor.emplace(n.name, n.flavor).second)
-      throw SpecError(p + ".name: \"" + n.name + "\" is listed twice");
-    if (n.dedicated_to) check_queue(p + ".dedicatedTo", *n.dedicated_to);
-    if (auto r = engine.upsert_node(n, now); !r) throw SpecError(p + ": " + r.error());
-    node_names.push_back(n.name);
-    add_flavor(n.flavor);
+                      join(queue_names_, "(none)"));
   }
-  std::map<std::string, std::string> job_at;  // job id -> path of its id
-  auto check_id = [&](const std::string& path, const JobId& id) {
-    auto [it, fresh] = job_at.emplace(id.value, path + ".id");
+
+  void check_id(const std::string& path, const JobId& id) {
+    auto [it, fresh] = job_at_.emplace(id.value, path + ".id");
     if (!fresh)
       throw SpecError(path + ".id: \"" + id.value + "\" is listed twice; also at " + it->second);
-  };
-  const YAML::Node running = list_or_empty(root, "running");
-  for (std::size_t i = 0; running && i < running.size(); ++i) {
-    const std::string p = "running[" + std::to_string(i) + "]";
-    check_job_keys(running[i], p, /*running=*/true);
-    JobSpec j = parse_job(running[i], p, engine.resource_names());
-    RunningPlacement where = parse_running_placement(running[i], p, now);
-    check_id(p, j.id);
-    check_queue(p + ".queue", j.queue);
+  }
+
+  void load_queues(const YAML::Node& queues) {
+    if (!queues || queues.size() == 0) {
+      QueueSpec def;  // no queues: one default queue with the whole cluster as its limit
+      def.name = QueueName("default");
+      (void)engine_.apply_queue(def);
+      queue_names_.push_back(def.name.value);
+    }
+    for (std::size_t i = 0; queues && i < queues.size(); ++i) {
+      const std::string p = "queues[" + std::to_string(i) + "]";
+      QueueSpec q = parse_queue(queues[i], p, engine_.resource_names());
+      if (engine_.queue_index(q.name))
+        throw SpecError(p + ".name: \"" + q.name.value + "\" is listed twice");
+      if (auto r = engine_.apply_queue(q); !r) throw SpecError(p + ": " + r.error());
+      if (const auto& history = queues[i]["usageHistory"]) load_history(history, p, q.name);
+      queue_names_.push_back(q.name.value);
+      for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
+    }
+  }
+
+  void load_history(const YAML::Node& history, const std::string& queue_path, const QueueName& q) {
+    const std::string hp = queue_path + ".usageHistory";
+    if (!engine_.config().usage_half_life)
+      throw SpecError(hp + ": needs fairSharing.usageHalfLife, the half-life it decays with");
+    ResourceVec average = read_resources(history, hp, engine_.resource_names());
+    if (auto r = engine_.set_usage_history(q, average, now_); !r) throw SpecError(hp + ": " + r.error());
+  }
+
+  void load_nodes(const YAML::Node& nodes) {
+    for (std::size_t i = 0; nodes && i < nodes.size(); ++i) {
+      const std::string p = "nodes[" + std::to_string(i) + "]";
+      NodeSpec n = parse_node(nodes[i], p, engine_.resource_names());
+      if (!node_flavor_.emplace(n.name, n.flavor).second)
+        throw SpecError(p + ".name: \"" + n.name + "\" is listed twice");
+      if (n.dedicated_to) check_queue(p + ".dedicatedTo", *n.dedicated_to);
+      if (auto r = engine_.upsert_node(n, now_); !r) throw SpecError(p + ": " + r.error());
+      node_names_.push_back(n.name);
+      add_flavor(n.flavor);
+    }
+  }
+
+  void load_running(const YAML::Node& running) {
+    for (std::size_t i = 0; running && i < running.size(); ++i) {
+      const std::string p = "running[" + std::to_string(i) + "]";
+      check_job_keys(running[i], p, /*running=*/true);
+      JobSpec j = parse_job(running[i], p, engine_.resource_names());
+      RunningPlacement where = parse_running_placement(running[i], p, now_);
+      check_id(p, j.id);
+      check_queue(p + ".queue", j.queue);
+      check_running(running[i], p, j, where);
+      if (auto r = engine_.restore_running(std::move(j), where, now_); !r)
+        throw SpecError(p + ": " + r.error());
+    }
+  }
+
+  // What the engine would only report without a field path, checked here with one.
+  void check_running(const YAML::Node& yaml, const std::string& p, const JobSpec& j,
+                     const RunningPlacement& where) const {
     if (j.submitted_at > where.admitted_at)
       throw SpecError(p + ".submittedAt: \"" + std::to_string(j.submitted_at) +
                       "\" is after admittedAt (" + std::to_string(where.admitted_at) +
@@ -181,52 +208,65 @@ void load_state(Engine& engine, const YAML::Node& root, Time now, json::array& r
       const Quantity g = j.pod_sets[k].per_pod[kGpu];
       if (g > kMilliPerGpu && g % kMilliPerGpu != 0)
         throw SpecError(p + ".pods[" + std::to_string(k) + "].resources.gpu: \"" +
-                        running[i]["pods"][k]["resources"]["gpu"].Scalar() +
+                        yaml["pods"][k]["resources"]["gpu"].Scalar() +
                         "\" is not allowed; a pod takes either a share of one GPU (below 1) or "
                         "whole GPUs");
     }
-    if (where.flavor && std::find(flavors.begin(), flavors.end(), *where.flavor) == flavors.end())
+    if (where.flavor && std::find(flavors_.begin(), flavors_.end(), *where.flavor) == flavors_.end())
       throw SpecError(p + ".flavor: \"" + *where.flavor + "\" is not a flavor; the flavors are " +
-                      join(flavors, "(none: no quota or node names one)"));
+                      join(flavors_, "(none: no quota or node names one)"));
+    check_running_nodes(p, j, where);
+  }
+
+  void check_running_nodes(const std::string& p, const JobSpec& j,
+                           const RunningPlacement& where) const {
     for (std::size_t k = 0; k < where.nodes.size(); ++k) {
       const std::string np = p + ".nodes[" + std::to_string(k) + "]";
-      auto it = node_flavor.find(where.nodes[k]);
-      if (it == node_flavor.end())
+      auto it = node_flavor_.find(where.nodes[k]);
+      if (it == node_flavor_.end())
         throw SpecError(np + ": \"" + where.nodes[k] + "\" is not a node; " +
-                        (node_names.empty() ? std::string("the scenario has no nodes")
-                                            : "the nodes are " + join(node_names, "")));
-      const std::string& first = node_flavor.at(where.nodes.front());
+                        (node_names_.empty() ? std::string("the scenario has no nodes")
+                                             : "the nodes are " + join(node_names_, "")));
+      const std::string& first = node_flavor_.at(where.nodes.front());
       if (it->second != first)
         throw SpecError(np + ": node " + it->first + " is of flavor " + it->second + ", but node " +
                         where.nodes.front() + " (nodes[0]) is of flavor " + first +
                         "; a job's pods share one flavor");
     }
-    if (!where.nodes.empty()) {
-      std::size_t pods = 0;
-      for (const PodSet& s : j.pod_sets) pods += static_cast<std::size_t>(s.count);
-      if (where.nodes.size() != pods)
-        throw SpecError(p + ".nodes: lists " + counted(where.nodes.size(), "node") + " for " +
-                        counted(pods, "pod") + "; give one node per pod");
-      const std::string& f = node_flavor.at(where.nodes.front());
-      if (where.flavor && *where.flavor != f)
-        throw SpecError(p + ".flavor: \"" + *where.flavor + "\" does not match " + p +
-                        ".nodes[0]: node " + where.nodes.front() + " is of flavor " + f);
-    }
-    if (auto r = engine.restore_running(std::move(j), where, now); !r) throw SpecError(p + ": " + r.error());
+    if (where.nodes.empty()) return;
+    std::size_t pods = 0;
+    for (const PodSet& s : j.pod_sets) pods += static_cast<std::size_t>(s.count);
+    if (where.nodes.size() != pods)
+      throw SpecError(p + ".nodes: lists " + counted(where.nodes.size(), "node") + " for " +
+                      counted(pods, "pod") + "; give one node per pod");
+    const std::string& f = node_flavor_.at(where.nodes.front());
+    if (where.flavor && *where.flavor != f)
+      throw SpecError(p + ".flavor: \"" + *where.flavor + "\" does not match " + p +
+                      ".nodes[0]: node " + where.nodes.front() + " is of flavor " + f);
   }
-  const YAML::Node pending = list_or_empty(root, "pending");
-  for (std::size_t i = 0; pending && i < pending.size(); ++i) {
-    const std::string p = "pending[" + std::to_string(i) + "]";
-    check_job_keys(pending[i], p, /*running=*/false);
-    JobSpec j = parse_job(pending[i], p, engine.resource_names());
-    check_id(p, j.id);
-    std::string id = j.id.value;
-    if (auto r = engine.submit(std::move(j), now); !r) {
-      if (r.code() != ErrorCode::kRejected) throw SpecError(p + ": " + r.error());
-      rejected.push_back(json::object{{"job", id}, {"reason", r.error()}});
+
+  void load_pending(const YAML::Node& pending, json::array& rejected) {
+    for (std::size_t i = 0; pending && i < pending.size(); ++i) {
+      const std::string p = "pending[" + std::to_string(i) + "]";
+      check_job_keys(pending[i], p, /*running=*/false);
+      JobSpec j = parse_job(pending[i], p, engine_.resource_names());
+      check_id(p, j.id);
+      std::string id = j.id.value;
+      if (auto r = engine_.submit(std::move(j), now_); !r) {
+        if (r.code() != ErrorCode::kRejected) throw SpecError(p + ": " + r.error());
+        rejected.push_back(json::object{{"job", id}, {"reason", r.error()}});
+      }
     }
   }
-}
+
+  Engine& engine_;
+  Time now_;
+  std::vector<std::string> queue_names_;  // in the order listed
+  std::vector<std::string> flavors_;      // named by a quota or a node, first seen first
+  std::map<std::string, std::string> node_flavor_;  // node name -> flavor
+  std::vector<std::string> node_names_;             // in the order listed
+  std::map<std::string, std::string> job_at_;       // job id -> path of its id
+};
 
 json::object admission_json(const Admission& a, bool with_pods) {
   json::object o{{"job", a.job.value}, {"queue", a.queue.value}};
@@ -272,7 +312,7 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
     Layout layout = read_layout(root);
     Engine engine(layout.config);
     json::array rejected;
-    load_state(engine, root, layout.now, rejected);
+    StateLoader(engine, layout.now).load(root, rejected);
 
     json::array admitted;
     for (const Decision& d : engine.schedule(layout.now))
