@@ -4,7 +4,8 @@
 //   3. higher priority, 4. earlier submission, 5. job id.
 // Only the queue that just admitted or skipped a job is re-keyed, so a decision costs O(log Q)
 // plus placement, however many queues and jobs there are. The cycle runs until every queue is
-// exhausted (BestEffortFIFO skips a head that does not fit; StrictFIFO stops the queue there).
+// exhausted (BestEffortFIFO skips a head that does not fit; StrictFIFO stops the queue there), or
+// left early because none of its remaining jobs could fit (none_can_fit).
 #include <algorithm>
 #include <span>
 
@@ -119,19 +120,20 @@ bool Engine::none_can_fit(QueueIdx q) const {
   const QueueRec& rec = queues_[q];
   if (rec.without_gpu > 0 || rec.by_total_gpu.empty()) return false;
   const auto& qq = quota_.queue(q);
-  std::vector<FlavorId> flavors = qq.order;
-  if (qq.unlimited) {
-    if (config_.quota_only) return false;
-    for (FlavorId f = 0; f < flavor_names_.size(); ++f) flavors.push_back(f);
-  } else {
+  if (!qq.unlimited) {
     const Quantity least = rec.by_total_gpu.begin()->first;
     bool quota_room = false;
-    for (FlavorId f : flavors) quota_room = quota_room || quota_.headroom(q, f, kGpu) >= least;
+    for (FlavorId f : qq.order) quota_room = quota_room || quota_.headroom(q, f, kGpu) >= least;
     if (!quota_room) return true;
-    if (config_.quota_only) return false;
   }
+  if (config_.quota_only) return false;
   const Quantity smallest_pod = rec.by_smallest_gpu_pod.begin()->first;
-  for (FlavorId f : flavors)
+  if (qq.unlimited) {
+    for (FlavorId f = 0; f < flavor_names_.size(); ++f)
+      if (room_for_gpu_pod(f, smallest_pod)) return false;
+    return true;
+  }
+  for (FlavorId f : qq.order)
     if (room_for_gpu_pod(f, smallest_pod)) return false;
   return true;
 }

@@ -90,13 +90,6 @@ struct CycleStats {
   std::uint64_t admitted = 0;
 };
 
-struct QueueStatus {
-  QueueName name;
-  std::size_t pending = 0;
-  std::size_t admitted = 0;
-  double share = 0;
-};
-
 class Engine {
  public:
   explicit Engine(EngineConfig config = {});
@@ -230,8 +223,9 @@ class Engine {
   std::uint64_t cycle_ = 0;  // schedule() calls so far
   std::vector<Event> events_;
 
-  // Per cycle: (flavor, queue, shape) combinations that failed placement. Resources only shrink
-  // within a cycle, so a failure stays a failure until the cycle ends.
+  // Per pass: (flavor, queue, shape) combinations that failed placement, so the same shape is not
+  // searched for again while the pass only takes capacity. (A gang can still fit later in the
+  // same cycle; the extra pass that schedule() runs for that starts with an empty memo.)
   std::unordered_set<std::uint64_t> placement_failed_;
   CycleStats last_cycle_;
 };

@@ -217,6 +217,11 @@ std::string serialize(const std::vector<Decision>& ds, const std::vector<Event>&
   return out.str();
 }
 
+// Cycles that left a queue early (none_can_fit) and gang retries, over all runs: the checks
+// above must have seen those paths for their verdict to mean anything.
+std::uint64_t g_queues_dropped = 0;
+std::uint64_t g_extra_passes = 0;
+
 // One random run; returns its transcript. Checks the invariants after every cycle.
 std::string run(std::uint64_t seed, bool check) {
   World w(seed);
@@ -249,6 +254,8 @@ std::string run(std::uint64_t seed, bool check) {
       REQUIRE(e.observe(NodeLost{victim.name}, now).ok());
     }
     auto decisions = e.schedule(now);
+    g_queues_dropped += e.last_cycle().queues_dropped;
+    g_extra_passes += e.last_cycle().passes - 1;
     auto events = e.take_events();
     for (const auto& ev : events) {
       REQUIRE(ev.seq > last_seq);
@@ -277,6 +284,11 @@ TEST_CASE("random clusters, queues and job streams keep every invariant after ev
     CAPTURE(seed);
     (void)run(static_cast<std::uint64_t>(seed), /*check=*/true);
   }
+  if (n >= 1000) {
+    CHECK(g_queues_dropped > 0);
+    CHECK(g_extra_passes > 0);
+  }
+  MESSAGE("queues left early: " << g_queues_dropped << ", extra gang passes: " << g_extra_passes);
 }
 
 TEST_CASE("the same inputs twice give byte-identical decisions and events") {
