@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <map>
+#include <sstream>
 #include <vector>
+#include <yaml-cpp/eventhandler.h>
 
 #include "sim/spec_yaml.hpp"
 
@@ -103,6 +105,41 @@ bool tab_indented(const std::string& text, int line) {
   for (; at < text.size() && (text[at] == ' ' || text[at] == '\t'); ++at)
     if (text[at] == '\t') return true;
   return false;
+}
+
+// Counts the documents of a YAML text that have content (a stray --- makes an empty one), up to
+// a few. yaml-cpp 0.7's LoadAll can loop for ever on some malformed texts, appending empty
+// documents until memory runs out, so the documents are walked with the parser directly, and
+// only as far as needed to tell one from several.
+std::size_t count_documents(const std::string& text) {
+  class Counter : public YAML::EventHandler {
+   public:
+    bool content = false;
+    void OnDocumentStart(const YAML::Mark&) override { content = false; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override { content = true; }
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {
+      content = true;
+    }
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      content = true;
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      content = true;
+    }
+    void OnMapEnd() override {}
+  };
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  Counter counter;
+  std::size_t documents = 0;
+  for (int step = 0; step < 16 && documents < 2 && parser.HandleNextDocument(counter); ++step)
+    documents += counter.content ? 1 : 0;
+  return documents;
 }
 
 const YAML::Node list_or_empty(const YAML::Node& root, const char* key) {
@@ -292,13 +329,13 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
   try {
     YAML::Node root;
     try {
-      std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-      std::size_t count = 0;  // empty documents (a stray ---) do not count
-      for (const YAML::Node& d : docs)
-        if (!d.IsNull() && count++ == 0) root = d;
+      const std::size_t count = count_documents(yaml_text);
       if (count > 1)
         throw SpecError("the file holds " + std::to_string(count) +
                         " YAML documents (separated by ---); put the scenario in one");
+      root = YAML::Load(yaml_text);
+      if (root.IsNull() && count == 1)
+        throw SpecError("the first YAML document is empty; put the scenario in the first one");
     } catch (const YAML::Exception& e) {
       throw SpecError(
           "line " + std::to_string(e.mark.line + 1) + ", column " +
