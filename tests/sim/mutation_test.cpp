@@ -10,17 +10,12 @@
 
 #include "sim/scenario.hpp"
 #include "sim/spec_yaml.hpp"
+#include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
+using gpuq::test::slurp;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string mutate(std::string text, std::mt19937& rng) {
   auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };

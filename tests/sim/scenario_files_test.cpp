@@ -9,17 +9,12 @@
 
 #include "sim/scenario.hpp"
 #include "sim/spec_yaml.hpp"
+#include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
+using gpuq::test::slurp;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
