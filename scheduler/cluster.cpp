@@ -158,16 +158,19 @@ PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclus
   slot.exclusive = exclusive;
   GpuAsk ask = GpuAsk::of(pod[kGpu]);
   if (ask.fraction > 0) {
-    // Pack onto the fullest GPU that still has room; spread onto the emptiest.
+    // The GPU the index chose, else: pack onto the fullest GPU that still has room, spread
+    // onto the emptiest. can_host() guaranteed that one has room.
     int best = -1;
-    if (gpu_hint && node.gpu_free[*gpu_hint] >= ask.fraction) best = *gpu_hint;
-    for (int g = 0; best < 0 || !gpu_hint; ++g) {
-      if (g >= node.gpu_count()) break;
-      auto f = node.gpu_free[g];
-      if (f < ask.fraction) continue;
-      if (best < 0 || (policy == PlacementPolicy::kPack ? f < node.gpu_free[best]
-                                                         : f > node.gpu_free[best]))
-        best = g;
+    if (gpu_hint && node.gpu_free[*gpu_hint] >= ask.fraction) {
+      best = *gpu_hint;
+    } else {
+      for (int g = 0; g < node.gpu_count(); ++g) {
+        const auto f = node.gpu_free[g];
+        if (f < ask.fraction) continue;
+        if (best < 0 || (policy == PlacementPolicy::kPack ? f < node.gpu_free[best]
+                                                           : f > node.gpu_free[best]))
+          best = g;
+      }
     }
     if (node.gpu_free[best] == kMilliPerGpu) --node.whole_free;
     node.gpu_free[best] = static_cast<std::int16_t>(node.gpu_free[best] - ask.fraction);
