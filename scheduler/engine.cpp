@@ -63,6 +63,12 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
     if (fq.flavor.empty()) return Error{"queue \"" + spec.name.value + "\": quota flavor is empty"};
     for (const auto& [r, q] : fq.resources) {
       auto where = "queue \"" + spec.name.value + "\": " + fq.flavor + "/" + resources_.name(r);
+      for (auto [field, value] : {std::pair{"nominal", std::optional<Quantity>(q.nominal)},
+                                  std::pair{"borrowingLimit", q.borrowing_limit},
+                                  std::pair{"lendingLimit", q.lending_limit}})
+        if (value && *value > kMaxQuantity)
+          return Error{where + " " + field + " is more than " +
+                       format_quantity(kMaxQuantity, scale_of(r)) + ", the most a quota may state"};
       if (q.nominal < 0) return Error{where + " nominal must be >= 0"};
       if (q.borrowing_limit && *q.borrowing_limit < 0)
         return Error{where + " borrowingLimit must be >= 0"};
@@ -126,9 +132,10 @@ Result<void> Engine::upsert_node(const NodeSpec& spec, Time now) {
   if (spec.name.empty()) return Error{"node: name is empty"};
   if (spec.flavor.empty()) return Error{"node \"" + spec.name + "\": flavor is empty"};
   for (ResourceId r = 0; r < kMaxResources; ++r)
-    if (spec.capacity[r] < 0)
-      return Error{"node \"" + spec.name + "\": capacity of " + resources_.name(r) +
-                   " must be >= 0"};
+    if (spec.capacity[r] < 0 || spec.capacity[r] > kMaxQuantity)
+      return Error{"node \"" + spec.name + "\": capacity of " + resources_.name(r) + " is " +
+                   format_quantity(spec.capacity[r], scale_of(r)) + "; it must be 0.." +
+                   format_quantity(kMaxQuantity, scale_of(r))};
   auto dedicated = resolve_dedicated(spec);
   if (!dedicated) return Error{dedicated.error()};
   FlavorId f = intern_flavor(spec.flavor);

@@ -55,9 +55,21 @@ Result<void> Engine::validate_job(const JobSpec& spec) const {
     const std::string at = who + "pods[" + std::to_string(i) + "]";
     if (s.count < 1)
       return Error{at + ".count is " + std::to_string(s.count) + "; it must be >= 1"};
-    for (ResourceId r = 0; r < kMaxResources; ++r)
+    for (ResourceId r = 0; r < kMaxResources; ++r) {
       if (s.per_pod[r] < 0)
         return Error{at + ".resources." + resources_.name(r) + " is negative; it must be >= 0"};
+      Quantity total = 0;
+      if (__builtin_mul_overflow(s.per_pod[r], Quantity{s.count}, &total) || total > kMaxQuantity)
+        return Error{at + ": " + resources_.name(r) + " for all its pods is more than " +
+                     format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
+    }
+  }
+  for (ResourceId r = 0; r < kMaxResources; ++r) {
+    Quantity total = 0;
+    for (const PodSet& s : spec.pod_sets) total += s.per_pod[r] * s.count;  // each <= 2^52
+    if (total > kMaxQuantity)
+      return Error{who + resources_.name(r) + " for all its pods is more than " +
+                   format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
   }
   if (spec.max_runtime && *spec.max_runtime <= 0)
     return Error{who + "maxRuntime must be > 0 seconds"};

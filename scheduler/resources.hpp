@@ -19,6 +19,9 @@ inline constexpr ResourceId kGpu = 0;
 inline constexpr ResourceId kCpu = 1;
 inline constexpr ResourceId kMemory = 2;
 inline constexpr Quantity kMilliPerGpu = 1000;
+// The largest quantity a quota, a node or a job may state (2^52 base units: 4 PiB of memory,
+// 4.5 trillion GPUs). Sums over thousands of queues, nodes or pods then stay far from overflow.
+inline constexpr Quantity kMaxQuantity = Quantity{1} << 52;
 
 struct ResourceVec {
   std::array<Quantity, kMaxResources> v{};

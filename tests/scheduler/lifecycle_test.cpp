@@ -158,3 +158,22 @@ TEST_CASE("across queues: heads within nominal before borrowers, then the lower 
   REQUIRE(e.submit(job("o1", "owner", res(gpus(2)), 1, 0, 5), 5).ok());
   CHECK(admitted_ids(e.schedule(5)) == std::vector<std::string>{"o1", "b1"});
 }
+
+TEST_CASE("quantities beyond 2^52 base units are refused, so sums cannot overflow") {
+  Engine e = small_cluster();
+  const Quantity huge = kMaxQuantity + 1;
+  auto q = e.apply_queue(queue("big", "c", "h100", {{kGpu, gpus(1), huge}}));
+  REQUIRE_FALSE(q.ok());
+  CHECK(q.error().find("borrowingLimit is more than") != std::string::npos);
+  auto n = e.upsert_node(node("n9", "h100", res(0, 0, huge)), 0);
+  REQUIRE_FALSE(n.ok());
+  CHECK(n.error().find("capacity of memory") != std::string::npos);
+  // Each pod is fine, all of them together are not: per_pod * count must not overflow.
+  auto j = e.submit(job("many", "a", res(0, 0, kMaxQuantity / 2 + 1), 2), 0);
+  REQUIRE_FALSE(j.ok());
+  CHECK(j.code() == ErrorCode::kInvalidArgument);
+  CHECK(j.error().find("memory for all its pods is more than") != std::string::npos);
+  JobSpec two_sets = job("sets", "a", res(0, 0, kMaxQuantity));
+  two_sets.pod_sets.push_back(PodSet{"more", 1, res(0, 0, kMaxQuantity)});
+  CHECK(e.submit(two_sets, 0).code() == ErrorCode::kInvalidArgument);
+}

@@ -44,8 +44,9 @@ std::string mutate(std::string text, std::mt19937& rng) {
     default:  // replace a number with an extreme one
       for (std::size_t i = pick(text.size() + 1); i < text.size(); ++i)
         if (std::isdigit(static_cast<unsigned char>(text[i]))) {
-          static const char* kExtreme[] = {"-1", "0", "99999999999999999999", "1e300", "0.0001", "255", "256"};
-          text.replace(i, 1, kExtreme[pick(7)]);
+          static const char* kExtreme[] = {"-1", "0", "99999999999999999999", "1e300", "0.0001",
+                                           "255", "256", "9e18", "8Ei", "4503599627370496"};
+          text.replace(i, 1, kExtreme[pick(10)]);
           break;
         }
   }
