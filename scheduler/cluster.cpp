@@ -15,6 +15,7 @@ void Cluster::index_add(NodeIdx n) {
   Node& node = nodes_[n];
   if (!node.schedulable()) return;
   node.indexed = true;
+  count_domain_free(n, node.capacity[kGpu] - node.used[kGpu]);
   FreeIndex& ix = index_for(node.flavor);
   if (ix.by_whole_free.size() <= static_cast<std::size_t>(node.gpu_count()))
     ix.by_whole_free.resize(node.gpu_count() + 1);
@@ -29,6 +30,7 @@ void Cluster::index_remove(NodeIdx n) {
   Node& node = nodes_[n];
   if (!node.indexed) return;
   node.indexed = false;
+  count_domain_free(n, -(node.capacity[kGpu] - node.used[kGpu]));
   FreeIndex& ix = index_for(node.flavor);
   ix.by_whole_free[node.whole_free].erase(n);
   for (std::size_t g = 0; g < node.gpu_free.size(); ++g) {
@@ -134,6 +136,7 @@ void Cluster::index_moved(NodeIdx n, int whole_before, const std::vector<std::ui
                           std::int16_t delta) {
   const Node& node = nodes_[n];
   if (!node.indexed) return;
+  count_domain_free(n, Quantity{delta} * static_cast<Quantity>(gpus.size()));
   FreeIndex& ix = index_[node.flavor];
   if (node.whole_free != whole_before) {
     ix.by_whole_free[whole_before].erase(n);
@@ -206,6 +209,35 @@ void Cluster::release(const PodSlot& slot) {
   add_tenant(node, slot.queue, -1);
   if (slot.exclusive && --node.exclusive_pods == 0) node.exclusive_queue = kNoQueue;
   index_moved(slot.node, whole_before, slot.gpus, slot.milli_per_gpu);
+}
+
+void Cluster::count_domain_free(NodeIdx n, Quantity delta) {
+  const Node& node = nodes_[n];
+  if (delta == 0 || node.dedicated != kNoQueue) return;
+  for (std::size_t l = 0; l < node_domain_.size(); ++l) {
+    if (n >= node_domain_[l].size() || node_domain_[l][n] == UINT32_MAX) continue;
+    auto& by_flavor = domain_free_[l][node_domain_[l][n]];
+    auto it = std::find_if(by_flavor.begin(), by_flavor.end(),
+                           [&](const auto& e) { return e.first == node.flavor; });
+    if (it == by_flavor.end()) it = by_flavor.insert(by_flavor.end(), {node.flavor, 0});
+    it->second += delta;
+  }
+}
+
+void Cluster::set_domains(std::vector<std::vector<std::uint32_t>> node_domain,
+                          const std::vector<std::size_t>& domains_per_level) {
+  node_domain_ = std::move(node_domain);
+  domain_free_.assign(domains_per_level.size(), {});
+  for (std::size_t l = 0; l < domains_per_level.size(); ++l) domain_free_[l].resize(domains_per_level[l]);
+  for (NodeIdx n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].indexed) count_domain_free(n, nodes_[n].capacity[kGpu] - nodes_[n].used[kGpu]);
+}
+
+Quantity Cluster::domain_free(std::size_t level, std::uint32_t domain, FlavorId f) const {
+  if (level >= domain_free_.size() || domain >= domain_free_[level].size()) return 0;
+  for (const auto& [flavor, free] : domain_free_[level][domain])
+    if (flavor == f) return free;
+  return 0;
 }
 
 }  // namespace gpuq

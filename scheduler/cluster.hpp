@@ -87,6 +87,14 @@ class Cluster {
   };
   const FreeIndex* index(FlavorId f) const { return f < index_.size() ? &index_[f] : nullptr; }
 
+  // Free milli-GPU of the schedulable nodes of each topology domain, by flavor, kept with the
+  // index so that ranking domains for a gang costs O(domains) rather than O(nodes). Nodes
+  // dedicated to a queue are left out (placement adds the requesting queue's own).
+  // node_domain[level][node] is the node's domain at that level (UINT32_MAX: none).
+  void set_domains(std::vector<std::vector<std::uint32_t>> node_domain,
+                   const std::vector<std::size_t>& domains_per_level);
+  Quantity domain_free(std::size_t level, std::uint32_t domain, FlavorId f) const;
+
  private:
   void index_add(NodeIdx n);
   void index_remove(NodeIdx n);
@@ -97,10 +105,13 @@ class Cluster {
                    std::int16_t delta);
   FreeIndex& index_for(FlavorId f);
   static void add_tenant(Node& node, QueueIdx q, int delta);
+  void count_domain_free(NodeIdx n, Quantity delta);
 
   std::vector<Node> nodes_;
   std::unordered_map<std::string, NodeIdx> by_name_;
   std::vector<FreeIndex> index_;
+  std::vector<std::vector<std::uint32_t>> node_domain_;                          // [level][node]
+  std::vector<std::vector<std::vector<std::pair<FlavorId, Quantity>>>> domain_free_;  // [level][domain]
 };
 
 }  // namespace gpuq

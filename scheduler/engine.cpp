@@ -471,6 +471,10 @@ std::vector<const Job*> Engine::pending_in_submission_order() const {
 void Engine::rebuild_topology_if_needed() {
   if (!topology_dirty_ && topology_.levels() == config_.topology_levels) return;
   topology_.build(config_.topology_levels, cluster_.nodes());
+  std::vector<std::size_t> domains_per_level;
+  for (std::size_t l = 0; l < topology_.level_count(); ++l)
+    domains_per_level.push_back(topology_.domains(l).size());
+  cluster_.set_domains(topology_.node_domains(), domains_per_level);
   topology_dirty_ = false;
 }
 

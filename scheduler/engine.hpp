@@ -123,6 +123,7 @@ class Engine {
   const QuotaBook& quotas() const { return quota_; }
   const UsageHistory& usage_history() const { return history_; }
   const Cluster& cluster() const { return cluster_; }
+  const Topology& topology() const { return topology_; }
   const std::string& flavor_name(FlavorId f) const { return flavor_names_[f]; }
   std::optional<FlavorId> flavor_id(const std::string& name) const;
   const CycleStats& last_cycle() const { return last_cycle_; }

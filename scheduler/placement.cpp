@@ -92,14 +92,15 @@ std::optional<std::vector<PodSlot>> place_within(Cluster& cluster, const Placeme
   return slots;
 }
 
-// Free milli-GPU a domain offers this request, for ordering candidate domains.
-Quantity domain_free_gpu(const Cluster& cluster, const Domain& d, const PlacementRequest& req) {
-  Quantity free = 0;
-  for (NodeIdx n : d.nodes) {
+// Free milli-GPU a domain offers this request, for ordering candidate domains: its shared
+// nodes' free GPU (kept by the cluster) plus that of its nodes dedicated to this queue.
+Quantity domain_free_gpu(const Cluster& cluster, std::size_t level, std::uint32_t d,
+                         const Domain& domain, const PlacementRequest& req) {
+  Quantity free = cluster.domain_free(level, d, req.flavor);
+  for (NodeIdx n : domain.dedicated) {
     const Node& node = cluster.node(n);
-    if (node.flavor != req.flavor || !node.schedulable()) continue;
-    if (node.dedicated != kNoQueue && node.dedicated != req.queue) continue;
-    free += node.capacity[kGpu] - node.used[kGpu];
+    if (node.dedicated == req.queue && node.flavor == req.flavor && node.schedulable())
+      free += node.capacity[kGpu] - node.used[kGpu];
   }
   return free;
 }
@@ -121,7 +122,7 @@ std::optional<std::vector<PodSlot>> place(Cluster& cluster, const Topology& topo
       const auto& domains = topology.domains(l);
       std::vector<std::pair<Quantity, std::uint32_t>> order;
       for (std::uint32_t d = 0; d < domains.size(); ++d) {
-        Quantity free = domain_free_gpu(cluster, domains[d], req);
+        Quantity free = domain_free_gpu(cluster, l, d, domains[d], req);
         if (free >= gpu_needed && !domains[d].nodes.empty()) order.emplace_back(free, d);
       }
       if (req.policy == PlacementPolicy::kPack)

@@ -59,7 +59,7 @@ void Topology::build(const std::vector<std::string>& levels, const std::vector<N
       if (fresh) {
         it->second = boost::add_vertex(
             Vertex{static_cast<int>(l), static_cast<std::uint32_t>(domains_[l].size())}, g);
-        domains_[l].push_back(Domain{path, {}});
+        domains_[l].push_back(Domain{path, {}, {}});
         boost::add_edge(parent, it->second, g);
       }
       parent = it->second;
@@ -73,8 +73,11 @@ void Topology::build(const std::vector<std::string>& levels, const std::vector<N
   boost::breadth_first_search(g, root, boost::visitor(AncestorRecorder(node_domain_, parent)));
   for (std::size_t l = 0; l < L; ++l)
     for (std::size_t n = 0; n < nodes.size(); ++n)
-      if (node_domain_[l][n] != kNoDomain)
-        domains_[l][node_domain_[l][n]].nodes.push_back(static_cast<NodeIdx>(n));
+      if (node_domain_[l][n] != kNoDomain) {
+        Domain& d = domains_[l][node_domain_[l][n]];
+        d.nodes.push_back(static_cast<NodeIdx>(n));
+        if (nodes[n].dedicated != kNoQueue) d.dedicated.push_back(static_cast<NodeIdx>(n));
+      }
 }
 
 }  // namespace gpuq

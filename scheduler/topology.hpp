@@ -13,6 +13,7 @@ namespace gpuq {
 struct Domain {
   std::string path;  // "z1/r2": the label values from the widest level down to this one
   std::vector<NodeIdx> nodes;
+  std::vector<NodeIdx> dedicated;  // those of its nodes that are dedicated to a queue
 };
 
 class Topology {
@@ -27,6 +28,7 @@ class Topology {
   std::size_t level_count() const { return levels_.size(); }
   const std::vector<std::string>& levels() const { return levels_; }
   const std::vector<Domain>& domains(std::size_t level) const { return domains_[level]; }
+  const std::vector<std::vector<std::uint32_t>>& node_domains() const { return node_domain_; }
   std::uint32_t domain_of(NodeIdx n, std::size_t level) const {
     return n < node_domain_[level].size() ? node_domain_[level][n] : kNoDomain;
   }

@@ -117,6 +117,21 @@ void check_nodes(const Engine& e, const std::vector<std::string>& ids) {
   }
 }
 
+// The per-domain free-GPU counters the cluster keeps equal a recount over the domain's nodes.
+void check_domains(const Engine& e) {
+  const Topology& t = e.topology();
+  const auto& nodes = e.cluster().nodes();
+  for (std::size_t l = 0; l < t.level_count(); ++l)
+    for (std::uint32_t d = 0; d < t.domains(l).size(); ++d)
+      for (FlavorId f = 0; f < kFlavors.size(); ++f) {
+        Quantity free = 0;
+        for (NodeIdx n : t.domains(l)[d].nodes)
+          if (nodes[n].flavor == f && nodes[n].schedulable() && nodes[n].dedicated == kNoQueue)
+            free += nodes[n].capacity[kGpu] - nodes[n].used[kGpu];
+        REQUIRE(e.cluster().domain_free(l, d, f) == free);
+      }
+}
+
 // Every queue within nominal + borrowingLimit (exactly nominal without a cohort), and every
 // cohort's pool within the sum of its members' lendable quota.
 void check_quotas(const Engine& e, const std::vector<std::string>& ids) {
@@ -264,6 +279,7 @@ std::string run(std::uint64_t seed, bool check) {
     transcript += serialize(decisions, events);
     if (check) {
       check_nodes(e, ids);
+      check_domains(e);
       check_quotas(e, ids);
       check_maximal(e);
     }
