@@ -139,9 +139,18 @@ Result<void> Engine::upsert_node(const NodeSpec& spec, Time now) {
   auto dedicated = resolve_dedicated(spec);
   if (!dedicated) return Error{dedicated.error()};
   FlavorId f = intern_flavor(spec.flavor);
-  auto existing = cluster_.find(spec.name);
-  const std::optional<Node> before =
-      existing ? std::optional<Node>(cluster_.node(*existing)) : std::nullopt;
+  // What the node counted for before this update, to take it out of the totals.
+  struct Counted {
+    FlavorId flavor;
+    QueueIdx dedicated;
+    ResourceVec capacity;
+    NodeState state;
+  };
+  std::optional<Counted> before;
+  if (auto existing = cluster_.find(spec.name)) {
+    const Node& old = cluster_.node(*existing);
+    before = Counted{old.flavor, old.dedicated, old.capacity, old.state};
+  }
   auto n = cluster_.upsert(spec, f, *dedicated);
   if (!n) return Error{n.error()};
   if (before) {
@@ -194,7 +203,16 @@ Result<Job> Engine::make_job(JobSpec spec) const {
     return Error{"queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kRejected};
   Job job;
   job.queue = *q;
-  for (const PodSet& s : spec.pod_sets) job.total += s.per_pod * s.count;
+  // validate_job bounded each set's per_pod * count by 2^52, so with the running total also
+  // bounded after every step, no sum here exceeds 2^53.
+  for (const PodSet& s : spec.pod_sets) {
+    job.total += s.per_pod * s.count;
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (job.total[r] > kMaxQuantity)
+        return Error{"job \"" + spec.id.value + "\": " + resources_.name(r) +
+                     " for all its pods is more than " +
+                     format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
+  }
   job.shape = shape_of(spec);
   for (const PodSet& s : spec.pod_sets)
     if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))

@@ -64,13 +64,6 @@ Result<void> Engine::validate_job(const JobSpec& spec) const {
                      format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
     }
   }
-  for (ResourceId r = 0; r < kMaxResources; ++r) {
-    Quantity total = 0;
-    for (const PodSet& s : spec.pod_sets) total += s.per_pod[r] * s.count;  // each <= 2^52
-    if (total > kMaxQuantity)
-      return Error{who + resources_.name(r) + " for all its pods is more than " +
-                   format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
-  }
   if (spec.max_runtime && *spec.max_runtime <= 0)
     return Error{who + "maxRuntime must be > 0 seconds"};
   if (spec.grace_period < 0) return Error{who + "gracePeriod must be >= 0 seconds"};
@@ -79,7 +72,7 @@ Result<void> Engine::validate_job(const JobSpec& spec) const {
 
 std::optional<std::string> Engine::gpu_shape_error(const JobSpec& spec) {
   for (const PodSet& s : spec.pod_sets)
-    if (s.per_pod[kGpu] > kMilliPerGpu && s.per_pod[kGpu] % kMilliPerGpu != 0)
+    if (!is_valid_gpu_request(s.per_pod[kGpu]))
       return "asks for " + format_quantity(s.per_pod[kGpu], UnitScale::kMilli) +
              " gpu per pod; a pod takes either a share of one GPU (below 1) or whole GPUs";
   return std::nullopt;

@@ -23,6 +23,12 @@ inline constexpr Quantity kMilliPerGpu = 1000;
 // 4.5 trillion GPUs). Sums over thousands of queues, nodes or pods then stay far from overflow.
 inline constexpr Quantity kMaxQuantity = Quantity{1} << 52;
 
+// A pod takes either a share of one GPU (1..999 milli) or whole GPUs: 1500m per pod is not a
+// request any node could serve.
+inline bool is_valid_gpu_request(Quantity milli_per_pod) {
+  return milli_per_pod <= kMilliPerGpu || milli_per_pod % kMilliPerGpu == 0;
+}
+
 struct ResourceVec {
   std::array<Quantity, kMaxResources> v{};
 

@@ -19,17 +19,6 @@ struct Layout {
   EngineConfig config;
 };
 
-std::string shown(const YAML::Node& node) {
-  if (node.IsScalar()) return "\"" + node.Scalar() + "\"";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  return "nothing";
-}
-
-void need_map(const YAML::Node& node, const std::string& path) {
-  if (!node.IsMap()) throw SpecError(path + ": expected a map, got " + shown(node));
-}
-
 // "a, b, c", or `none` when there are no names.
 std::string join(const std::vector<std::string>& names, const std::string& none) {
   std::string out;
@@ -46,7 +35,7 @@ Layout read_layout(const YAML::Node& root) {
   if (root["now"]) l.now = read_int(root["now"], "now");
   l.config.quota_only = !root["nodes"];
   if (const auto& fs = root["fairSharing"]) {
-    need_map(fs, "fairSharing");
+    require_map(fs, "fairSharing");
     check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies", "usageHalfLife"});
     if (fs["enabled"]) (void)read_bool(fs["enabled"], "fairSharing.enabled");
     if (fs["usageHalfLife"]) {
@@ -56,20 +45,14 @@ Layout read_layout(const YAML::Node& root) {
                         "\" must be > 0 seconds");
     }
     if (const auto& st = fs["preemptionStrategies"]) {
-      if (!st.IsSequence())
-        throw SpecError("fairSharing.preemptionStrategies: expected a list, got " + shown(st));
-      for (std::size_t i = 0; i < st.size(); ++i) {
-        const std::string p = "fairSharing.preemptionStrategies[" + std::to_string(i) + "]";
-        std::string s = read_string(st[i], p);
-        if (s != "LessThanOrEqualToFinalShare" && s != "LessThanInitialShare")
-          throw SpecError(p + ": \"" + s +
-                          "\" is not allowed; use one of LessThanOrEqualToFinalShare, "
-                          "LessThanInitialShare");
-      }
+      require_list(st, "fairSharing.preemptionStrategies");
+      for (std::size_t i = 0; i < st.size(); ++i)  // checked now, used by preemption later
+        (void)read_enum<int>(st[i], "fairSharing.preemptionStrategies[" + std::to_string(i) + "]",
+                             {{"LessThanOrEqualToFinalShare", 0}, {"LessThanInitialShare", 1}});
     }
   }
   if (const auto& topo = root["topology"]) {
-    need_map(topo, "topology");
+    require_map(topo, "topology");
     check_keys(topo, "topology", {"levels"});
     const auto& levels = topo["levels"];
     if (!levels)
@@ -85,13 +68,10 @@ Layout read_layout(const YAML::Node& root) {
       l.config.topology_levels.push_back(std::move(key));
     }
   }
-  if (root["placement"]) {
-    std::string p = read_string(root["placement"], "placement");
-    if (p == "pack") l.config.placement = PlacementPolicy::kPack;
-    else if (p == "spread") l.config.placement = PlacementPolicy::kSpread;
-    else
-      throw SpecError("placement: \"" + p + "\" is not allowed; use one of pack, spread");
-  }
+  if (root["placement"])
+    l.config.placement = read_enum<PlacementPolicy>(
+        root["placement"], "placement",
+        {{"pack", PlacementPolicy::kPack}, {"spread", PlacementPolicy::kSpread}});
   return l;
 }
 
@@ -242,8 +222,7 @@ class StateLoader {
                       "); a job is submitted before it is admitted");
     for (std::size_t k = 0; k < j.pod_sets.size(); ++k) {
       // Pending jobs asking for this are rejected by the engine; a running one cannot exist.
-      const Quantity g = j.pod_sets[k].per_pod[kGpu];
-      if (g > kMilliPerGpu && g % kMilliPerGpu != 0)
+      if (!is_valid_gpu_request(j.pod_sets[k].per_pod[kGpu]))
         throw SpecError(p + ".pods[" + std::to_string(k) + "].resources.gpu: \"" +
                         yaml["pods"][k]["resources"]["gpu"].Scalar() +
                         "\" is not allowed; a pod takes either a share of one GPU (below 1) or "

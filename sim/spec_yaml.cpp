@@ -13,13 +13,6 @@ namespace {
   throw SpecError(path + ": " + why);
 }
 
-std::string shown(const YAML::Node& node) {
-  if (node.IsScalar()) return "\"" + node.Scalar() + "\"";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a map";
-  return "nothing";
-}
-
 // The path of `key` inside the map at `path` ("" is the top level).
 std::string child(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
@@ -51,25 +44,6 @@ std::string_view numeric_text(const std::string& s) {
   std::string_view v = s;
   if (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
   return v;
-}
-
-template <class E>
-E read_enum(const YAML::Node& node, const std::string& path,
-            std::initializer_list<std::pair<const char*, E>> allowed) {
-  std::string v = read_string(node, path);
-  std::string names;
-  for (const auto& [name, value] : allowed) {
-    if (v == name) return value;
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  }
-  fail(path, "\"" + v + "\" is not allowed; use one of " + names);
-}
-
-void require_map(const YAML::Node& node, const std::string& path) {
-  if (!node.IsMap()) fail(path, "expected a map, got " + shown(node));
-}
-void require_list(const YAML::Node& node, const std::string& path) {
-  if (!node.IsSequence()) fail(path, "expected a list, got " + shown(node));
 }
 
 // `parent` is the path of the map that names the resource.
@@ -140,6 +114,21 @@ PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path)
 }
 
 }  // namespace
+
+std::string shown(const YAML::Node& node) {
+  if (node.IsScalar()) return "\"" + node.Scalar() + "\"";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return "nothing";
+}
+
+void require_map(const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap()) fail(path, "expected a map, got " + shown(node));
+}
+
+void require_list(const YAML::Node& node, const std::string& path) {
+  if (!node.IsSequence()) fail(path, "expected a list, got " + shown(node));
+}
 
 void check_keys(const YAML::Node& map, const std::string& path,
                 std::initializer_list<const char*> allowed) {

@@ -24,6 +24,11 @@ RunningPlacement parse_running_placement(const YAML::Node& node, const std::stri
 // The keys a job may have; running jobs may also have admittedAt, nodes and flavor.
 void check_job_keys(const YAML::Node& node, const std::string& path, bool running);
 
+// How a value is shown in an error: "\"text\"" for a scalar, else "a list", "a map", "nothing".
+std::string shown(const YAML::Node& node);
+void require_map(const YAML::Node& node, const std::string& path);
+void require_list(const YAML::Node& node, const std::string& path);
+
 // Small typed readers; each throws SpecError naming `path`.
 void check_keys(const YAML::Node& map, const std::string& path,
                 std::initializer_list<const char*> allowed);
@@ -33,5 +38,18 @@ double read_number(const YAML::Node& node, const std::string& path);
 bool read_bool(const YAML::Node& node, const std::string& path);
 Quantity read_quantity(const YAML::Node& node, const std::string& path, ResourceId r);
 ResourceVec read_resources(const YAML::Node& node, const std::string& path, ResourceNames& names);
+
+// One of the named values; the error lists them.
+template <class E>
+E read_enum(const YAML::Node& node, const std::string& path,
+            std::initializer_list<std::pair<const char*, E>> allowed) {
+  std::string v = read_string(node, path);
+  std::string names;
+  for (const auto& [name, value] : allowed) {
+    if (v == name) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  throw SpecError(path + ": \"" + v + "\" is not allowed; use one of " + names);
+}
 
 }  // namespace gpuq::sim
