@@ -88,6 +88,11 @@ std::vector<Decision> Engine::schedule(Time now) {
   // admitted after it, run another pass: the cycle ends only when every pending job has been
   // tried against the final state.
   ++cycle_;
+  // Preemptors whose victims have all stopped are admitted where they were booked, first.
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t j : reserved_)
+    if (jobs_[j].waiting_on.empty()) ready.push_back(j);
+  for (std::uint32_t j : ready) admit_booked(j, now, out);
   if (history_.enabled()) {
     // Usage is constant within a cycle, so bringing every history up to `now` here keeps the
     // history part of each key fixed while the cycle runs.
@@ -97,7 +102,8 @@ std::vector<Decision> Engine::schedule(Time now) {
   }
   while (run_pass(now, out)) {
   }
-  last_cycle_.admitted = out.size();
+  last_cycle_.admitted = static_cast<std::uint64_t>(std::count_if(
+      out.begin(), out.end(), [](const Decision& d) { return std::holds_alternative<Admission>(d); }));
   return out;
 }
 
@@ -157,7 +163,9 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     cursor[q] = pending.begin();
     rekey(q, jobs_[cursor[q]->job]);
   }
+  preemption_failed_.clear();
   bool gang_failed = false;
+  bool failed = false;  // some job was passed over in this pass
   bool again = false;
   while (!order.empty()) {
     const QueueIdx q = order.top();
@@ -181,7 +189,11 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
       again = again || gang_failed;
+    } else if (try_preempt(j, now, out)) {
+      // Victims' quota was released: a job passed over earlier in this pass may fit now.
+      again = again || failed;
     } else {
+      failed = true;
       gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
       if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
         order.erase(q);  // nothing behind the head may pass it
@@ -208,6 +220,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
   WaitReason& wait = commit ? job.wait : scratch;
   wait.kept = 0;
   wait.flavors_tried = 0;
+  wait.preemption_found_nothing = false;
   wait.cycle = cycle_;
   bool gang_did_not_fit = false;
   bool placement_tried = false;
@@ -252,7 +265,9 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
 
 bool Engine::admissible_now(const JobId& id) {
   auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending) return false;
+  if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending ||
+      jobs_[it->second].reserved)
+    return false;
   rebuild_topology_if_needed();
   return try_admit(it->second, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;
 }

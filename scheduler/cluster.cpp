@@ -211,6 +211,22 @@ void Cluster::release(const PodSlot& slot) {
   index_moved(slot.node, whole_before, slot.gpus, slot.milli_per_gpu);
 }
 
+void Cluster::retake(const PodSlot& slot) {
+  Node& node = nodes_[slot.node];
+  const int whole_before = node.whole_free;
+  for (auto g : slot.gpus) {
+    if (node.gpu_free[g] == kMilliPerGpu) --node.whole_free;
+    node.gpu_free[g] = static_cast<std::int16_t>(node.gpu_free[g] - slot.milli_per_gpu);
+  }
+  node.used += slot.resources;
+  add_tenant(node, slot.queue, 1);
+  if (slot.exclusive) {
+    node.exclusive_queue = slot.queue;
+    ++node.exclusive_pods;
+  }
+  index_moved(slot.node, whole_before, slot.gpus, static_cast<std::int16_t>(-slot.milli_per_gpu));
+}
+
 void Cluster::count_domain_free(NodeIdx n, Quantity delta) {
   const Node& node = nodes_[n];
   if (delta == 0 || node.dedicated != kNoQueue) return;

@@ -79,6 +79,9 @@ class Cluster {
   PodSlot take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive,
                PlacementPolicy policy, std::optional<std::uint8_t> gpu_hint = std::nullopt);
   void release(const PodSlot& slot);
+  // Takes exactly this slot again (its GPUs, milli and resources), after release(slot) or for a
+  // slot built from free room. Requires that room to be free; state and tenancy are not checked.
+  void retake(const PodSlot& slot);
 
   // The free-capacity index of one flavor, over schedulable nodes only.
   struct FreeIndex {

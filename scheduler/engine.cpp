@@ -3,6 +3,7 @@
 #include "scheduler/engine.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "scheduler/placement.hpp"
 #include "scheduler/quantity.hpp"
@@ -318,7 +319,10 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
   if (job.state == JobState::kPending) {
-    remove_pending(it->second);
+    if (job.reserved)
+      drop_reservation(it->second, now);  // its victims still stop; what they free is free
+    else
+      remove_pending(it->second);
   } else if (job.holds_resources()) {
     release(job, now);
   } else {
@@ -337,8 +341,16 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     lose_node(*n, now);
     return Ok();
   }
-  const JobId& id = std::holds_alternative<JobStarted>(fact) ? std::get<JobStarted>(fact).job
-                                                              : std::get<JobFinished>(fact).job;
+  const JobId& id = std::visit(
+      [](const auto& f) -> const JobId& {
+        if constexpr (std::is_same_v<std::decay_t<decltype(f)>, NodeLost>) {
+          static const JobId none;
+          return none;
+        } else {
+          return f.job;
+        }
+      },
+      fact);
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
@@ -353,6 +365,18 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     }
     return Ok();
   }
+  if (job.state == JobState::kPreempting) {
+    // Stopped as asked, or ended by itself meanwhile: either way it was preempted, and goes
+    // back to its place in the queue.
+    release(job, now);
+    requeue(it->second, now, "preempted by " + job.preempted_by.value + " (" +
+                                 to_string(job.preempt_reason) + ")");
+    return Ok();
+  }
+  if (std::holds_alternative<JobStopped>(fact))
+    return Error{"job \"" + id.value + "\" is " + to_string(job.state) +
+                     ", not Preempting; report how it finished instead",
+                 ErrorCode::kFailedPrecondition};
   const auto& done = std::get<JobFinished>(fact);
   release(job, now);
   std::string reason = done.reason;
@@ -372,11 +396,28 @@ void Engine::lose_node(NodeIdx n, Time now) {
       }
   const std::string reason = "node " + cluster_.node(n).name + " lost";
   for (std::uint32_t j : hit) {
-    release(jobs_[j], now);
-    if (jobs_[j].spec.on_node_loss == NodeLossPolicy::kRequeue)
+    Job& job = jobs_[j];
+    const bool was_preempting = job.state == JobState::kPreempting;
+    release(job, now);
+    if (was_preempting)  // it was stopping anyway: preempted, as it would have been
+      requeue(j, now, "preempted by " + job.preempted_by.value + " (" +
+                          to_string(job.preempt_reason) + "); " + reason);
+    else if (job.spec.on_node_loss == NodeLossPolicy::kRequeue)
       requeue(j, now, reason);
     else
       finish(j, JobState::kFailed, now, reason);
+  }
+  // A preemptor booked on the lost node gives its booking up and goes back to its queue.
+  std::vector<std::uint32_t> booked;
+  for (std::uint32_t j : reserved_)
+    for (const PodSlot& s : jobs_[j].slots)
+      if (s.node == n) {
+        booked.push_back(j);
+        break;
+      }
+  for (std::uint32_t j : booked) {
+    drop_reservation(j, now);
+    add_pending(j);
   }
 }
 
@@ -386,6 +427,7 @@ void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time
   job.flavor = f;
   job.slots = std::move(slots);
   job.admitted_at = now;
+  job.admitted_cycle = cycle_;
   job.state = JobState::kAdmitted;
   job.wait = {};
   if (f != kNoFlavor) quota_.add(job.queue, f, job.total);
@@ -393,16 +435,22 @@ void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time
   ++queues_[job.queue].admitted;
   admission_seq_[j] = next_admission_++;
   active_.emplace(admission_seq_[j], j);
+  queues_[job.queue].holding.insert(holding_key(j));
 }
 
 void Engine::release(Job& job, Time now) {
+  auto j = static_cast<std::uint32_t>(&job - jobs_.data());
+  if (job.state == JobState::kPreempting) {
+    victim_stopped(j, now);  // its quota went when it was chosen; its residual slots go now
+    return;
+  }
+  queues_[job.queue].holding.erase(holding_key(j));
   history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
   for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
   job.slots.clear();
   if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
   queues_[job.queue].usage_all_flavors -= job.total;
   --queues_[job.queue].admitted;
-  auto j = static_cast<std::uint32_t>(&job - jobs_.data());
   active_.erase({admission_seq_[j], j});
   job.flavor = kNoFlavor;
 }
@@ -412,6 +460,7 @@ void Engine::requeue(std::uint32_t j, Time now, const std::string& reason) {
   JobState from = job.state;
   job.state = JobState::kPending;
   ++job.attempts;
+  if (from == JobState::kPreempting) ++job.preemptions;
   // Back at its original place: the pending key is built from priority, time and order.
   add_pending(j);
   emit(job, from, now, reason);
@@ -482,6 +531,7 @@ std::vector<const Job*> Engine::pending_in_submission_order() const {
   std::vector<const Job*> out;
   for (const QueueRec& q : queues_)
     for (const PendingKey& k : q.pending) out.push_back(&jobs_[k.job]);
+  for (std::uint32_t j : reserved_) out.push_back(&jobs_[j]);
   std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->order < b->order; });
   return out;
 }

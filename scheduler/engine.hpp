@@ -8,10 +8,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "preemption/victims.hpp"
 #include "scheduler/cluster.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/quota.hpp"
@@ -30,6 +32,8 @@ struct EngineConfig {
   // Decayed usage history in the fair share (seconds; 0: off): a queue's share is raised by the
   // share of the cluster it used on average lately, decaying with this half-life.
   Time usage_half_life = 0;
+  // Kueue's fair-sharing preemption (strategies); off: the classic rules.
+  FairSharingConfig fair_sharing;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -45,6 +49,7 @@ struct WaitReason {
   std::uint8_t kept = 0;
   std::uint8_t flavors_tried = 0;
   std::uint64_t cycle = 0;  // the schedule() call that last tried the job
+  bool preemption_found_nothing = false;  // its queue may preempt, but no victim set made room
 
   void add(const OnFlavor& why) {
     if (kept < kKept) on_flavor[kept++] = why;
@@ -64,10 +69,22 @@ struct Job {
   FlavorId flavor = kNoFlavor;       // while admitted
   std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
   Time admitted_at = 0;
-  std::int32_t attempts = 0;  // times requeued after losing its place
+  std::uint64_t admitted_cycle = 0;  // the schedule() call that admitted it
+  std::int32_t attempts = 0;     // times requeued after losing its place
+  std::int32_t preemptions = 0;  // times preempted
   WaitReason wait;
   std::string end_reason;
+  // As a preemptor: while `reserved`, it is still Pending but its quota is charged and its
+  // placement (slots, flavor) booked; it is admitted there once every job in waiting_on stopped.
+  bool reserved = false;
+  std::vector<std::uint32_t> waiting_on;
+  // As a victim, while Preempting: its quota is already released, `slots` hold only what its
+  // preemptors did not need (so nothing else lands where it still runs), and preemptors wait.
+  std::vector<std::uint32_t> preemptors;
+  JobId preempted_by;
+  PreemptReason preempt_reason = PreemptReason::kInQueue;
 
+  // Admitted, Running or Preempting: it holds slots on the nodes (quota too, unless Preempting).
   bool holds_resources() const {
     return state == JobState::kAdmitted || state == JobState::kRunning ||
            state == JobState::kPreempting;
@@ -129,6 +146,8 @@ class Engine {
   const CycleStats& last_cycle() const { return last_cycle_; }
   // Whether job (pending) could be admitted right now: quota and placement, changing nothing.
   bool admissible_now(const JobId& id);
+  // Preemptors whose booking is held while their victims stop, in job order.
+  std::vector<const Job*> reserved_jobs() const;
 
  private:
   struct PendingKey {
@@ -148,6 +167,9 @@ class Engine {
     std::map<Quantity, std::uint32_t> by_total_gpu;
     std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
     std::uint32_t without_gpu = 0;
+    // Admitted and Running jobs, in the order victims are taken within a queue: lower priority,
+    // then most recently admitted (so a preemption need not sort every running job).
+    std::set<std::tuple<std::int32_t, std::uint64_t, std::uint32_t>> holding;
   };
   struct HeadKey;
   struct HeadKeyLess {
@@ -165,6 +187,19 @@ class Engine {
   std::vector<FlavorId> candidate_flavors(QueueIdx q, const JobSpec& spec) const;
   FlavorId intern_flavor(const std::string& name);
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
+
+  class VictimWorld;  // preemption.cpp: the engine's state as preemption/ sees it
+  bool try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out);
+  std::vector<preemption::Candidate> preemption_candidates(const Job& job, FlavorId f,
+                                                           const preemption::Preemptor& p,
+                                                           Time now) const;
+  void commit_preemption(std::uint32_t j, FlavorId f, const std::vector<preemption::Target>& targets,
+                         Time now, std::vector<Decision>& out);
+  std::vector<PodSlot> retake_residual(const std::vector<PodSlot>& held);
+  void victim_stopped(std::uint32_t v, Time now);
+  void drop_reservation(std::uint32_t j, Time now);
+  void admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out);
+  std::tuple<std::int32_t, std::uint64_t, std::uint32_t> holding_key(std::uint32_t j) const;
 
   enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;
@@ -217,6 +252,8 @@ class Engine {
   std::vector<Job> jobs_;
   std::unordered_map<std::string, std::uint32_t> job_ids_;
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
+  std::set<std::uint32_t> preempting_;  // victims still stopping
+  std::set<std::uint32_t> reserved_;    // preemptors holding a booking
   std::vector<std::uint64_t> admission_seq_;                 // by job
   std::uint64_t next_order_ = 0;
   std::uint64_t next_admission_ = 0;
@@ -228,6 +265,9 @@ class Engine {
   // searched for again while the pass only takes capacity. (A gang can still fit later in the
   // same cycle; the extra pass that schedule() runs for that starts with an empty memo.)
   std::unordered_set<std::uint64_t> placement_failed_;
+  // Per pass: (queue, shape) -> the highest priority whose victim search found nothing. A job of
+  // the same shape and no higher priority has no more candidates, so it would find nothing too.
+  std::unordered_map<std::uint64_t, std::int32_t> preemption_failed_;
   CycleStats last_cycle_;
 };
 

@@ -179,6 +179,10 @@ std::string Engine::too_big_for_nodes(const Job& job, FlavorId f) const {
 std::string Engine::pending_reason(const Job& job) const {
   const QueueRec& q = queues_[job.queue];
   if (job.state != JobState::kPending) return to_string(job.state);
+  if (job.reserved) {
+    const std::size_t n = job.waiting_on.size();
+    return "waiting for " + std::to_string(n) + " preempted job" + (n == 1 ? "" : "s") + " to stop";
+  }
   if (q.spec.strategy == QueueingStrategy::kStrictFIFO && !q.pending.empty() &&
       q.pending.begin()->job != static_cast<std::uint32_t>(&job - jobs_.data()))
     return "waiting behind " + jobs_[q.pending.begin()->job].spec.id.value + " (StrictFIFO)";
@@ -202,6 +206,7 @@ std::string Engine::pending_reason(const Job& job) const {
   std::string out = join(parts, "; ");
   if (w.flavors_tried > w.kept)
     out += "; and " + std::to_string(w.flavors_tried - w.kept) + " more flavors did not fit";
+  if (w.preemption_found_nothing) out += "; no preemption its queue allows would make room";
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "preemption/policy.hpp"
 #include "scheduler/resources.hpp"
 
 namespace gpuq {
@@ -38,16 +39,11 @@ const char* to_string(QueueingStrategy s);
 const char* to_string(JobState s);
 const char* to_string(PlacementPolicy p);
 
-// Preemption policies (Kueue's names). Parsed and kept now; acted on by preemption/.
-enum class WithinQueuePolicy { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
-enum class ReclaimPolicy { kNever, kLowerPriority, kAny };
-enum class BorrowWithinCohortPolicy { kNever, kLowerPriority };
-struct PreemptionSpec {
-  WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
-  ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
-  BorrowWithinCohortPolicy borrow_within_cohort = BorrowWithinCohortPolicy::kNever;
-  std::optional<std::int32_t> borrow_max_priority_threshold;
-  Time min_runtime = 0;
+// Named priorities, as Kubernetes' PriorityClass: a job may give a class name instead of an
+// integer. A configuration that lists classes replaces these defaults.
+struct PriorityClasses {
+  std::map<std::string, std::int32_t> by_name = {
+      {"low", -100}, {"normal", 0}, {"high", 100}, {"critical", 1000}};
 };
 
 struct ResourceQuota {
@@ -118,7 +114,16 @@ struct Admission {
   std::vector<PodPlacement> pods;
 };
 
-using Decision = std::variant<Admission>;
+// A running job chosen as a victim: the binder stops it, giving it grace_period seconds.
+struct Preemption {
+  JobId job;
+  QueueName queue;
+  JobId by;  // the preemptor
+  PreemptReason reason = PreemptReason::kInQueue;
+  Time grace_period = 0;
+};
+
+using Decision = std::variant<Admission, Preemption>;
 
 struct Event {
   std::uint64_t seq = 0;  // strictly increasing across all events of one engine
@@ -138,10 +143,14 @@ struct JobFinished {
   int exit_code = 0;
   std::string reason;
 };
+// A job the binder was asked to stop (preempted) has stopped: its resources are free.
+struct JobStopped {
+  JobId job;
+};
 struct NodeLost {
   std::string node;
 };
-using BinderFact = std::variant<JobStarted, JobFinished, NodeLost>;
+using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost>;
 
 }  // namespace gpuq
 

@@ -17,6 +17,7 @@ namespace json = boost::json;
 struct Layout {
   Time now = 0;
   EngineConfig config;
+  PriorityClasses classes;
 };
 
 // "a, b, c", or `none` when there are no names.
@@ -37,7 +38,7 @@ Layout read_layout(const YAML::Node& root) {
   if (const auto& fs = root["fairSharing"]) {
     require_map(fs, "fairSharing");
     check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies", "usageHalfLife"});
-    if (fs["enabled"]) (void)read_bool(fs["enabled"], "fairSharing.enabled");
+    if (fs["enabled"]) l.config.fair_sharing.enabled = read_bool(fs["enabled"], "fairSharing.enabled");
     if (fs["usageHalfLife"]) {
       l.config.usage_half_life = read_int(fs["usageHalfLife"], "fairSharing.usageHalfLife");
       if (l.config.usage_half_life <= 0)
@@ -46,9 +47,22 @@ Layout read_layout(const YAML::Node& root) {
     }
     if (const auto& st = fs["preemptionStrategies"]) {
       require_list(st, "fairSharing.preemptionStrategies");
-      for (std::size_t i = 0; i < st.size(); ++i)  // checked now, used by preemption later
-        (void)read_enum<int>(st[i], "fairSharing.preemptionStrategies[" + std::to_string(i) + "]",
-                             {{"LessThanOrEqualToFinalShare", 0}, {"LessThanInitialShare", 1}});
+      if (st.size() == 0 || st.size() > 2)
+        throw SpecError("fairSharing.preemptionStrategies: lists " + std::to_string(st.size()) +
+                        " strategies; list one or both of LessThanOrEqualToFinalShare, "
+                        "LessThanInitialShare");
+      auto& strategies = l.config.fair_sharing.strategies;
+      strategies.clear();
+      for (std::size_t i = 0; i < st.size(); ++i) {
+        const std::string p = "fairSharing.preemptionStrategies[" + std::to_string(i) + "]";
+        auto s = read_enum<FairShareStrategy>(
+            st[i], p,
+            {{"LessThanOrEqualToFinalShare", FairShareStrategy::kLessThanOrEqualToFinalShare},
+             {"LessThanInitialShare", FairShareStrategy::kLessThanInitialShare}});
+        if (std::find(strategies.begin(), strategies.end(), s) != strategies.end())
+          throw SpecError(p + ": \"" + st[i].Scalar() + "\" is listed twice");
+        strategies.push_back(s);
+      }
     }
   }
   if (const auto& topo = root["topology"]) {
@@ -68,6 +82,7 @@ Layout read_layout(const YAML::Node& root) {
       l.config.topology_levels.push_back(std::move(key));
     }
   }
+  if (root["priorityClasses"]) l.classes = parse_priority_classes(root["priorityClasses"], "priorityClasses");
   if (root["placement"])
     l.config.placement = read_enum<PlacementPolicy>(
         root["placement"], "placement",
@@ -133,7 +148,8 @@ const YAML::Node list_or_empty(const YAML::Node& root, const char* key) {
 // (queues, nodes, flavors, job ids) first so that errors name the field that is wrong.
 class StateLoader {
  public:
-  StateLoader(Engine& engine, Time now) : engine_(engine), now_(now) {}
+  StateLoader(Engine& engine, Time now, const PriorityClasses& classes)
+      : engine_(engine), now_(now), classes_(classes) {}
 
   void load(const YAML::Node& root, json::array& rejected) {
     load_queues(list_or_empty(root, "queues"));
@@ -203,7 +219,7 @@ class StateLoader {
     for (std::size_t i = 0; running && i < running.size(); ++i) {
       const std::string p = "running[" + std::to_string(i) + "]";
       check_job_keys(running[i], p, /*running=*/true);
-      JobSpec j = parse_job(running[i], p, engine_.resource_names());
+      JobSpec j = parse_job(running[i], p, engine_.resource_names(), classes_);
       RunningPlacement where = parse_running_placement(running[i], p, now_);
       check_id(p, j.id);
       check_queue(p + ".queue", j.queue);
@@ -265,7 +281,7 @@ class StateLoader {
     for (std::size_t i = 0; pending && i < pending.size(); ++i) {
       const std::string p = "pending[" + std::to_string(i) + "]";
       check_job_keys(pending[i], p, /*running=*/false);
-      JobSpec j = parse_job(pending[i], p, engine_.resource_names());
+      JobSpec j = parse_job(pending[i], p, engine_.resource_names(), classes_);
       check_id(p, j.id);
       std::string id = j.id.value;
       if (auto r = engine_.submit(std::move(j), now_); !r) {
@@ -277,6 +293,7 @@ class StateLoader {
 
   Engine& engine_;
   Time now_;
+  const PriorityClasses& classes_;
   std::vector<std::string> queue_names_;  // in the order listed
   std::vector<std::string> flavors_;      // named by a quota or a node, first seen first
   std::map<std::string, std::string> node_flavor_;  // node name -> flavor
@@ -324,21 +341,29 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
     if (!root.IsMap()) throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending");
     check_keys(
         root, "",
-        {"now", "fairSharing", "topology", "placement", "queues", "nodes", "running", "pending"});
+        {"now", "fairSharing", "topology", "placement", "priorityClasses", "queues", "nodes",
+         "running", "pending"});
     Layout layout = read_layout(root);
     Engine engine(layout.config);
     json::array rejected;
-    StateLoader(engine, layout.now).load(root, rejected);
+    StateLoader(engine, layout.now, layout.classes).load(root, rejected);
 
     json::array admitted;
-    for (const Decision& d : engine.schedule(layout.now))
+    json::array preempted;
+    for (const Decision& d : engine.schedule(layout.now)) {
       if (const auto* a = std::get_if<Admission>(&d))
         admitted.push_back(admission_json(*a, !layout.config.quota_only));
+      else if (const auto* p = std::get_if<Preemption>(&d))
+        preempted.push_back(json::object{{"job", p->job.value},
+                                         {"queue", p->queue.value},
+                                         {"by", p->by.value},
+                                         {"reason", to_string(p->reason)}});
+    }
     json::array pending;
     for (const Job* j : engine.pending_in_submission_order())
       pending.push_back(json::object{{"job", j->spec.id.value}, {"reason", engine.pending_reason(*j)}});
     return json::object{{"admitted", std::move(admitted)},
-                        {"preempted", json::array{}},
+                        {"preempted", std::move(preempted)},
                         {"pending", std::move(pending)},
                         {"rejected", std::move(rejected)}};
   } catch (const SpecError& e) {

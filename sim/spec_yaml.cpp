@@ -1,5 +1,7 @@
 #include "sim/spec_yaml.hpp"
 
+#include <cctype>
+
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -110,6 +112,11 @@ PreemptionSpec parse_preemption(const YAML::Node& node, const std::string& path)
     if (p.min_runtime < 0)
       fail(path + ".minRuntime", shown(node["minRuntime"]) + " must be >= 0 seconds");
   }
+  // As in Kueue: other queues' jobs are candidates only through reclaimWithinCohort.
+  if (p.borrow_within_cohort != BorrowWithinCohortPolicy::kNever &&
+      p.reclaim_within_cohort == ReclaimPolicy::kNever)
+    fail(path + ".borrowWithinCohort",
+         "policy LowerPriority needs reclaimWithinCohort LowerPriority or Any (it is Never)");
   return p;
 }
 
@@ -327,7 +334,41 @@ void check_job_keys(const YAML::Node& node, const std::string& path, bool runnin
                             "flavors", "preemptible", "exclusive", "maxRuntime", "gracePeriod"});
 }
 
-JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names) {
+PriorityClasses parse_priority_classes(const YAML::Node& node, const std::string& path) {
+  require_map(node, path);
+  PriorityClasses classes;
+  classes.by_name.clear();
+  for (const auto& kv : node) {
+    const std::string name = read_string(kv.first, path);
+    if (name.empty()) fail(path, "a class name is empty");
+    if (name.find_first_not_of("-0123456789") == std::string::npos)
+      fail(path + "." + name, "a class name must not be a number");
+    classes.by_name[name] = read_int32(kv.second, path + "." + name);
+  }
+  return classes;
+}
+
+namespace {
+std::int32_t read_priority(const YAML::Node& node, const std::string& path,
+                           const PriorityClasses& classes) {
+  if (node.IsScalar()) {
+    auto it = classes.by_name.find(node.Scalar());
+    if (it != classes.by_name.end()) return it->second;
+    const std::string& v = node.Scalar();
+    if (!v.empty() && std::isalpha(static_cast<unsigned char>(v[0]))) {
+      std::string names;
+      for (const auto& [name, value] : classes.by_name)
+        names += (names.empty() ? "" : ", ") + name + " (" + std::to_string(value) + ")";
+      fail(path, shown(node) + " is neither an integer nor a priority class; the classes are " +
+                     (names.empty() ? std::string("(none)") : names));
+    }
+  }
+  return read_int32(node, path);
+}
+}  // namespace
+
+JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names,
+                  const PriorityClasses& classes) {
   require_map(node, path);
   JobSpec j;
   if (!node["id"]) fail(path + ".id", "is required");
@@ -338,7 +379,7 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
   if (j.queue.empty()) fail(path + ".queue", "is empty");
   if (node["name"]) j.name = read_string(node["name"], path + ".name");
   if (node["owner"]) j.owner = read_string(node["owner"], path + ".owner");
-  if (node["priority"]) j.priority = read_int32(node["priority"], path + ".priority");
+  if (node["priority"]) j.priority = read_priority(node["priority"], path + ".priority", classes);
   if (node["submittedAt"]) j.submitted_at = read_int(node["submittedAt"], path + ".submittedAt");
   if (!node["pods"]) fail(path + ".pods", "is required");
   const auto& pods = node["pods"];

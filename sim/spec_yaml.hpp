@@ -18,7 +18,10 @@ class SpecError : public std::runtime_error {
 
 QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names);
 NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names);
-JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names);
+JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names,
+                  const PriorityClasses& classes);
+// `priorityClasses: {name: integer, ...}`.
+PriorityClasses parse_priority_classes(const YAML::Node& node, const std::string& path);
 RunningPlacement parse_running_placement(const YAML::Node& node, const std::string& path,
                                          Time now);
 // The keys a job may have; running jobs may also have admittedAt, nodes and flavor.

@@ -149,7 +149,7 @@ TEST_CASE("within a queue: higher priority first, then earlier submission, then 
 }
 
 TEST_CASE("across queues: heads within nominal before borrowers, then the lower share after") {
-  Engine e(EngineConfig{PlacementPolicy::kPack, true, {}});
+  Engine e(engine_config(PlacementPolicy::kPack, true));
   REQUIRE(e.apply_queue(queue("borrower", "c", "h100", {{kGpu, gpus(1)}})).ok());
   REQUIRE(e.apply_queue(queue("owner", "c", "h100", {{kGpu, gpus(3)}})).ok());
   // The borrower's head is earlier and higher priority, but it would borrow: the owner's head

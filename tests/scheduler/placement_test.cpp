@@ -58,7 +58,7 @@ TEST_CASE("pack fills the node with the fewest free GPUs; spread the one with th
     CHECK(only(e.schedule(0)).pods[0].node == "small");
   }
   {
-    Engine e = engine_with(nodes, EngineConfig{PlacementPolicy::kSpread, false, {}});
+    Engine e = engine_with(nodes, engine_config(PlacementPolicy::kSpread, false));
     REQUIRE(e.submit(job("j", "a", res(gpus(1))), 0).ok());
     CHECK(only(e.schedule(0)).pods[0].node == "big");
   }
@@ -138,7 +138,7 @@ TEST_CASE("a multi-node gang lands in the narrowest topology domain that holds i
     CHECK(a.pods[1].node == "n2");
   }
   {
-    Engine e = engine_with(nodes, EngineConfig{PlacementPolicy::kPack, false, {"zone", "rack"}});
+    Engine e = engine_with(nodes, engine_config(PlacementPolicy::kPack, false, {"zone", "rack"}));
     REQUIRE(e.submit(job("gang", "a", res(gpus(4)), 2), 0).ok());
     const Admission a = only(e.schedule(0));
     CHECK(a.pods[0].node == "n1");

@@ -19,7 +19,7 @@ int fill(Engine& e, const std::string& q, int max_jobs = 64) {
   return admitted;
 }
 
-Engine quota_only() { return Engine(EngineConfig{PlacementPolicy::kPack, true, {}}); }
+Engine quota_only() { return Engine(engine_config(PlacementPolicy::kPack, true)); }
 
 }  // namespace
 

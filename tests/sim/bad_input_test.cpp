@@ -83,8 +83,23 @@ TEST_CASE("bad input: the file as a whole") {
       {"empty file", "", "", "", "the file must be a YAML map"},
       {"two YAML documents", "now: 1\n---\nnow: 2\n", "", "", "2 YAML documents"},
       {"unknown top-level key", "nows: 5\n", "nows", "",
-       "unknown key; allowed here: now, fairSharing, topology, placement, queues, nodes, running, "
-       "pending"},
+       "unknown key; allowed here: now, fairSharing, topology, placement, priorityClasses, queues, "
+       "nodes, running, pending"},
+      {"priorityClasses: a list", "priorityClasses: [high]\n", "priorityClasses", "",
+       "expected a map"},
+      {"priorityClasses: a value not an integer", "priorityClasses: {batch: lots}\n",
+       "priorityClasses.batch", "lots", "is not an integer"},
+      {"priorityClasses: a number as a name", "priorityClasses: {7: 1}\n", "priorityClasses.7", "",
+       "a class name must not be a number"},
+      {"priority: a class the file does not define",
+       "priorityClasses: {batch: 1}\nqueues: [{name: q}]\n"
+       "pending: [{id: a, queue: q, priority: high, pods: [{resources: {gpu: 1}}]}]\n",
+       "pending[0].priority", "high", "the classes are batch (1)"},
+      {"preemptionStrategies: empty", "fairSharing: {preemptionStrategies: []}\n",
+       "fairSharing.preemptionStrategies", "", "list one or both"},
+      {"preemptionStrategies: twice",
+       "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanInitialShare]}\n",
+       "fairSharing.preemptionStrategies[1]", "LessThanInitialShare", "listed twice"},
       {"duplicate top-level key", "now: 1\nnow: 2\n", "now", "", "listed twice"},
       {"now: not an integer", "now: soon\n", "now", "soon", "is not an integer"},
       {"now: a fraction", "now: 1.5\n", "now", "1.5", "is not an integer"},
@@ -264,6 +279,9 @@ TEST_CASE("bad input: queues") {
        "queues: [{name: q, preemption: {borrowWithinCohort: {policy: Any}}}]\n",
        q0 + ".preemption.borrowWithinCohort.policy", "Any",
        "is not allowed; use one of Never, LowerPriority"},
+      {"borrowWithinCohort without reclaimWithinCohort",
+       "queues: [{name: q, preemption: {borrowWithinCohort: {policy: LowerPriority}}}]\n",
+       q0 + ".preemption.borrowWithinCohort", "", "needs reclaimWithinCohort LowerPriority or Any"},
       {"borrowWithinCohort: unknown key",
        "queues: [{name: q, preemption: {borrowWithinCohort: {policy: Never, threshold: 1}}}]\n",
        q0 + ".preemption.borrowWithinCohort.threshold", "",
@@ -384,7 +402,9 @@ TEST_CASE("bad input: jobs, running or pending") {
        "is empty"},
       {"queue: a list", "{id: a, queue: [q], pods: [{resources: {gpu: 1}}]}", ".queue", "",
        "expected a string, got a list"},
-      {"priority: a word", job("priority: high"), ".priority", "high", "is not an integer"},
+      {"priority: a word", job("priority: urgent"), ".priority", "urgent",
+       "is neither an integer nor a priority class; the classes are critical (1000), high (100)"},
+
       {"priority: a fraction", job("priority: 1.5"), ".priority", "1.5", "is not an integer"},
       {"priority: beyond 32 bits", job("priority: 3000000000"), ".priority", "3000000000",
        "32-bit integer range"},
@@ -631,7 +651,7 @@ TEST_CASE("bad input: valid corner cases are accepted") {
            kQueue + "pending: [{id: a, queue: nope, pods: [{resources: {gpu: 1}}]}]\n");
   check_ok("now with a plus sign", "now: +5\n");
   check_ok("negative priority and zero durations",
-           "queues: [{name: q, preemption: {minRuntime: 0, borrowWithinCohort: {policy: "
+           "queues: [{name: q, preemption: {minRuntime: 0, reclaimWithinCohort: Any, borrowWithinCohort: {policy: "
            "LowerPriority, maxPriorityThreshold: -10}}}]\npending: [" +
                job("priority: -5, gracePeriod: 0, maxRuntime: 1") + "]\n");
   check_ok("every enum value",

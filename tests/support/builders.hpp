@@ -8,6 +8,16 @@
 
 namespace gpuq::test {
 
+inline EngineConfig engine_config(PlacementPolicy placement, bool quota_only,
+                                  std::vector<std::string> topology_levels = {}) {
+  EngineConfig c;
+  c.placement = placement;
+  c.quota_only = quota_only;
+  c.topology_levels = std::move(topology_levels);
+  return c;
+}
+
+
 inline Quantity gpus(double n) { return static_cast<Quantity>(n * 1000); }
 inline Quantity cores(double n) { return static_cast<Quantity>(n * 1000); }
 inline Quantity gib(std::int64_t n) { return n << 30; }

@@ -1,0 +1,79 @@
+#pragma once
+// The victim search (README.md has the rules). The engine describes each candidate and answers
+// questions about its own state through World; this code owns only the order, the policy rules
+// and the minimal set, so it can be read, tested and replaced on its own.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "preemption/policy.hpp"
+
+namespace gpuq::preemption {
+
+// A job that holds resources and might be stopped. `job` and `queue` are the engine's handles.
+struct Candidate {
+  std::uint32_t job = 0;
+  std::uint32_t queue = 0;
+  std::int32_t priority = 0;
+  std::int64_t submitted_at = 0;
+  std::uint64_t submit_order = 0;  // tie-break between equal submission times
+  std::uint64_t admission = 0;     // admission sequence: higher is more recent
+  std::string_view id;             // unique: the last tie-break of every order
+  bool preempting = false;         // already stopping for another preemptor
+};
+
+struct Preemptor {
+  std::uint32_t queue = 0;
+  std::int32_t priority = 0;
+  std::int64_t submitted_at = 0;
+  std::uint64_t submit_order = 0;
+  PreemptionSpec policy;
+  FairSharingConfig fair;
+  // Classic mode: the queue uses less than its nominal of every resource the preemptor needs
+  // on the flavor tried (before the preemptor is added).
+  bool under_nominal = false;
+  // Fair mode: the queue stays within its nominal with the preemptor added.
+  bool within_nominal_after = false;
+};
+
+struct Target {
+  Candidate victim;
+  PreemptReason reason = PreemptReason::kInQueue;
+};
+
+// The engine's state as the search sees it. remove() and restore() are exact inverses; the
+// search restores everything it removed before it returns.
+class World {
+ public:
+  // As if the candidate had stopped: its quota and its place on the nodes are freed.
+  virtual void remove(const Candidate& c) = 0;
+  virtual void restore(const Candidate& c) = 0;
+  // Whether the preemptor fits now, on quota and on the nodes; within its nominal when
+  // borrowing is not allowed.
+  virtual bool fits(bool allow_borrowing) = 0;
+  // Whether the queue uses more than its nominal of a resource the preemptor needs.
+  virtual bool borrowing(std::uint32_t queue) const = 0;
+  // Fair sharing: a queue's weighted share now; the preemptor's queue's with the preemptor
+  // added; the candidate's queue's without the candidate.
+  virtual double share(std::uint32_t queue) const = 0;
+  virtual double preemptor_share() const = 0;
+  virtual double share_without(const Candidate& c) const = 0;
+
+ protected:
+  ~World() = default;
+};
+
+// Whether the policy lets the preemptor take this candidate at all (its queue's borrowing is
+// checked later, as victims are taken). Jobs already stopping are always allowed.
+bool eligible(const Preemptor& p, const Candidate& c);
+
+// The victim order: stopping first, other queues before the preemptor's own, lower priority,
+// most recently admitted, then id.
+bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preemptor_queue);
+
+// The minimal set of victims that lets the preemptor fit, or empty when none does. Candidates
+// must be eligible; they are sorted here.
+std::vector<Target> find_victims(const Preemptor& p, std::vector<Candidate> candidates, World& world);
+
+}  // namespace gpuq::preemption

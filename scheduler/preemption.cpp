@@ -1,0 +1,327 @@
+// Preemption wired into the engine: the candidates, the World that preemption/ searches over,
+// and what a found victim set does (preemption/README.md). A preemptor's quota and placement are
+// booked as soon as its victims are chosen, so the capacity they free cannot be taken by a third
+// job while they stop (the classic preemption livelock); the victims keep only what the
+// preemptor does not need until they have stopped.
+#include <algorithm>
+#include <span>
+
+#include "drf/share.hpp"
+#include "scheduler/engine.hpp"
+#include "scheduler/placement.hpp"
+
+namespace gpuq {
+
+// The engine's state as the victim search sees it, for one preemptor on one flavor. remove() and
+// restore() change the quota book and the nodes directly (not through release()): the search
+// undoes everything before it returns, and nothing else runs meanwhile.
+class Engine::VictimWorld final : public preemption::World {
+ public:
+  VictimWorld(Engine& e, std::uint32_t j, FlavorId f) : e_(e), job_(e.jobs_[j]), f_(f) {}
+
+  void remove(const preemption::Candidate& c) override {
+    Job& v = e_.jobs_[c.job];
+    for (auto it = v.slots.rbegin(); it != v.slots.rend(); ++it) e_.cluster_.release(*it);
+    if (c.preempting) return;  // its quota is already released
+    if (v.flavor != kNoFlavor) e_.quota_.remove(v.queue, v.flavor, v.total);
+    e_.queues_[v.queue].usage_all_flavors -= v.total;
+  }
+
+  void restore(const preemption::Candidate& c) override {
+    Job& v = e_.jobs_[c.job];
+    for (const PodSlot& s : v.slots) e_.cluster_.retake(s);
+    if (c.preempting) return;
+    if (v.flavor != kNoFlavor) e_.quota_.add(v.queue, v.flavor, v.total);
+    e_.queues_[v.queue].usage_all_flavors += v.total;
+  }
+
+  bool fits(bool allow_borrowing) override {
+    if (f_ != kNoFlavor) {
+      if (e_.quota_.check(job_.queue, f_, job_.total)) return false;
+      if (!allow_borrowing && !e_.quota_.within_nominal(job_.queue, f_, job_.total)) return false;
+    }
+    if (e_.config_.quota_only) return true;
+    PlacementRequest req{f_, job_.queue, job_.spec.exclusive, &job_.spec.pod_sets,
+                         e_.config_.placement};
+    auto placed = place(e_.cluster_, e_.topology_, req);
+    if (!placed) return false;
+    for (auto it = placed->rbegin(); it != placed->rend(); ++it) e_.cluster_.release(*it);
+    return true;
+  }
+
+  bool borrowing(std::uint32_t q) const override {
+    if (f_ == kNoFlavor) return false;
+    const auto& qq = e_.quota_.queue(q);
+    const ResourceVec& used = e_.quota_.usage(q, f_);
+    for (ResourceId r = 0; r < kMaxResources; ++r) {
+      if (job_.total[r] <= 0) continue;  // not a resource the preemptor contests
+      if (qq.unlimited) {
+        if (used[r] > 0) return true;  // no quota: nominal 0, all of it is borrowed
+      } else if (qq.rows[f_].present && qq.rows[f_].listed[r] && used[r] > qq.rows[f_].nominal[r]) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  double share(std::uint32_t q) const override { return share_with(q, nullptr); }
+
+  double preemptor_share() const override { return share_with(job_.queue, &job_.total); }
+
+  double share_without(const preemption::Candidate& c) const override {
+    if (c.preempting) return share(c.queue);
+    const ResourceVec minus = ResourceVec{} - e_.jobs_[c.job].total;
+    return share_with(c.queue, &minus);
+  }
+
+ private:
+  // Kueue's borrowing share; for a queue without quotas, the classic DRF share.
+  double share_with(std::uint32_t q, const ResourceVec* extra) const {
+    const auto& qq = e_.quota_.queue(q);
+    if (!qq.unlimited) return e_.quota_.borrowing_share(q, f_, extra);
+    ResourceVec usage = e_.queues_[q].usage_all_flavors;
+    if (extra != nullptr) usage += *extra;
+    return drf::dominant_share(std::span<const Quantity>(usage.v),
+                               std::span<const Quantity>(e_.capacity_all_.v), qq.weight);
+  }
+
+  Engine& e_;
+  const Job& job_;
+  FlavorId f_;
+};
+
+std::tuple<std::int32_t, std::uint64_t, std::uint32_t> Engine::holding_key(std::uint32_t j) const {
+  return {jobs_[j].spec.priority, UINT64_MAX - admission_seq_[j], j};
+}
+
+std::vector<preemption::Candidate> Engine::preemption_candidates(const Job& job, FlavorId f,
+                                                                 const preemption::Preemptor& p,
+                                                                 Time now) const {
+  std::vector<preemption::Candidate> out;
+  auto describe = [&](std::uint32_t v, bool preempting) {
+    const Job& vj = jobs_[v];
+    return preemption::Candidate{v,
+                                 vj.queue,
+                                 vj.spec.priority,
+                                 vj.spec.submitted_at,
+                                 vj.order,
+                                 admission_seq_[v],
+                                 vj.spec.id.value,
+                                 preempting};
+  };
+  // Jobs already stopping free node room only: useless when no nodes are modelled.
+  if (!config_.quota_only)
+    for (std::uint32_t v : preempting_)
+      if (jobs_[v].flavor == f && !jobs_[v].slots.empty()) out.push_back(describe(v, true));
+
+  std::vector<QueueIdx> sources;
+  if (p.policy.within_queue != WithinQueuePolicy::kNever) sources.push_back(job.queue);
+  if (p.policy.reclaim_within_cohort != ReclaimPolicy::kNever)
+    if (const auto* cohort = quota_.cohort_of(job.queue))
+      for (QueueIdx q : cohort->members)
+        if (q != job.queue) sources.push_back(q);
+  for (QueueIdx q : sources) {
+    const Time min_runtime = queues_[q].spec.preemption.min_runtime;
+    const bool any_priority = q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny;
+    for (const auto& key : queues_[q].holding) {
+      // Ordered by priority: past the preemptor's, only `Any` (or an equal priority under
+      // LowerOrNewerEqualPriority) can still yield candidates.
+      if (!any_priority && std::get<0>(key) > job.spec.priority) break;
+      const std::uint32_t v = std::get<2>(key);
+      const Job& vj = jobs_[v];
+      if (vj.flavor != f || !vj.spec.preemptible || vj.admitted_cycle == cycle_ ||
+          now - vj.admitted_at < min_runtime)
+        continue;
+      preemption::Candidate c = describe(v, false);
+      if (preemption::eligible(p, c)) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) {
+  Job& job = jobs_[j];
+  const QueueSpec& spec = queues_[job.queue].spec;
+  if (!spec.preemption.enabled()) return false;
+  const std::uint64_t memo = job.shape * 0x9e3779b97f4a7c15ULL ^ job.queue;
+  if (auto it = preemption_failed_.find(memo);
+      it != preemption_failed_.end() && job.spec.priority <= it->second) {
+    job.wait.preemption_found_nothing = true;
+    return false;
+  }
+  preemption::Preemptor p;
+  p.queue = job.queue;
+  p.priority = job.spec.priority;
+  p.submitted_at = job.spec.submitted_at;
+  p.submit_order = job.order;
+  p.policy = spec.preemption;
+  p.fair = config_.fair_sharing;
+  for (FlavorId f : job.candidates) {
+    p.under_nominal = false;
+    p.within_nominal_after = false;
+    if (f != kNoFlavor && !quota_.queue(job.queue).unlimited) {
+      const auto& row = quota_.queue(job.queue).rows[f];
+      const ResourceVec& used = quota_.usage(job.queue, f);
+      p.under_nominal = true;
+      for (ResourceId r = 0; r < kMaxResources; ++r)
+        if (job.total[r] > 0 && row.listed[r] && used[r] >= row.nominal[r]) p.under_nominal = false;
+      p.within_nominal_after = quota_.within_nominal(job.queue, f, job.total);
+    }
+    auto candidates = preemption_candidates(job, f, p, now);
+    if (candidates.empty()) continue;
+    VictimWorld world(*this, j, f);
+    auto targets = preemption::find_victims(p, std::move(candidates), world);
+    if (targets.empty()) continue;
+    commit_preemption(j, f, targets, now, out);
+    preemption_failed_.clear();  // quota was released: earlier failures may succeed now
+    return true;
+  }
+  auto [it, fresh] = preemption_failed_.try_emplace(memo, job.spec.priority);
+  if (!fresh) it->second = std::max(it->second, job.spec.priority);
+  job.wait.preemption_found_nothing = true;
+  return false;
+}
+
+void Engine::commit_preemption(std::uint32_t j, FlavorId f,
+                               const std::vector<preemption::Target>& targets, Time now,
+                               std::vector<Decision>& out) {
+  Job& job = jobs_[j];
+  // What each victim holds on the nodes now, freed so the preemptor can be placed where the
+  // search found room; what the preemptor does not take is given back to the victim below.
+  std::vector<std::vector<PodSlot>> held(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::uint32_t v = targets[i].victim.job;
+    Job& victim = jobs_[v];
+    held[i] = std::move(victim.slots);
+    victim.slots.clear();
+    for (auto it = held[i].rbegin(); it != held[i].rend(); ++it) cluster_.release(*it);
+    if (!targets[i].victim.preempting) {
+      history_.advance(victim.queue, queues_[victim.queue].usage_all_flavors, now);
+      if (victim.flavor != kNoFlavor) quota_.remove(victim.queue, victim.flavor, victim.total);
+      queues_[victim.queue].usage_all_flavors -= victim.total;
+      --queues_[victim.queue].admitted;
+      queues_[victim.queue].holding.erase(holding_key(v));
+      preempting_.insert(v);
+      const JobState from = victim.state;
+      victim.state = JobState::kPreempting;
+      victim.preempted_by = job.spec.id;
+      victim.preempt_reason = targets[i].reason;
+      emit(victim, from, now,
+           std::string("preempted by ") + job.spec.id.value + " (" + to_string(targets[i].reason) + ")");
+      out.emplace_back(Preemption{victim.spec.id, victim.spec.queue, job.spec.id, targets[i].reason,
+                                  victim.spec.grace_period});
+    }
+    if (std::find(victim.preemptors.begin(), victim.preemptors.end(), j) == victim.preemptors.end())
+      victim.preemptors.push_back(j);
+    job.waiting_on.push_back(v);
+  }
+
+  // The booking: the preemptor's quota and placement, exactly as the search found them.
+  history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
+  std::vector<PodSlot> slots;
+  if (!config_.quota_only) {
+    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement};
+    auto placed = place(cluster_, topology_, req);
+    // The search proved it fits in exactly this state, and place() is deterministic.
+    if (placed) slots = std::move(*placed);
+  }
+  if (f != kNoFlavor) quota_.add(job.queue, f, job.total);
+  queues_[job.queue].usage_all_flavors += job.total;
+  remove_pending(j);
+  job.flavor = f;
+  job.slots = std::move(slots);
+  job.reserved = true;
+  job.wait = {};
+  reserved_.insert(j);
+
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    jobs_[targets[i].victim.job].slots = retake_residual(held[i]);
+}
+
+// What of a stopping victim's slots is still free after its preemptor was placed: booked to it
+// again, so nothing else is placed on a GPU it still uses. A slot untouched by the preemptor is
+// taken back whole; one it overlaps is split into its CPU/memory part and one slot per GPU.
+std::vector<PodSlot> Engine::retake_residual(const std::vector<PodSlot>& held) {
+  std::vector<PodSlot> out;
+  for (PodSlot s : held) {
+    s.exclusive = false;  // a stopping job no longer keeps other tenants away
+    const Node& node = cluster_.node(s.node);
+    bool whole = true;
+    for (auto g : s.gpus) whole = whole && node.gpu_free[g] >= s.milli_per_gpu;
+    for (std::size_t r = 1; r < kMaxResources; ++r)
+      whole = whole && s.resources.v[r] <= node.capacity.v[r] - node.used.v[r];
+    if (whole) {
+      cluster_.retake(s);
+      out.push_back(std::move(s));
+      continue;
+    }
+    PodSlot rest{s.node, {}, 0, {}, s.queue, false};
+    for (std::size_t r = 1; r < kMaxResources; ++r)
+      rest.resources.v[r] = std::max<Quantity>(
+          0, std::min(s.resources.v[r], node.capacity.v[r] - node.used.v[r]));
+    if (!rest.resources.is_zero()) {
+      cluster_.retake(rest);
+      out.push_back(std::move(rest));
+    }
+    for (auto g : s.gpus) {
+      const auto milli = std::min(s.milli_per_gpu, cluster_.node(s.node).gpu_free[g]);
+      if (milli <= 0) continue;
+      PodSlot part{s.node, {g}, milli, {}, s.queue, false};
+      part.resources[kGpu] = milli;
+      cluster_.retake(part);
+      out.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
+// A victim has stopped: what it still held is free, and its preemptors stop waiting for it.
+void Engine::victim_stopped(std::uint32_t v, Time /*now*/) {
+  Job& victim = jobs_[v];
+  for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
+  victim.slots.clear();
+  victim.flavor = kNoFlavor;
+  active_.erase({admission_seq_[v], v});
+  preempting_.erase(v);
+  for (std::uint32_t p : victim.preemptors) std::erase(jobs_[p].waiting_on, v);
+  victim.preemptors.clear();
+}
+
+// The preemptor gives its booking back (cancelled, or a node of its booking was lost).
+void Engine::drop_reservation(std::uint32_t j, Time now) {
+  Job& job = jobs_[j];
+  history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
+  for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
+  job.slots.clear();
+  if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
+  queues_[job.queue].usage_all_flavors -= job.total;
+  job.flavor = kNoFlavor;
+  for (std::uint32_t v : job.waiting_on) std::erase(jobs_[v].preemptors, j);
+  job.waiting_on.clear();
+  job.reserved = false;
+  reserved_.erase(j);
+}
+
+// Every victim has stopped: the preemptor is admitted where it was booked.
+void Engine::admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out) {
+  Job& job = jobs_[j];
+  job.reserved = false;
+  reserved_.erase(j);
+  job.admitted_at = now;
+  job.admitted_cycle = cycle_;
+  job.state = JobState::kAdmitted;
+  ++queues_[job.queue].admitted;
+  admission_seq_[j] = next_admission_++;
+  active_.emplace(admission_seq_[j], j);
+  queues_[job.queue].holding.insert(holding_key(j));
+  emit(job, JobState::kPending, now, "its preempted jobs have stopped");
+  out.emplace_back(describe_admission(job));
+}
+
+std::vector<const Job*> Engine::reserved_jobs() const {
+  std::vector<const Job*> out;
+  for (std::uint32_t j : reserved_) out.push_back(&jobs_[j]);
+  return out;
+}
+
+}  // namespace gpuq
