@@ -200,6 +200,7 @@ class Engine {
   void drop_reservation(std::uint32_t j, Time now);
   void admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out);
   std::tuple<std::int32_t, std::uint64_t, std::uint32_t> holding_key(std::uint32_t j) const;
+  bool borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const;
 
   enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;

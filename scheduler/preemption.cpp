@@ -49,20 +49,7 @@ class Engine::VictimWorld final : public preemption::World {
     return true;
   }
 
-  bool borrowing(std::uint32_t q) const override {
-    if (f_ == kNoFlavor) return false;
-    const auto& qq = e_.quota_.queue(q);
-    const ResourceVec& used = e_.quota_.usage(q, f_);
-    for (ResourceId r = 0; r < kMaxResources; ++r) {
-      if (job_.total[r] <= 0) continue;  // not a resource the preemptor contests
-      if (qq.unlimited) {
-        if (used[r] > 0) return true;  // no quota: nominal 0, all of it is borrowed
-      } else if (qq.rows[f_].present && qq.rows[f_].listed[r] && used[r] > qq.rows[f_].nominal[r]) {
-        return true;
-      }
-    }
-    return false;
-  }
+  bool borrowing(std::uint32_t q) const override { return e_.borrowing_on(q, f_, job_.total); }
 
   double share(std::uint32_t q) const override { return share_with(q, nullptr); }
 
@@ -89,6 +76,23 @@ class Engine::VictimWorld final : public preemption::World {
   const Job& job_;
   FlavorId f_;
 };
+
+// Whether queue q uses more than its nominal, on flavor f, of a resource that `need` asks for.
+// A queue without quotas has nominal 0: all it uses is borrowed.
+bool Engine::borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const {
+  if (f == kNoFlavor) return false;
+  const auto& qq = quota_.queue(q);
+  const ResourceVec& used = quota_.usage(q, f);
+  for (ResourceId r = 0; r < kMaxResources; ++r) {
+    if (need[r] <= 0) continue;
+    if (qq.unlimited) {
+      if (used[r] > 0) return true;
+    } else if (qq.rows[f].present && qq.rows[f].listed[r] && used[r] > qq.rows[f].nominal[r]) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::tuple<std::int32_t, std::uint64_t, std::uint32_t> Engine::holding_key(std::uint32_t j) const {
   return {jobs_[j].spec.priority, UINT64_MAX - admission_seq_[j], j};
@@ -121,6 +125,8 @@ std::vector<preemption::Candidate> Engine::preemption_candidates(const Job& job,
       for (QueueIdx q : cohort->members)
         if (q != job.queue) sources.push_back(q);
   for (QueueIdx q : sources) {
+    // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
+    if (q != job.queue && !borrowing_on(q, f, job.total)) continue;
     const Time min_runtime = queues_[q].spec.preemption.min_runtime;
     const bool any_priority = q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny;
     for (const auto& key : queues_[q].holding) {

@@ -1,0 +1,168 @@
+// Preemption through the engine: victims stop with a grace period, the capacity they free is
+// booked for the preemptor (no third job takes it), and the booking is given up when the
+// preemptor is cancelled or its node is lost.
+#include <doctest/doctest.h>
+
+#include "tests/support/builders.hpp"
+
+using namespace gpuq;
+using namespace gpuq::test;
+
+namespace {
+
+std::vector<std::string> preempted_ids(const std::vector<Decision>& ds) {
+  std::vector<std::string> out;
+  for (const auto& d : ds)
+    if (const auto* p = std::get_if<Preemption>(&d))
+      out.push_back(p->job.value + " by " + p->by.value + " " + to_string(p->reason));
+  return out;
+}
+
+// One queue of 8 GPUs on one 8-GPU node, preempting lower priorities; `low` (6 GPUs, priority
+// 0) and `mid` (2 GPUs, priority 5) run.
+Engine full_node() {
+  Engine e;
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(16)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  REQUIRE(e.apply_queue(q).ok());
+  REQUIRE(e.apply_queue(queue("other", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  JobSpec low = job("low", "q", res(gpus(6)), 1, 0);
+  low.grace_period = 45;
+  REQUIRE(e.submit(low, 0).ok());
+  REQUIRE(e.submit(job("mid", "q", res(gpus(2)), 1, 5), 0).ok());
+  REQUIRE(admitted_ids(e.schedule(1)).size() == 2);
+  REQUIRE(e.observe(JobStarted{JobId("low")}, 2).ok());
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a victim is stopped with its grace period; the preemptor waits, then runs where it was booked") {
+  Engine e = full_node();
+  (void)e.take_events();
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+  auto ds = e.schedule(10);
+  CHECK(preempted_ids(ds) == std::vector<std::string>{"low by high InQueue"});
+  CHECK(std::get<Preemption>(ds[0]).grace_period == 45);
+  CHECK(e.job(JobId("low"))->state == JobState::kPreempting);
+  const Job* high = e.job(JobId("high"));
+  CHECK(high->state == JobState::kPending);
+  CHECK(high->reserved);
+  CHECK(e.pending_reason(*high) == "waiting for 1 preempted job to stop");
+  const std::vector<PodSlot> booked = high->slots;
+  REQUIRE(booked.size() == 1);
+
+  // Nothing changes until the victim has stopped.
+  CHECK(e.schedule(20).empty());
+  REQUIRE(e.observe(JobStopped{JobId("low")}, 55).ok());
+  const Job* low = e.job(JobId("low"));
+  CHECK(low->state == JobState::kPending);
+  CHECK(low->preemptions == 1);
+  auto events = e.take_events();
+  REQUIRE(!events.empty());
+  CHECK(events.back().reason == "preempted by high (InQueue)");
+  CHECK(events.back().from == JobState::kPreempting);
+
+  ds = e.schedule(56);
+  REQUIRE(admitted_ids(ds) == std::vector<std::string>{"high"});
+  CHECK(e.job(JobId("high"))->state == JobState::kAdmitted);
+  CHECK(e.job(JobId("high"))->slots.front().gpus == booked.front().gpus);
+  // low (6 GPUs) waits: 4 + 2 of 8 are used.
+  CHECK(e.job(JobId("low"))->state == JobState::kPending);
+}
+
+TEST_CASE("what the victims free is booked: a third job cannot take it while they stop") {
+  Engine e = full_node();
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+  REQUIRE(preempted_ids(e.schedule(10)).size() == 1);
+  // A job of another queue that would fit in what `low` frees (2 GPUs beyond high's 4): while
+  // low still runs, its residual is booked to it, so not even those 2 GPUs are handed out.
+  REQUIRE(e.submit(job("thief", "other", res(gpus(2)), 1, 100), 11).ok());
+  CHECK(e.schedule(11).empty());
+  CHECK(e.job(JobId("thief"))->state == JobState::kPending);
+  // The node: mid 2 + high's booking 4 + low's residual 2.
+  CHECK(e.cluster().node(0).used[kGpu] == gpus(8));
+  REQUIRE(e.observe(JobStopped{JobId("low")}, 12).ok());
+  CHECK(admitted_ids(e.schedule(12)) == std::vector<std::string>{"high", "thief"});
+}
+
+TEST_CASE("cancelling the preemptor drops its booking; its victims still stop") {
+  Engine e = full_node();
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+  REQUIRE(preempted_ids(e.schedule(10)).size() == 1);
+  REQUIRE(e.cancel(JobId("high"), 11).ok());
+  CHECK(e.job(JobId("high"))->state == JobState::kCancelled);
+  CHECK(e.reserved_jobs().empty());
+  CHECK(e.quotas().usage(*e.queue_index(QueueName("q")), 0)[kGpu] == gpus(2));
+  CHECK(e.job(JobId("low"))->state == JobState::kPreempting);
+  REQUIRE(e.observe(JobStopped{JobId("low")}, 12).ok());
+  CHECK(e.cluster().node(0).used[kGpu] == gpus(2));
+  // low is back at its place and fits again.
+  CHECK(admitted_ids(e.schedule(13)) == std::vector<std::string>{"low"});
+}
+
+TEST_CASE("a node of the booking lost: the preemptor goes back to its queue") {
+  Engine e = full_node();
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+  REQUIRE(preempted_ids(e.schedule(10)).size() == 1);
+  REQUIRE(e.observe(NodeLost{"n1"}, 11).ok());
+  const Job* high = e.job(JobId("high"));
+  CHECK(high->state == JobState::kPending);
+  CHECK_FALSE(high->reserved);
+  CHECK(high->slots.empty());
+  const Job* low = e.job(JobId("low"));
+  CHECK(low->state == JobState::kPending);  // it was stopping: counted as preempted
+  CHECK(low->preemptions == 1);
+  CHECK(e.quotas().usage(*e.queue_index(QueueName("q")), 0)[kGpu] == 0);
+  CHECK(e.cluster().node(0).used.is_zero());
+}
+
+TEST_CASE("a victim that finishes by itself while stopping is requeued as preempted") {
+  Engine e = full_node();
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+  REQUIRE(preempted_ids(e.schedule(10)).size() == 1);
+  REQUIRE(e.observe(JobFinished{JobId("low"), 143, {}}, 11).ok());
+  CHECK(e.job(JobId("low"))->state == JobState::kPending);
+  CHECK(admitted_ids(e.schedule(12)) == std::vector<std::string>{"high"});
+}
+
+TEST_CASE("JobStopped is only for a job that was asked to stop") {
+  Engine e = full_node();
+  CHECK(e.observe(JobStopped{JobId("mid")}, 3).code() == ErrorCode::kFailedPrecondition);
+  CHECK(e.observe(JobStopped{JobId("ghost")}, 3).code() == ErrorCode::kNotFound);
+  CHECK(e.job(JobId("mid"))->state == JobState::kAdmitted);
+}
+
+TEST_CASE("a job admitted in a cycle is not a victim in that same cycle") {
+  Engine e;
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  REQUIRE(e.apply_queue(q).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(e.submit(job("high", "q", res(gpus(8)), 1, 10), 0).ok());
+  REQUIRE(e.submit(job("low", "q", res(gpus(8)), 1, 0), 0).ok());
+  auto ds = e.schedule(0);
+  CHECK(admitted_ids(ds) == std::vector<std::string>{"high"});
+  CHECK(preempted_ids(ds).empty());
+}
+
+TEST_CASE("minRuntime protects a young job; preemptible false protects any job") {
+  Engine e;
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  q.preemption.min_runtime = 100;
+  REQUIRE(e.apply_queue(q).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  JobSpec keep = job("keep", "q", res(gpus(4)), 1, 0);
+  keep.preemptible = false;
+  REQUIRE(e.submit(keep, 0).ok());
+  REQUIRE(e.schedule(0).size() == 1);
+  REQUIRE(e.submit(job("young", "q", res(gpus(4)), 1, 0), 50).ok());
+  REQUIRE(e.schedule(50).size() == 1);
+  REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 60).ok());
+  CHECK(preempted_ids(e.schedule(60)).empty());  // young has run 10 s of its 100
+  CHECK(e.pending_reason(*e.job(JobId("high"))).find("no preemption its queue allows") !=
+        std::string::npos);
+  CHECK(preempted_ids(e.schedule(150)) == std::vector<std::string>{"young by high InQueue"});
+}
