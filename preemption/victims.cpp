@@ -217,7 +217,6 @@ class Search {
 }  // namespace
 
 bool eligible(const Preemptor& p, const Candidate& c) {
-  if (c.preempting) return true;
   if (c.queue == p.queue) {
     switch (p.policy.within_queue) {
       case WithinQueuePolicy::kNever: return false;
@@ -243,6 +242,7 @@ bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preempt
   const bool b_other = b.queue != preemptor_queue;
   if (a_other != b_other) return a_other;
   if (a.priority != b.priority) return a.priority < b.priority;
+  if (a.admitted_at != b.admitted_at) return a.admitted_at > b.admitted_at;
   if (a.admission != b.admission) return a.admission > b.admission;
   return a.id < b.id;
 }

@@ -18,7 +18,8 @@ struct Candidate {
   std::int32_t priority = 0;
   std::int64_t submitted_at = 0;
   std::uint64_t submit_order = 0;  // tie-break between equal submission times
-  std::uint64_t admission = 0;     // admission sequence: higher is more recent
+  std::int64_t admitted_at = 0;    // admission time: later is more recent
+  std::uint64_t admission = 0;     // admission sequence: higher is more recent at equal times
   std::string_view id;             // unique: the last tie-break of every order
   bool preempting = false;         // already stopping for another preemptor
 };
@@ -65,7 +66,9 @@ class World {
 };
 
 // Whether the policy lets the preemptor take this candidate at all (its queue's borrowing is
-// checked later, as victims are taken). Jobs already stopping are always allowed.
+// checked later, as victims are taken, except for jobs already stopping: their quota is gone).
+// The same rules hold for jobs already stopping, as in Kueue: a job may wait for another's
+// victim only if it could have chosen that victim itself.
 bool eligible(const Preemptor& p, const Candidate& c);
 
 // The victim order: stopping first, other queues before the preemptor's own, lower priority,

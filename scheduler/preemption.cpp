@@ -109,21 +109,28 @@ std::vector<preemption::Candidate> Engine::preemption_candidates(const Job& job,
                                  vj.spec.priority,
                                  vj.spec.submitted_at,
                                  vj.order,
+                                 vj.admitted_at,
                                  admission_seq_[v],
                                  vj.spec.id.value,
                                  preempting};
   };
-  // Jobs already stopping free node room only: useless when no nodes are modelled.
-  if (!config_.quota_only)
-    for (std::uint32_t v : preempting_)
-      if (jobs_[v].flavor == f && !jobs_[v].slots.empty()) out.push_back(describe(v, true));
-
   std::vector<QueueIdx> sources;
   if (p.policy.within_queue != WithinQueuePolicy::kNever) sources.push_back(job.queue);
   if (p.policy.reclaim_within_cohort != ReclaimPolicy::kNever)
     if (const auto* cohort = quota_.cohort_of(job.queue))
       for (QueueIdx q : cohort->members)
         if (q != job.queue) sources.push_back(q);
+  // Jobs already stopping, from the same queues and under the same rules: waiting for them
+  // frees node room only (their quota is gone), so they are useless without nodes.
+  if (!config_.quota_only)
+    for (std::uint32_t v : preempting_) {
+      const Job& vj = jobs_[v];
+      if (vj.flavor != f || vj.slots.empty() ||
+          std::find(sources.begin(), sources.end(), vj.queue) == sources.end())
+        continue;
+      preemption::Candidate c = describe(v, true);
+      if (preemption::eligible(p, c)) out.push_back(c);
+    }
   for (QueueIdx q : sources) {
     // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
     if (q != job.queue && !borrowing_on(q, f, job.total)) continue;

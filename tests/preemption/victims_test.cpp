@@ -70,7 +70,7 @@ Candidate cand(std::uint32_t job, std::uint32_t queue, std::int32_t priority, st
                bool preempting = false) {
   ids().reserve(1000);
   ids().push_back("j" + std::to_string(job));
-  return Candidate{job, queue, priority, 0, job, admission, ids().back(), preempting};
+  return Candidate{job, queue, priority, 0, job, 0, admission, ids().back(), preempting};
 }
 
 std::vector<std::string> victims(const std::vector<Target>& targets) {
@@ -111,7 +111,7 @@ TEST_CASE("eligibility follows withinQueue and reclaimWithinCohort") {
 
   p.policy.within_queue = WithinQueuePolicy::kNever;
   CHECK_FALSE(eligible(p, lower));
-  CHECK(eligible(p, cand(9, 0, 9, 1, /*preempting=*/true)));  // stopping anyway
+  CHECK_FALSE(eligible(p, cand(9, 0, 0, 1, /*preempting=*/true)));  // the same rules
   p.policy.within_queue = WithinQueuePolicy::kLowerPriority;
   CHECK(eligible(p, lower));
   CHECK_FALSE(eligible(p, equal_newer));
