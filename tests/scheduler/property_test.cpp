@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "tests/scheduler/invariants.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace gpuq;
@@ -86,134 +87,6 @@ JobSpec random_job(World& w, int id, int queues, Time now) {
   return j;
 }
 
-// Recomputes node and GPU use from the admitted jobs and checks them against capacity and
-// against the engine's own counters.
-void check_nodes(const Engine& e, const std::vector<std::string>& ids) {
-  const auto& nodes = e.cluster().nodes();
-  std::vector<ResourceVec> used(nodes.size());
-  std::vector<std::vector<Quantity>> gpu_used(nodes.size());
-  for (std::size_t n = 0; n < nodes.size(); ++n) gpu_used[n].assign(nodes[n].gpu_free.size(), 0);
-  for (const auto& id : ids) {
-    const Job* j = e.job(JobId(id));
-    if (!j || !j->holds_resources()) continue;
-    std::int64_t pods = 0;
-    for (const auto& s : j->spec.pod_sets) pods += s.count;
-    // Gangs are all or nothing: every pod has a slot, on a node of the job's flavor.
-    REQUIRE(static_cast<std::int64_t>(j->slots.size()) == pods);
-    for (const PodSlot& s : j->slots) {
-      REQUIRE(nodes[s.node].flavor == j->flavor);
-      used[s.node] += s.resources;
-      for (auto g : s.gpus) gpu_used[s.node][g] += s.milli_per_gpu;
-    }
-  }
-  for (std::size_t n = 0; n < nodes.size(); ++n) {
-    CAPTURE(nodes[n].name);
-    REQUIRE(used[n] == nodes[n].used);
-    REQUIRE(used[n].fits_in(nodes[n].capacity));
-    for (std::size_t g = 0; g < gpu_used[n].size(); ++g) {
-      REQUIRE(gpu_used[n][g] <= 1000);
-      REQUIRE(gpu_used[n][g] + nodes[n].gpu_free[g] == 1000);
-    }
-  }
-}
-
-// The per-domain free-GPU counters the cluster keeps equal a recount over the domain's nodes.
-void check_domains(const Engine& e) {
-  const Topology& t = e.topology();
-  const auto& nodes = e.cluster().nodes();
-  for (std::size_t l = 0; l < t.level_count(); ++l)
-    for (std::uint32_t d = 0; d < t.domains(l).size(); ++d)
-      for (FlavorId f = 0; f < kFlavors.size(); ++f) {
-        Quantity free = 0;
-        for (NodeIdx n : t.domains(l)[d].nodes)
-          if (nodes[n].flavor == f && nodes[n].schedulable() && nodes[n].dedicated == kNoQueue)
-            free += nodes[n].capacity[kGpu] - nodes[n].used[kGpu];
-        REQUIRE(e.cluster().domain_free(l, d, f) == free);
-      }
-}
-
-// Every queue within nominal + borrowingLimit (exactly nominal without a cohort), and every
-// cohort's pool within the sum of its members' lendable quota.
-void check_quotas(const Engine& e, const std::vector<std::string>& ids) {
-  std::map<std::pair<QueueIdx, FlavorId>, ResourceVec> usage;
-  for (const auto& id : ids) {
-    const Job* j = e.job(JobId(id));
-    if (j && j->holds_resources()) usage[{j->queue, j->flavor}] += j->total;
-  }
-  const QuotaBook& qb = e.quotas();
-  for (QueueIdx q = 0; q < e.queue_count(); ++q) {
-    const auto& spec = e.queue_spec(q);
-    for (const FlavorQuota& fq : spec.quotas) {
-      FlavorId f = *e.flavor_id(fq.flavor);
-      ResourceVec u = usage[{q, f}];
-      REQUIRE(u == qb.usage(q, f));
-      for (const auto& [r, quota] : fq.resources) {
-        CAPTURE(spec.name.value);
-        Quantity cap = spec.cohort.empty() ? quota.nominal
-                       : quota.borrowing_limit ? quota.nominal + *quota.borrowing_limit
-                                               : kUnbounded;
-        REQUIRE(u[r] <= cap);
-      }
-    }
-  }
-  for (const auto& c : qb.cohorts())
-    for (std::size_t f = 0; f < c.used.size(); ++f)
-      for (ResourceId r = 0; r < kMaxResources; ++r) {
-        Quantity drawn = 0;
-        for (QueueIdx q : c.members) {
-          const auto& row = qb.queue(q).rows[f];
-          if (row.present && row.listed[r])
-            drawn += std::max<Quantity>(0, usage[{q, static_cast<FlavorId>(f)}][r] - row.guaranteed[r]);
-        }
-        REQUIRE(drawn == c.used[f][r]);
-        REQUIRE(drawn <= c.lendable[f][r]);
-      }
-}
-
-std::string describe_cluster(const Engine& e) {
-  std::ostringstream out;
-  for (const Node& n : e.cluster().nodes()) {
-    out << n.name << " " << e.flavor_name(n.flavor) << " state=" << to_string(n.state)
-        << " ded=" << n.dedicated << " excl=" << n.exclusive_queue << " cpu=" << n.used[kCpu] << "/"
-        << n.capacity[kCpu] << " mem=" << n.used[kMemory] << "/" << n.capacity[kMemory] << " gpus=";
-    for (auto g : n.gpu_free) out << g << ",";
-    out << " tenants=";
-    for (auto [q, c] : n.tenants) out << q << ":" << c << ",";
-    out << "\n";
-  }
-  return out.str();
-}
-
-std::string describe_job(const Job& j) {
-  std::ostringstream out;
-  out << j.spec.id.value << " q=" << j.queue << " excl=" << j.spec.exclusive << " sets=";
-  for (const auto& s : j.spec.pod_sets)
-    out << s.count << "x{gpu " << s.per_pod[kGpu] << " cpu " << s.per_pod[kCpu] << " mem " << s.per_pod[kMemory] << "} ";
-  return out.str();
-}
-
-// The cycle kept admitting until nothing more fit: no pending job that BestEffortFIFO would have
-// tried (and no StrictFIFO head) could be admitted now. This covers "a queue under its nominal
-// whose head fits the free capacity is admitted in that cycle".
-void check_maximal(Engine& e) {
-  std::vector<const Job*> pending = e.pending_in_submission_order();
-  std::map<QueueIdx, const Job*> head;
-  for (const Job* j : pending) {
-    auto it = head.find(j->queue);
-    auto key = [](const Job* x) { return std::tuple(-x->spec.priority, x->spec.submitted_at, x->order); };
-    if (it == head.end() || key(j) < key(it->second)) head[j->queue] = j;
-  }
-  for (const Job* j : pending) {
-    bool strict = e.queue_spec(j->queue).strategy == QueueingStrategy::kStrictFIFO;
-    if (strict && head[j->queue] != j) continue;
-    CAPTURE(j->spec.id.value);
-    CAPTURE(e.pending_reason(*j));
-    CAPTURE(describe_job(*j));
-    CAPTURE(describe_cluster(e));
-    REQUIRE_FALSE(e.admissible_now(j->spec.id));
-  }
-}
-
 std::string serialize(const std::vector<Decision>& ds, const std::vector<Event>& events) {
   std::ostringstream out;
   for (const auto& d : ds) {
@@ -278,9 +151,10 @@ std::string run(std::uint64_t seed, bool check) {
     }
     transcript += serialize(decisions, events);
     if (check) {
-      check_nodes(e, ids);
-      check_domains(e);
-      check_quotas(e, ids);
+      const auto jobs = jobs_of(e, ids);
+      check_nodes(e, jobs);
+      check_domains(e, kFlavors.size());
+      check_quotas(e, jobs);
       check_maximal(e);
     }
   }
