@@ -349,7 +349,11 @@ class Harness {
     c.seconds = seconds_since(t0);
     std::vector<std::int64_t> admitted(pending_.size(), 0);
     for (const Decision& d : out) {
-      const auto& a = std::get<Admission>(d);
+      // Only admissions: no queue here has a preemption policy, and a Preemption (a victim
+      // chosen) is not an admission.
+      const auto* admission = std::get_if<Admission>(&d);
+      if (admission == nullptr) continue;
+      const Admission& a = *admission;
       ++admitted[static_cast<std::size_t>(queue_number(a.queue.value))];
       running_.push_back(a.job.value);
       const Job* job = engine_->job(a.job);

@@ -32,74 +32,173 @@ std::optional<std::int64_t> borrow_bound(const Preemptor& p) {
   return bound;
 }
 
-class Search {
+// A run's candidates as far as the search has pulled them; at(i) pulls more on demand. A
+// pointer it returns is good until the next at() on the same buffer.
+class Buffer {
  public:
-  Search(const Preemptor& p, World& world) : p_(p), world_(world) {}
-
-  std::vector<Target> classic(std::vector<Candidate> all) {
-    std::vector<Candidate> own;  // the preemptor's queue, and jobs stopping anyway
-    for (const Candidate& c : all)
-      if (!from_other_queue(c)) own.push_back(c);
-    if (own.size() == all.size()) return minimal(all, true, std::nullopt);
-    if (auto bound = borrow_bound(p_)) {
-      if (!p_.under_nominal)
-        std::erase_if(all, [&](const Candidate& c) { return from_other_queue(c) && c.priority >= *bound; });
-      return minimal(all, true, bound);
+  explicit Buffer(Run* run) : run_(run), queue_(run->queue()) {}
+  std::uint32_t queue() const { return queue_; }
+  const Candidate* at(std::size_t i) {
+    while (got_.size() <= i && !done_) {
+      if (auto c = run_->next())
+        got_.push_back(*c);
+      else
+        done_ = true;
     }
-    if (p_.under_nominal)
-      if (auto t = minimal(all, false, std::nullopt); !t.empty()) return t;
-    return minimal(own, true, std::nullopt);
+    return i < got_.size() ? &got_[i] : nullptr;
   }
 
-  std::vector<Target> fair(const std::vector<Candidate>& all) {
-    const auto bound = borrow_bound(p_);
-    std::vector<Candidate> first;  // jobs already stopping: no share check needed
-    std::map<std::uint32_t, std::vector<Candidate>> by_queue;  // in queue index order
-    for (const Candidate& c : all) {
-      if (c.preempting) first.push_back(c);
-      else by_queue[c.queue].push_back(c);
+ private:
+  Run* run_;
+  std::uint32_t queue_;
+  std::vector<Candidate> got_;
+  bool done_ = false;
+};
+
+// The classic victim order, produced lazily: the jobs already stopping, then the other queues'
+// runs merged (a heap of their heads), then the preemptor's own run. drop() ends the run of the
+// candidate next() returned last: the rest of that run is never looked at.
+class Order {
+ public:
+  Order(const std::vector<Candidate>& stopping, std::vector<Buffer>& buffers, std::uint32_t own,
+        bool with_others)
+      : stopping_(stopping), buffers_(buffers), own_(own) {
+    for (std::size_t b = 0; b < buffers_.size(); ++b) {
+      if (buffers_[b].queue() == own_) own_buffer_ = &buffers_[b];
+      else if (with_others) push(b, 0);
     }
-    for (const Candidate& c : first)
+  }
+
+  std::optional<Candidate> next() {
+    if (has_pending_) push(pending_buffer_, pending_pos_);
+    has_pending_ = false;
+    if (next_stopping_ < stopping_.size()) return stopping_[next_stopping_++];
+    if (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), later_);
+      const Head h = heap_.back();
+      heap_.pop_back();
+      has_pending_ = true;
+      pending_buffer_ = h.buffer;
+      pending_pos_ = h.pos + 1;
+      return h.c;
+    }
+    if (own_buffer_ != nullptr)
+      if (const Candidate* c = own_buffer_->at(next_own_++)) return *c;
+    return std::nullopt;
+  }
+
+  void drop() { has_pending_ = false; }
+
+ private:
+  struct Head {
+    Candidate c;
+    std::size_t buffer;
+    std::size_t pos;
+  };
+
+  void push(std::size_t b, std::size_t pos) {
+    if (const Candidate* c = buffers_[b].at(pos)) {
+      heap_.push_back(Head{*c, b, pos});
+      std::push_heap(heap_.begin(), heap_.end(), later_);
+    }
+  }
+
+  const std::vector<Candidate>& stopping_;
+  std::vector<Buffer>& buffers_;
+  std::uint32_t own_;
+  Buffer* own_buffer_ = nullptr;
+  std::size_t next_stopping_ = 0;
+  std::size_t next_own_ = 0;
+  std::vector<Head> heap_;
+  // The run of the candidate returned last, whose next one joins the heap at the next call.
+  bool has_pending_ = false;
+  std::size_t pending_buffer_ = 0;
+  std::size_t pending_pos_ = 0;
+  // std::*_heap keep the greatest on top: "greater" is "later in the victim order".
+  struct Later {
+    std::uint32_t own;
+    bool operator()(const Head& a, const Head& b) const { return victim_before(b.c, a.c, own); }
+  };
+  Later later_{own_};
+};
+
+class Search {
+ public:
+  Search(const Preemptor& p, std::vector<Candidate> stopping, const std::vector<Run*>& runs,
+         World& world)
+      : p_(p), stopping_(std::move(stopping)), world_(world) {
+    std::sort(stopping_.begin(), stopping_.end(),
+              [&](const Candidate& a, const Candidate& b) { return victim_before(a, b, p_.queue); });
+    for (Run* r : runs) buffers_.emplace_back(r);
+    // In queue index order: fair sharing breaks equal shares by the lower index.
+    std::stable_sort(buffers_.begin(), buffers_.end(),
+                     [](const Buffer& a, const Buffer& b) { return a.queue() < b.queue(); });
+  }
+
+  std::vector<Target> classic() {
+    bool others = false;
+    for (Buffer& b : buffers_)
+      if (b.queue() != p_.queue && b.at(0) != nullptr) others = true;
+    if (!others) return minimal(false, true, std::nullopt, false);
+    if (auto bound = borrow_bound(p_))
+      return minimal(true, true, bound, /*drop_at_bound=*/!p_.under_nominal);
+    if (p_.under_nominal)
+      if (auto t = minimal(true, false, std::nullopt, false); !t.empty()) return t;
+    return minimal(false, true, std::nullopt, false);
+  }
+
+  std::vector<Target> fair() {
+    const auto bound = borrow_bound(p_);
+    for (const Candidate& c : stopping_)
       if (take(c, PreemptReason::kInQueue)) return finish(true);
 
     std::vector<Candidate> retry;
-    Groups groups = make_groups(by_queue);
+    std::vector<Group> groups;
+    for (Buffer& b : buffers_) groups.push_back(Group{&b, 0, false});
     while (Group* g = pick(groups)) {
-      const Candidate* taken = nullptr;
+      std::optional<Candidate> taken;
       PreemptReason reason = PreemptReason::kFairShare;
-      if (g->queue == p_.queue) {
-        taken = &g->list[g->next++];
+      if (g->buffer->queue() == p_.queue) {
+        taken = *g->buffer->at(g->next++);
         reason = PreemptReason::kInQueue;
       } else if (p_.within_nominal_after) {
-        taken = &g->list[g->next++];
+        taken = *g->buffer->at(g->next++);
         reason = PreemptReason::kReclaim;
       } else {
         const double preemptor_after = world_.preemptor_share();
-        const double target_before = world_.share(g->queue);
-        while (g->next < g->list.size() && taken == nullptr) {
-          const Candidate& c = g->list[g->next++];
+        const double target_before = world_.share(g->buffer->queue());
+        while (!taken) {
+          const Candidate* at = g->buffer->at(g->next);
+          if (at == nullptr) break;
+          const Candidate c = *at;
+          ++g->next;
           if (bound && c.priority < *bound) {
-            taken = &c;
+            taken = c;
             reason = PreemptReason::kReclaimWhileBorrowing;
           } else if (passes(p_.fair.strategies.front(), preemptor_after, target_before,
                             world_.share_without(c))) {
-            taken = &c;
+            taken = c;
           } else {
             retry.push_back(c);
           }
         }
       }
-      if (taken != nullptr && take(*taken, reason)) return finish(true);
+      if (taken && take(*taken, reason)) return finish(true);
     }
     if (p_.fair.strategies.size() > 1) {
-      // The second strategy takes at most one candidate per queue, its first.
-      std::map<std::uint32_t, std::vector<Candidate>> again;
-      for (const Candidate& c : retry) again[c.queue].push_back(c);
-      Groups second = make_groups(again);
+      // The second strategy takes at most one candidate per queue, its first, in queue order.
+      std::map<std::uint32_t, Candidate> first;
+      for (const Candidate& c : retry) first.try_emplace(c.queue, c);
+      std::vector<Buffer> heads;
+      std::vector<SingleRun> singles;
+      singles.reserve(first.size());
+      for (const auto& [queue, c] : first) singles.push_back(SingleRun{c});
+      for (SingleRun& s : singles) heads.emplace_back(&s);
+      std::vector<Group> second;
+      for (Buffer& b : heads) second.push_back(Group{&b, 0, false});
       while (Group* g = pick(second)) {
-        const Candidate& c = g->list[g->next];
-        g->next = g->list.size();
-        if (passes(p_.fair.strategies[1], world_.preemptor_share(), world_.share(g->queue),
+        const Candidate c = *g->buffer->at(g->next++);
+        if (passes(p_.fair.strategies[1], world_.preemptor_share(), world_.share(c.queue),
                    world_.share_without(c)) &&
             take(c, PreemptReason::kFairShare))
           return finish(true);
@@ -110,33 +209,42 @@ class Search {
 
  private:
   struct Group {
-    std::uint32_t queue;
-    std::vector<Candidate> list;
+    Buffer* buffer;
     std::size_t next = 0;
     bool dropped = false;
   };
-  using Groups = std::vector<Group>;
 
-  static Groups make_groups(std::map<std::uint32_t, std::vector<Candidate>>& by_queue) {
-    Groups out;
-    for (auto& [queue, list] : by_queue) out.push_back(Group{queue, std::move(list), 0, false});
-    return out;
-  }
+  // A run of one candidate (the second fair-sharing strategy's).
+  class SingleRun final : public Run {
+   public:
+    explicit SingleRun(const Candidate& c) : c_(c) {}
+    std::uint32_t queue() const override { return c_.queue; }
+    std::optional<Candidate> next() override {
+      if (given_) return std::nullopt;
+      given_ = true;
+      return c_;
+    }
+
+   private:
+    Candidate c_;
+    bool given_ = false;
+  };
 
   bool from_other_queue(const Candidate& c) const { return c.queue != p_.queue && !c.preempting; }
 
   // The queue with candidates left and the highest share now (ties: the lower queue index).
   // Other queues that are no longer borrowing give up nothing more.
-  Group* pick(Groups& groups) {
+  Group* pick(std::vector<Group>& groups) {
     Group* best = nullptr;
     double best_share = 0;
     for (Group& g : groups) {
       if (g.dropped) continue;
-      if (g.next == g.list.size() || (g.queue != p_.queue && !world_.borrowing(g.queue))) {
+      const std::uint32_t q = g.buffer->queue();
+      if (g.buffer->at(g.next) == nullptr || (q != p_.queue && !world_.borrowing(q))) {
         g.dropped = true;
         continue;
       }
-      const double s = world_.share(g.queue);
+      const double s = world_.share(q);
       if (best == nullptr || s > best_share + kShareEpsilon) {
         best = &g;
         best_share = s;
@@ -162,23 +270,31 @@ class Search {
     return std::move(targets_);
   }
 
-  // Kueue's minimalPreemptions: take in order until the preemptor fits, then give back.
-  std::vector<Target> minimal(const std::vector<Candidate>& candidates, bool allow_borrowing,
-                              std::optional<std::int64_t> bound) {
+  // Kueue's minimalPreemptions: take in order until the preemptor fits, then give back. Without
+  // `with_others`, only the jobs stopping and the preemptor's own queue. With `drop_at_bound`,
+  // other queues' jobs at or above the borrowWithinCohort bound are not candidates.
+  std::vector<Target> minimal(bool with_others, bool allow_borrowing,
+                              std::optional<std::int64_t> bound, bool drop_at_bound) {
     targets_.clear();
+    Order order(stopping_, buffers_, p_.queue, with_others);
     bool fits = false;
-    for (const Candidate& c : candidates) {
+    while (auto c = order.next()) {
       PreemptReason reason = PreemptReason::kInQueue;
-      if (from_other_queue(c)) {
-        if (!world_.borrowing(c.queue)) continue;  // back within its nominal: no more from it
+      if (from_other_queue(*c)) {
+        // Back within its nominal, it gives no more; a run is in priority order, so past the
+        // bound nothing more of it can be taken either.
+        if (!world_.borrowing(c->queue) || (drop_at_bound && c->priority >= *bound)) {
+          order.drop();
+          continue;
+        }
         reason = PreemptReason::kReclaim;
-        if (bound && c.priority >= *bound)
+        if (bound && c->priority >= *bound)
           allow_borrowing = false;  // a victim above the threshold: only as a reclaim
         else if (bound)
           reason = PreemptReason::kReclaimWhileBorrowing;
       }
-      world_.remove(c);
-      targets_.push_back(Target{c, reason});
+      world_.remove(*c);
+      targets_.push_back(Target{*c, reason});
       if (world_.fits(allow_borrowing)) {
         fits = true;
         break;
@@ -210,8 +326,26 @@ class Search {
   }
 
   const Preemptor& p_;
+  std::vector<Candidate> stopping_;
+  std::vector<Buffer> buffers_;
   World& world_;
   std::vector<Target> targets_;
+};
+
+// A run over a list already in the within-queue victim order.
+class VectorRun final : public Run {
+ public:
+  VectorRun(std::uint32_t queue, std::vector<Candidate> list) : queue_(queue), list_(std::move(list)) {}
+  std::uint32_t queue() const override { return queue_; }
+  std::optional<Candidate> next() override {
+    if (next_ == list_.size()) return std::nullopt;
+    return list_[next_++];
+  }
+
+ private:
+  std::uint32_t queue_;
+  std::vector<Candidate> list_;
+  std::size_t next_ = 0;
 };
 
 }  // namespace
@@ -247,12 +381,27 @@ bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preempt
   return a.id < b.id;
 }
 
+std::vector<Target> find_victims(const Preemptor& p, std::vector<Candidate> stopping,
+                                 const std::vector<Run*>& runs, World& world) {
+  Search search(p, std::move(stopping), runs, world);
+  return p.fair.enabled ? search.fair() : search.classic();
+}
+
 std::vector<Target> find_victims(const Preemptor& p, std::vector<Candidate> candidates, World& world) {
-  if (candidates.empty()) return {};
   std::sort(candidates.begin(), candidates.end(),
             [&](const Candidate& a, const Candidate& b) { return victim_before(a, b, p.queue); });
-  Search search(p, world);
-  return p.fair.enabled ? search.fair(candidates) : search.classic(std::move(candidates));
+  std::vector<Candidate> stopping;
+  std::map<std::uint32_t, std::vector<Candidate>> by_queue;
+  for (const Candidate& c : candidates) {
+    if (c.preempting) stopping.push_back(c);
+    else by_queue[c.queue].push_back(c);
+  }
+  std::vector<VectorRun> runs;
+  runs.reserve(by_queue.size());
+  for (auto& [queue, list] : by_queue) runs.emplace_back(queue, std::move(list));
+  std::vector<Run*> pointers;
+  for (VectorRun& r : runs) pointers.push_back(&r);
+  return find_victims(p, std::move(stopping), pointers, world);
 }
 
 }  // namespace gpuq::preemption

@@ -75,8 +75,26 @@ bool eligible(const Preemptor& p, const Candidate& c);
 // most recently admitted, then id.
 bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preemptor_queue);
 
-// The minimal set of victims that lets the preemptor fit, or empty when none does. Candidates
-// must be eligible; they are sorted here.
+// One queue's candidates in victim order (lower priority, most recently admitted, then id),
+// produced as the search asks for them: the engine walks its own ordered index and skips what
+// the policy, minRuntime or the flavor rule out, so a search that needs a few victims never
+// looks at every job of the cohort. Every candidate is eligible, not stopping, of queue().
+class Run {
+ public:
+  virtual std::uint32_t queue() const = 0;
+  virtual std::optional<Candidate> next() = 0;
+
+ protected:
+  ~Run() = default;
+};
+
+// The minimal set of victims that lets the preemptor fit, or empty when none does. `stopping`
+// are the eligible jobs already stopping (any order); `runs` one per queue that may give
+// victims, in any order.
+std::vector<Target> find_victims(const Preemptor& p, std::vector<Candidate> stopping,
+                                 const std::vector<Run*>& runs, World& world);
+
+// The same over a list of eligible candidates in any order (grouped into runs here).
 std::vector<Target> find_victims(const Preemptor& p, std::vector<Candidate> candidates, World& world);
 
 }  // namespace gpuq::preemption

@@ -157,6 +157,8 @@ class Engine {
     std::uint32_t job;
     auto operator<=>(const PendingKey&) const = default;
   };
+  // (priority, -admitted_at, UINT64_MAX - admission sequence, job): the victim order in a queue.
+  using HoldingKey = std::tuple<std::int32_t, std::int64_t, std::uint64_t, std::uint32_t>;
   struct QueueRec {
     QueueSpec spec;
     std::set<PendingKey> pending;
@@ -168,8 +170,9 @@ class Engine {
     std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
     std::uint32_t without_gpu = 0;
     // Admitted and Running jobs, in the order victims are taken within a queue: lower priority,
-    // then most recently admitted (so a preemption need not sort every running job).
-    std::set<std::tuple<std::int32_t, std::uint64_t, std::uint32_t>> holding;
+    // then most recently admitted (time, then admission sequence), so a preemption walks only
+    // as far as it needs to (holding_key).
+    std::set<HoldingKey> holding;
   };
   struct HeadKey;
   struct HeadKeyLess {
@@ -189,17 +192,19 @@ class Engine {
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);
 
   class VictimWorld;  // preemption.cpp: the engine's state as preemption/ sees it
+  class QueueRun;     // preemption.cpp: one queue's candidates, walked lazily
   bool try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out);
-  std::vector<preemption::Candidate> preemption_candidates(const Job& job, FlavorId f,
-                                                           const preemption::Preemptor& p,
-                                                           Time now) const;
+  preemption::Candidate describe_candidate(std::uint32_t v, bool preempting) const;
+  std::vector<preemption::Candidate> stopping_candidates(const std::vector<QueueIdx>& sources,
+                                                         FlavorId f,
+                                                         const preemption::Preemptor& p) const;
   void commit_preemption(std::uint32_t j, FlavorId f, const std::vector<preemption::Target>& targets,
                          Time now, std::vector<Decision>& out);
   std::vector<PodSlot> retake_residual(const std::vector<PodSlot>& held);
   void victim_stopped(std::uint32_t v, Time now);
   void drop_reservation(std::uint32_t j, Time now);
   void admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out);
-  std::tuple<std::int32_t, std::uint64_t, std::uint32_t> holding_key(std::uint32_t j) const;
+  HoldingKey holding_key(std::uint32_t j) const;
   bool borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const;
 
   enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };

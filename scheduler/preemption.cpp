@@ -94,60 +94,82 @@ bool Engine::borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const
   return false;
 }
 
-std::tuple<std::int32_t, std::uint64_t, std::uint32_t> Engine::holding_key(std::uint32_t j) const {
-  return {jobs_[j].spec.priority, UINT64_MAX - admission_seq_[j], j};
+Engine::HoldingKey Engine::holding_key(std::uint32_t j) const {
+  return {jobs_[j].spec.priority, -jobs_[j].admitted_at, UINT64_MAX - admission_seq_[j], j};
 }
 
-std::vector<preemption::Candidate> Engine::preemption_candidates(const Job& job, FlavorId f,
-                                                                 const preemption::Preemptor& p,
-                                                                 Time now) const {
-  std::vector<preemption::Candidate> out;
-  auto describe = [&](std::uint32_t v, bool preempting) {
-    const Job& vj = jobs_[v];
-    return preemption::Candidate{v,
-                                 vj.queue,
-                                 vj.spec.priority,
-                                 vj.spec.submitted_at,
-                                 vj.order,
-                                 vj.admitted_at,
-                                 admission_seq_[v],
-                                 vj.spec.id.value,
-                                 preempting};
-  };
-  std::vector<QueueIdx> sources;
-  if (p.policy.within_queue != WithinQueuePolicy::kNever) sources.push_back(job.queue);
-  if (p.policy.reclaim_within_cohort != ReclaimPolicy::kNever)
-    if (const auto* cohort = quota_.cohort_of(job.queue))
-      for (QueueIdx q : cohort->members)
-        if (q != job.queue) sources.push_back(q);
-  // Jobs already stopping, from the same queues and under the same rules: waiting for them
-  // frees node room only (their quota is gone), so they are useless without nodes.
-  if (!config_.quota_only)
-    for (std::uint32_t v : preempting_) {
-      const Job& vj = jobs_[v];
-      if (vj.flavor != f || vj.slots.empty() ||
-          std::find(sources.begin(), sources.end(), vj.queue) == sources.end())
-        continue;
-      preemption::Candidate c = describe(v, true);
-      if (preemption::eligible(p, c)) out.push_back(c);
-    }
-  for (QueueIdx q : sources) {
-    // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
-    if (q != job.queue && !borrowing_on(q, f, job.total)) continue;
-    const Time min_runtime = queues_[q].spec.preemption.min_runtime;
-    const bool any_priority = q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny;
-    for (const auto& key : queues_[q].holding) {
+preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preempting) const {
+  const Job& vj = jobs_[v];
+  return preemption::Candidate{v,
+                               vj.queue,
+                               vj.spec.priority,
+                               vj.spec.submitted_at,
+                               vj.order,
+                               vj.admitted_at,
+                               admission_seq_[v],
+                               vj.spec.id.value,
+                               preempting};
+}
+
+// One queue's jobs holding resources, walked in its holding order (the victim order within a
+// queue), skipping what cannot be a victim: another flavor, not preemptible, admitted in this
+// cycle, younger than the queue's minRuntime, or not allowed by the preemptor's policy.
+class Engine::QueueRun final : public preemption::Run {
+ public:
+  QueueRun(const Engine& e, const Job& job, QueueIdx q, FlavorId f, const preemption::Preemptor& p,
+           Time now)
+      : e_(e), job_(job), q_(q), f_(f), p_(p), now_(now), it_(e.queues_[q].holding.begin()),
+        end_(e.queues_[q].holding.end()),
+        min_runtime_(e.queues_[q].spec.preemption.min_runtime),
+        any_priority_(q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny) {}
+
+  std::uint32_t queue() const override { return q_; }
+
+  std::optional<preemption::Candidate> next() override {
+    for (; it_ != end_; ++it_) {
       // Ordered by priority: past the preemptor's, only `Any` (or an equal priority under
       // LowerOrNewerEqualPriority) can still yield candidates.
-      if (!any_priority && std::get<0>(key) > job.spec.priority) break;
-      const std::uint32_t v = std::get<2>(key);
-      const Job& vj = jobs_[v];
-      if (vj.flavor != f || !vj.spec.preemptible || vj.admitted_cycle == cycle_ ||
-          now - vj.admitted_at < min_runtime)
+      if (!any_priority_ && std::get<0>(*it_) > job_.spec.priority) break;
+      const std::uint32_t v = std::get<3>(*it_);
+      const Job& vj = e_.jobs_[v];
+      if (vj.flavor != f_ || !vj.spec.preemptible || vj.admitted_cycle == e_.cycle_ ||
+          now_ - vj.admitted_at < min_runtime_)
         continue;
-      preemption::Candidate c = describe(v, false);
-      if (preemption::eligible(p, c)) out.push_back(c);
+      preemption::Candidate c = e_.describe_candidate(v, false);
+      if (!preemption::eligible(p_, c)) continue;
+      ++it_;
+      return c;
     }
+    it_ = end_;
+    return std::nullopt;
+  }
+
+ private:
+  const Engine& e_;
+  const Job& job_;
+  QueueIdx q_;
+  FlavorId f_;
+  const preemption::Preemptor& p_;
+  Time now_;
+  std::set<HoldingKey>::const_iterator it_, end_;
+  Time min_runtime_;
+  bool any_priority_;
+};
+
+// Jobs already stopping, from the same queues and under the same rules: waiting for them frees
+// node room only (their quota is gone), so they are useless without nodes.
+std::vector<preemption::Candidate> Engine::stopping_candidates(const std::vector<QueueIdx>& sources,
+                                                               FlavorId f,
+                                                               const preemption::Preemptor& p) const {
+  std::vector<preemption::Candidate> out;
+  if (config_.quota_only) return out;
+  for (std::uint32_t v : preempting_) {
+    const Job& vj = jobs_[v];
+    if (vj.flavor != f || vj.slots.empty() ||
+        std::find(sources.begin(), sources.end(), vj.queue) == sources.end())
+      continue;
+    preemption::Candidate c = describe_candidate(v, true);
+    if (preemption::eligible(p, c)) out.push_back(c);
   }
   return out;
 }
@@ -180,10 +202,25 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
         if (job.total[r] > 0 && row.listed[r] && used[r] >= row.nominal[r]) p.under_nominal = false;
       p.within_nominal_after = quota_.within_nominal(job.queue, f, job.total);
     }
-    auto candidates = preemption_candidates(job, f, p, now);
-    if (candidates.empty()) continue;
+    std::vector<QueueIdx> sources;
+    if (p.policy.within_queue != WithinQueuePolicy::kNever) sources.push_back(job.queue);
+    if (p.policy.reclaim_within_cohort != ReclaimPolicy::kNever)
+      if (const auto* cohort = quota_.cohort_of(job.queue))
+        for (QueueIdx q : cohort->members)
+          if (q != job.queue) sources.push_back(q);
+    auto stopping = stopping_candidates(sources, f, p);
+    std::vector<QueueRun> runs;
+    runs.reserve(sources.size());
+    for (QueueIdx q : sources) {
+      // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
+      if (q != job.queue && !borrowing_on(q, f, job.total)) continue;
+      runs.emplace_back(*this, job, q, f, p, now);
+    }
+    if (stopping.empty() && runs.empty()) continue;
+    std::vector<preemption::Run*> run_list;
+    for (QueueRun& r : runs) run_list.push_back(&r);
     VictimWorld world(*this, j, f);
-    auto targets = preemption::find_victims(p, std::move(candidates), world);
+    auto targets = preemption::find_victims(p, std::move(stopping), run_list, world);
     if (targets.empty()) continue;
     commit_preemption(j, f, targets, now, out);
     preemption_failed_.clear();  // quota was released: earlier failures may succeed now
