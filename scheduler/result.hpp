@@ -7,8 +7,18 @@
 
 namespace gpuq {
 
-// What kind of failure: lets the API layer map errors to canonical status codes.
-enum class ErrorCode { kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kRejected };
+// What kind of failure: lets the API layer map errors to canonical status codes. The engine uses
+// the first five; kResourceExhausted and kUnavailable come from the layers above it (limits,
+// storage).
+enum class ErrorCode {
+  kInvalidArgument,
+  kNotFound,
+  kAlreadyExists,
+  kFailedPrecondition,
+  kRejected,
+  kResourceExhausted,
+  kUnavailable
+};
 
 struct Error {
   std::string message;

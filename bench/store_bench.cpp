@@ -1,0 +1,174 @@
+// Store throughput: durable commits (WAL, synchronous=FULL) per batch size, then writing and
+// loading a large number of pending jobs (what a gpuqd restart reads). Reports numbers only.
+//   cmake --build build-bench --target store_bench && build-bench/bench/store_bench [--jobs N]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "storage/store.hpp"
+
+using namespace gpuq;
+using namespace gpuq::storage;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+JobRecord make_job(std::uint64_t n) {
+  JobRecord j;
+  j.number = n;
+  j.spec.id = JobId("j-" + std::to_string(n));
+  j.spec.queue = QueueName("team-" + std::to_string(n % 50));
+  j.spec.owner = "user" + std::to_string(n % 200);
+  j.spec.name = "train-" + std::to_string(n);
+  j.spec.priority = static_cast<std::int32_t>(n % 3) * 100;
+  j.spec.submitted_at = 1'700'000'000 + static_cast<Time>(n);
+  PodSet p;
+  p.name = "main";
+  p.count = static_cast<std::int32_t>(1 + n % 4);
+  p.per_pod[kGpu] = 1000;
+  p.per_pod[kCpu] = 8000;
+  p.per_pod[kMemory] = std::int64_t{64} << 30;
+  j.spec.pod_sets = {p};
+  j.run.command = {"python", "train.py", "--epochs", "10"};
+  j.run.env = {{"SEED", std::to_string(n)}};
+  j.run.working_dir = "/home/user/project";
+  j.priority_text = "normal";
+  return j;
+}
+
+EventRecord make_event(std::uint64_t seq, const JobRecord& j) {
+  return {seq, j.spec.submitted_at, j.spec.id.value, j.spec.queue.value, std::nullopt,
+          JobState::kPending, "submitted"};
+}
+
+std::unique_ptr<Store> open_or_die(const std::string& path, ResourceNames& names) {
+  auto s = Store::open(path, names);
+  if (!s) {
+    std::fprintf(stderr, "open: %s\n", s.error().c_str());
+    std::exit(1);
+  }
+  return std::move(s).value();
+}
+
+std::uintmax_t size_of(const std::string& path) {
+  std::uintmax_t total = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code ec;
+    auto s = fs::file_size(path + suffix, ec);
+    if (!ec) total += s;
+  }
+  return total;
+}
+
+void bench_commits(const std::string& dir) {
+  std::printf("durable commits (WAL, synchronous=FULL), jobs + one event each:\n");
+  std::printf("  %6s %8s %12s %12s %12s %12s %12s\n", "batch", "commits", "commits/s", "jobs/s",
+              "mean ms", "p50 ms", "p99 ms");
+  ResourceNames names;
+  const std::string path = dir + "/commits.db";
+  auto store = open_or_die(path, names);
+  std::uint64_t n = 0;
+  for (int batch : {1, 16, 64, 256}) {
+    const int commits = batch == 1 ? 300 : batch == 16 ? 200 : 100;
+    std::vector<double> lat;
+    const auto start = Clock::now();
+    for (int c = 0; c < commits; ++c) {
+      Batch b;
+      for (int i = 0; i < batch; ++i) {
+        b.jobs.push_back(make_job(++n));
+        b.events.push_back(make_event(n, b.jobs.back()));
+      }
+      const auto t = Clock::now();
+      if (auto r = store->commit(b); !r) {
+        std::fprintf(stderr, "commit: %s\n", r.error().c_str());
+        std::exit(1);
+      }
+      lat.push_back(seconds_since(t) * 1000);
+    }
+    const double total = seconds_since(start);
+    std::sort(lat.begin(), lat.end());
+    double mean = 0;
+    for (double l : lat) mean += l;
+    mean /= static_cast<double>(lat.size());
+    std::printf("  %6d %8d %12.0f %12.0f %12.3f %12.3f %12.3f\n", batch, commits, commits / total,
+                commits * batch / total, mean, lat[lat.size() / 2], lat[lat.size() * 99 / 100]);
+  }
+}
+
+void bench_restart(const std::string& dir, std::uint64_t jobs, bool write) {
+  const std::string path = dir + "/restart.db";
+  ResourceNames names;
+  if (write) {
+    auto store = open_or_die(path, names);
+    const auto start = Clock::now();
+    constexpr std::uint64_t kPerCommit = 10'000;
+    for (std::uint64_t n = 1; n <= jobs;) {
+      Batch b;
+      for (std::uint64_t i = 0; i < kPerCommit && n <= jobs; ++i, ++n) {
+        b.jobs.push_back(make_job(n));
+        b.events.push_back(make_event(n, b.jobs.back()));
+      }
+      if (auto r = store->commit(b); !r) {
+        std::fprintf(stderr, "commit: %s\n", r.error().c_str());
+        std::exit(1);
+      }
+    }
+    const double t = seconds_since(start);
+    std::printf("write %llu pending jobs (+1 event each, commits of 10000): %.2f s (%.0f jobs/s)\n",
+                static_cast<unsigned long long>(jobs), t, static_cast<double>(jobs) / t);
+  }
+  std::printf("file size after close: %.1f MiB (%.0f bytes/job incl. event and indexes)\n",
+              static_cast<double>(size_of(path)) / (1 << 20),
+              static_cast<double>(size_of(path)) / static_cast<double>(jobs));
+  ResourceNames fresh;
+  auto start = Clock::now();
+  auto store = open_or_die(path, fresh);
+  const double open_s = seconds_since(start);
+  start = Clock::now();
+  auto loaded = store->load();
+  const double load_s = seconds_since(start);
+  if (!loaded || loaded->unfinished.size() != jobs) {
+    std::fprintf(stderr, "load: %s\n", loaded ? "wrong count" : loaded.error().c_str());
+    std::exit(1);
+  }
+  std::printf("restart: open (incl. quick_check) %.2f s, load() of %zu unfinished jobs %.2f s\n",
+              open_s, loaded->unfinished.size(), load_s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t jobs = 1'000'000;
+  std::string dir;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--jobs") jobs = std::stoull(argv[i + 1]);
+    else if (a == "--dir") dir = argv[i + 1];
+  }
+  // --load-only 1 --dir D: only the restart half, on D/restart.db left by an earlier run.
+  bool load_only = false;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (std::string(argv[i]) == "--load-only") load_only = std::string(argv[i + 1]) == "1";
+  bool own_dir = dir.empty();
+  if (own_dir) {
+    std::string tmpl = (fs::temp_directory_path() / "gpuq-store-bench-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return 1;
+    dir = tmpl;
+  }
+  std::printf("store_bench in %s\n", dir.c_str());
+  if (!load_only) bench_commits(dir);
+  bench_restart(dir, jobs, !load_only);
+  if (own_dir) fs::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,43 @@
+#pragma once
+// How specs (JSON, Boost.JSON) and the cold part of a job row are written as text. Resources
+// always by NAME: a ResourceId depends on the order names were registered in one process and
+// means nothing in the next; names are interned into the caller's ResourceNames on decode.
+// Enums by their names too, so reordering an enum never changes what a stored file means.
+#include <string>
+#include <string_view>
+
+#include "scheduler/model.hpp"
+#include "scheduler/result.hpp"
+#include "storage/store.hpp"
+
+namespace gpuq::storage {
+
+class ResourceInterner;  // job_rows.hpp
+
+std::string encode_queue(const QueueSpec& q, const ResourceNames& names);
+Result<QueueSpec> decode_queue(std::string_view json, ResourceNames& names);
+
+std::string encode_node(const NodeSpec& n, const ResourceNames& names);
+Result<NodeSpec> decode_node(std::string_view json, ResourceNames& names);
+
+// The job fields that are not columns: pod sets, accepted flavors, options, run spec, placement
+// (job_body.cpp: a compact length-prefixed text form, not JSON, for start-up speed).
+std::string encode_job_body(const JobRecord& j, const ResourceNames& names);
+Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceInterner& names);
+
+// A resource slot that `names` does not know (a spec built against another ResourceNames):
+// its name, to refuse the write instead of storing a wrong or missing name. nullopt: all known.
+std::optional<std::string> unknown_resource(const QueueSpec& q, const ResourceNames& names);
+std::optional<std::string> unknown_resource(const NodeSpec& n, const ResourceNames& names);
+std::optional<std::string> unknown_resource(const JobSpec& j, const ResourceNames& names);
+
+// The stored state codes (column jobs.state, events.from_state/to_state): fixed numbers, written
+// out here rather than taken from the enum's order. 0..3 are the unfinished states.
+int state_code(JobState s);
+std::optional<JobState> state_from_code(std::int64_t code);
+inline constexpr int kFirstFinishedStateCode = 4;
+
+// Milli-GPU a job holds when admitted: sum over pod sets of count * per-pod gpu.
+Quantity job_gpu_milli(const JobSpec& spec);
+
+}  // namespace gpuq::storage

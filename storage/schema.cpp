@@ -1,0 +1,90 @@
+#include "storage/schema.hpp"
+
+#include <string>
+
+#include "storage/store.hpp"
+
+namespace gpuq::storage {
+
+namespace {
+
+// v1. Job states are the fixed codes of codec.hpp (0..3 unfinished). The cold part of a job
+// (pod sets, flavors, options, run spec, placement) is JSON in `body`; everything a query filters
+// or sorts on is a column. gpu_milli is derived from the pod sets at write time for usage().
+constexpr const char* kV1 = R"sql(
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE queues (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE nodes (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE jobs (
+  number        INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL UNIQUE,
+  queue         TEXT NOT NULL,
+  owner         TEXT NOT NULL,
+  name          TEXT NOT NULL,
+  state         INTEGER NOT NULL,
+  priority      INTEGER NOT NULL,
+  priority_text TEXT NOT NULL,
+  submitted_at  INTEGER NOT NULL,
+  admitted_at   INTEGER NOT NULL,
+  finished_at   INTEGER NOT NULL,
+  flavor        TEXT NOT NULL,
+  gpu_milli     INTEGER NOT NULL,
+  attempts      INTEGER NOT NULL,
+  preemptions   INTEGER NOT NULL,
+  exit_code     INTEGER NOT NULL,
+  preempted_by  TEXT NOT NULL,
+  reason        TEXT NOT NULL,
+  body          TEXT NOT NULL
+);
+CREATE INDEX jobs_unfinished ON jobs(number) WHERE state < 4;
+CREATE INDEX jobs_by_queue ON jobs(queue, number);
+CREATE INDEX jobs_by_admitted ON jobs(admitted_at) WHERE admitted_at > 0;
+CREATE TABLE events (
+  seq        INTEGER PRIMARY KEY,
+  at         INTEGER NOT NULL,
+  job        TEXT NOT NULL,
+  queue      TEXT NOT NULL,
+  from_state INTEGER,
+  to_state   INTEGER NOT NULL,
+  reason     TEXT NOT NULL
+);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> steps{{kV1}};
+  static_assert(kSchemaVersion == 1, "add the new step to migrations()");
+  return steps;
+}
+
+std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<Migration>& steps) {
+  if (from < 0 || to > static_cast<int>(steps.size()) || from > to)
+    return SqliteError{SQLITE_MISUSE, "no migration path from schema " + std::to_string(from) +
+                                          " to " + std::to_string(to)};
+  if (auto e = db.exec("BEGIN IMMEDIATE")) return e;
+  auto fail = [&](SqliteError e) {
+    db.exec("ROLLBACK");
+    return e;
+  };
+  for (int v = from; v < to; ++v)
+    if (auto e = db.exec(steps[static_cast<std::size_t>(v)].sql))
+      return fail({e->code, "migration to schema " + std::to_string(v + 1) + ": " + e->message});
+  const std::string meta =
+      "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '" + std::to_string(to) +
+      "'); PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
+  if (auto e = db.exec(meta.c_str())) return fail(*e);
+  if (auto e = db.exec("COMMIT")) return fail(*e);
+  return std::nullopt;
+}
+
+}  // namespace gpuq::storage

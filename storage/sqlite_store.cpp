@@ -1,0 +1,445 @@
+// Store on one SQLite file: see README.md for the schema, the migrations and the guarantees.
+#include <algorithm>
+#include <mutex>
+
+#include "storage/backup.hpp"
+#include "storage/codec.hpp"
+#include "storage/job_rows.hpp"
+#include "storage/schema.hpp"
+#include "storage/sqlite_db.hpp"
+#include "storage/store.hpp"
+
+namespace gpuq::storage {
+namespace {
+
+// Only another process (an admin with the sqlite3 shell, a second gpuqd) can hold the write lock;
+// the engine thread waits this long for it, then the commit fails with kUnavailable.
+constexpr int kBusyTimeoutMs = 1000;
+constexpr std::size_t kDefaultListLimit = 100;
+
+std::string what_to_do() {
+  return "gpuqd will not start on it: restore a copy made by `gpuq admin backup`, or move the "
+         "file away to start with an empty state";
+}
+
+Error not_ours(const std::string& path, const std::string& why) {
+  return {"state file " + path + " is not a usable gpuq state file (" + why + "); " + what_to_do(),
+          ErrorCode::kFailedPrecondition};
+}
+Error unavailable(const std::string& path, const std::string& doing, const SqliteError& e) {
+  return {"state file " + path + ": " + doing + ": " + e.message, ErrorCode::kUnavailable};
+}
+// Reading the file's identity failed: the bytes are wrong (refuse) or the file cannot be read
+// now (unavailable: permissions, I/O, another process holding a lock).
+Error read_failure(const std::string& path, const SqliteError& e) {
+  if (e.code == SQLITE_NOTADB || e.code == SQLITE_CORRUPT || e.code == SQLITE_FORMAT)
+    return not_ours(path, e.message);
+  return unavailable(path, "cannot read", e);
+}
+
+// A single-value query; nullopt + error on failure.
+std::optional<std::string> query_text(Db& db, const char* sql, SqliteError& error) {
+  Stmt s;
+  if (auto e = Stmt::prepare(db, sql, s)) {
+    error = *e;
+    return std::nullopt;
+  }
+  const int rc = s.step();
+  if (rc == SQLITE_ROW) return std::string(s.text(0));
+  if (rc == SQLITE_DONE) return std::string();
+  error = db.last_error();
+  return std::nullopt;
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::string path, Db db, ResourceNames& names)
+      : path_(std::move(path)), db_(std::move(db)), names_(names) {}
+
+  std::optional<SqliteError> prepare_statements();
+
+  Result<Loaded> load() override;
+  Result<void> commit(const Batch& batch) override;
+  Result<std::optional<JobRecord>> job(const std::string& id) override;
+  Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
+  Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
+  Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) override;
+  Result<void> backup_to(const std::string& dest) override;
+
+ private:
+  Error failed(const std::string& doing) const {
+    return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db_.get()),
+            ErrorCode::kUnavailable};
+  }
+  Result<void> write_batch(const Batch& batch);
+  Result<std::vector<JobRecord>> read_jobs(Stmt& s, std::size_t expected);
+
+  std::mutex mu_;  // one statement user at a time: the cached statements are shared state
+  std::string path_;
+  Db db_;  // declared before the statements: they are finalized first
+  ResourceNames& names_;
+  std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
+  Stmt begin_, begin_read_, commit_, rollback_;
+  Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_;
+  Stmt all_queues_, all_nodes_, count_unfinished_, unfinished_, last_seq_, last_number_;
+  Stmt job_by_id_, jobs_any_, jobs_in_queue_, events_after_, usage_;
+};
+
+std::optional<SqliteError> SqliteStore::prepare_statements() {
+  const std::string cols = kJobColumns;
+  const std::string list_where =
+      " AND (?2 = '' OR owner = ?2) AND (?3 = 0 OR ((?3 >> state) & 1) = 1) ORDER BY number "
+      "LIMIT ?4";
+  const std::string s_unfinished =
+      "SELECT " + cols + " FROM jobs WHERE state < 4 ORDER BY number";
+  const std::string s_by_id = "SELECT " + cols + " FROM jobs WHERE id = ?1";
+  const std::string s_any = "SELECT " + cols + " FROM jobs WHERE number > ?1" + list_where;
+  const std::string s_queue =
+      "SELECT " + cols + " FROM jobs WHERE queue = ?5 AND number > ?1" + list_where;
+  const std::pair<Stmt*, const char*> all[] = {
+      {&begin_, "BEGIN IMMEDIATE"},
+      {&begin_read_, "BEGIN DEFERRED"},
+      {&commit_, "COMMIT"},
+      {&rollback_, "ROLLBACK"},
+      {&put_queue_, "INSERT OR REPLACE INTO queues(name, spec) VALUES(?1, ?2)"},
+      {&delete_queue_, "DELETE FROM queues WHERE name = ?1"},
+      {&put_node_, "INSERT OR REPLACE INTO nodes(name, spec) VALUES(?1, ?2)"},
+      {&put_job_,
+       "INSERT INTO jobs(number, id, queue, owner, name, state, priority, priority_text, "
+       "submitted_at, admitted_at, finished_at, flavor, gpu_milli, attempts, preemptions, "
+       "exit_code, preempted_by, reason, body) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
+       "ON CONFLICT(number) DO UPDATE SET id = excluded.id, queue = excluded.queue, "
+       "owner = excluded.owner, name = excluded.name, state = excluded.state, "
+       "priority = excluded.priority, priority_text = excluded.priority_text, "
+       "submitted_at = excluded.submitted_at, admitted_at = excluded.admitted_at, "
+       "finished_at = excluded.finished_at, flavor = excluded.flavor, "
+       "gpu_milli = excluded.gpu_milli, attempts = excluded.attempts, "
+       "preemptions = excluded.preemptions, exit_code = excluded.exit_code, "
+       "preempted_by = excluded.preempted_by, reason = excluded.reason, body = excluded.body"},
+      {&put_event_,
+       "INSERT INTO events(seq, at, job, queue, from_state, to_state, reason) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&all_queues_, "SELECT spec FROM queues ORDER BY name"},
+      {&all_nodes_, "SELECT spec FROM nodes ORDER BY name"},
+      {&count_unfinished_, "SELECT count(*) FROM jobs WHERE state < 4"},
+      {&unfinished_, s_unfinished.c_str()},
+      {&last_seq_, "SELECT COALESCE(MAX(seq), 0) FROM events"},
+      {&last_number_, "SELECT COALESCE(MAX(number), 0) FROM jobs"},
+      {&job_by_id_, s_by_id.c_str()},
+      {&jobs_any_, s_any.c_str()},
+      {&jobs_in_queue_, s_queue.c_str()},
+      {&events_after_,
+       "SELECT seq, at, job, queue, from_state, to_state, reason FROM events WHERE seq > ?1 "
+       "ORDER BY seq LIMIT ?2"},
+      // A job holds gpu_milli from admitted_at until it finished (or `to` while it still holds
+      // its place); Pending jobs hold nothing even when an earlier admission left admitted_at set.
+      {&usage_,
+       "SELECT queue, flavor, SUM((e - s) * gpu_milli), COUNT(*) FROM ("
+       "  SELECT queue, flavor, gpu_milli, MAX(admitted_at, ?1) AS s,"
+       "         CASE WHEN state < 4 THEN ?2 ELSE MIN(finished_at, ?2) END AS e"
+       "  FROM jobs WHERE admitted_at > 0 AND admitted_at < ?2 AND state <> 0"
+       "    AND (?3 = '' OR queue = ?3))"
+       " WHERE e > s GROUP BY queue, flavor ORDER BY queue, flavor"},
+  };
+  for (const auto& [stmt, sql] : all)
+    if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
+  return std::nullopt;
+}
+
+Result<std::vector<JobRecord>> SqliteStore::read_jobs(Stmt& s, std::size_t expected) {
+  auto jobs = read_all_jobs(s, expected, names_, [&] { return failed("reading jobs"); });
+  if (!jobs && jobs.code() == ErrorCode::kFailedPrecondition)
+    return Error{"state file " + path_ + ": " + jobs.error(), jobs.code()};
+  return jobs;
+}
+
+Result<Loaded> SqliteStore::load() {
+  std::lock_guard lock(mu_);
+  // One read transaction: the five reads see the same committed state.
+  if (Stmt::Reset r(begin_read_); begin_read_.step() != SQLITE_DONE) return failed("load");
+  auto result = [&]() -> Result<Loaded> {
+    Loaded out;
+    int rc;
+    {
+      Stmt::Reset r(all_queues_);
+      while ((rc = all_queues_.step()) == SQLITE_ROW) {
+        auto q = decode_queue(all_queues_.text(0), names_);
+        if (!q) return Error{"state file " + path_ + ": " + q.error(), q.code()};
+        out.queues.push_back(std::move(q).value());
+      }
+      if (rc != SQLITE_DONE) return failed("reading queues");
+    }
+    {
+      Stmt::Reset r(all_nodes_);
+      while ((rc = all_nodes_.step()) == SQLITE_ROW) {
+        auto n = decode_node(all_nodes_.text(0), names_);
+        if (!n) return Error{"state file " + path_ + ": " + n.error(), n.code()};
+        out.nodes.push_back(std::move(n).value());
+      }
+      if (rc != SQLITE_DONE) return failed("reading nodes");
+    }
+    {
+      std::size_t count = 0;
+      {
+        Stmt::Reset reset_count(count_unfinished_);
+        if (count_unfinished_.step() != SQLITE_ROW) return failed("counting unfinished jobs");
+        count = static_cast<std::size_t>(count_unfinished_.int64(0));
+      }
+      Stmt::Reset r(unfinished_);
+      auto jobs = read_jobs(unfinished_, count);
+      if (!jobs) return Error{jobs.error(), jobs.code()};
+      out.unfinished = std::move(jobs).value();
+    }
+    for (auto [stmt, field] : {std::pair{&last_seq_, &out.last_event_seq},
+                               std::pair{&last_number_, &out.last_job_number}}) {
+      Stmt::Reset r(*stmt);
+      if (stmt->step() != SQLITE_ROW) return failed("reading counters");
+      *field = static_cast<std::uint64_t>(stmt->int64(0));
+    }
+    return out;
+  }();
+  Stmt::Reset r(commit_);
+  commit_.step();  // ends the read transaction; nothing to write
+  return result;
+}
+
+Result<void> SqliteStore::commit(const Batch& batch) {
+  std::lock_guard lock(mu_);
+  if (batch.empty()) return Ok();
+  {
+    Stmt::Reset r(begin_);
+    if (begin_.step() != SQLITE_DONE) return failed("commit: cannot begin a write transaction");
+  }
+  auto written = write_batch(batch);
+  if (written) {
+    Stmt::Reset r(commit_);
+    if (commit_.step() != SQLITE_DONE) written = failed("commit");
+  }
+  if (!written && sqlite3_get_autocommit(db_.get()) == 0) {
+    // After some errors (a full disk, I/O) SQLite has already rolled back; otherwise do it here.
+    Stmt::Reset r(rollback_);
+    rollback_.step();
+  }
+  return written;
+}
+
+Result<void> SqliteStore::write_batch(const Batch& batch) {
+  auto unknown = [&](const std::string& what, const std::optional<std::string>& slot) {
+    return Error{"commit: " + what + " uses " + *slot + ", which has no name in this process's "
+                 "ResourceNames; nothing was written", ErrorCode::kInvalidArgument};
+  };
+  for (const auto& q : batch.queues) {
+    if (auto u = unknown_resource(q, names_)) return unknown("queue " + q.name.value, u);
+    Stmt::Reset r(put_queue_);
+    put_queue_.bind(1, q.name.value);
+    put_queue_.bind(2, encode_queue(q, names_));
+    if (put_queue_.step() != SQLITE_DONE) return failed("commit: writing queue " + q.name.value);
+  }
+  for (const auto& name : batch.deleted_queues) {
+    Stmt::Reset r(delete_queue_);
+    delete_queue_.bind(1, name);
+    if (delete_queue_.step() != SQLITE_DONE) return failed("commit: deleting queue " + name);
+  }
+  for (const auto& n : batch.nodes) {
+    if (auto u = unknown_resource(n, names_)) return unknown("node " + n.name, u);
+    Stmt::Reset r(put_node_);
+    put_node_.bind(1, n.name);
+    put_node_.bind(2, encode_node(n, names_));
+    if (put_node_.step() != SQLITE_DONE) return failed("commit: writing node " + n.name);
+  }
+  for (const auto& j : batch.jobs) {
+    if (j.number == 0)
+      return Error{"commit: job " + j.spec.id.value + " has no number (0); nothing was written",
+                   ErrorCode::kInvalidArgument};
+    if (auto u = unknown_resource(j.spec, names_)) return unknown("job " + j.spec.id.value, u);
+    Stmt::Reset r(put_job_);
+    Stmt& s = put_job_;
+    s.bind(1, static_cast<std::int64_t>(j.number));
+    s.bind(2, j.spec.id.value);
+    s.bind(3, j.spec.queue.value);
+    s.bind(4, j.spec.owner);
+    s.bind(5, j.spec.name);
+    s.bind(6, std::int64_t{state_code(j.state)});
+    s.bind(7, std::int64_t{j.spec.priority});
+    s.bind(8, j.priority_text);
+    s.bind(9, j.spec.submitted_at);
+    s.bind(10, j.admitted_at);
+    s.bind(11, j.finished_at);
+    s.bind(12, j.flavor);
+    s.bind(13, job_gpu_milli(j.spec));
+    s.bind(14, std::int64_t{j.attempts});
+    s.bind(15, std::int64_t{j.preemptions});
+    s.bind(16, std::int64_t{j.exit_code});
+    s.bind(17, j.preempted_by);
+    s.bind(18, j.reason);
+    s.bind(19, encode_job_body(j, names_));
+    if (s.step() != SQLITE_DONE) return failed("commit: writing job " + j.spec.id.value);
+  }
+  for (const auto& e : batch.events) {
+    Stmt::Reset r(put_event_);
+    Stmt& s = put_event_;
+    s.bind(1, static_cast<std::int64_t>(e.seq));
+    s.bind(2, e.at);
+    s.bind(3, e.job);
+    s.bind(4, e.queue);
+    if (e.from)
+      s.bind(5, std::int64_t{state_code(*e.from)});
+    else
+      s.bind_null(5);
+    s.bind(6, std::int64_t{state_code(e.to)});
+    s.bind(7, e.reason);
+    if (s.step() != SQLITE_DONE)
+      return failed("commit: writing event " + std::to_string(e.seq));
+  }
+  return Ok();
+}
+
+Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Stmt::Reset r(job_by_id_);
+  job_by_id_.bind(1, id);
+  const int rc = job_by_id_.step();
+  if (rc == SQLITE_DONE) return std::optional<JobRecord>();
+  if (rc != SQLITE_ROW) return failed("reading job " + id);
+  std::optional<JobRecord> j(std::in_place);
+  ResourceInterner interner(names_, names_mu_);
+  if (auto d = decode_job(RowView::of(job_by_id_), *j, interner); !d)
+    return Error{"state file " + path_ + ": " + d.error(), d.code()};
+  return j;
+}
+
+Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::int64_t mask = 0;
+  for (auto st : filter.states) mask |= std::int64_t{1} << state_code(st);
+  Stmt& s = filter.queue.empty() ? jobs_any_ : jobs_in_queue_;
+  Stmt::Reset r(s);
+  s.bind(1, static_cast<std::int64_t>(filter.after_number));
+  s.bind(2, filter.owner);
+  s.bind(3, mask);
+  s.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? kDefaultListLimit : filter.limit));
+  if (!filter.queue.empty()) s.bind(5, filter.queue);
+  return read_jobs(s, std::min<std::size_t>(filter.limit, 1000));
+}
+
+Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, std::size_t limit) {
+  std::lock_guard lock(mu_);
+  Stmt& s = events_after_;
+  Stmt::Reset r(s);
+  s.bind(1, static_cast<std::int64_t>(seq));
+  s.bind(2, static_cast<std::int64_t>(limit));
+  std::vector<EventRecord> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    EventRecord e;
+    e.seq = static_cast<std::uint64_t>(s.int64(0));
+    e.at = s.int64(1);
+    e.job = s.text(2);
+    e.queue = s.text(3);
+    if (!s.is_null(4)) e.from = state_from_code(s.int64(4));
+    auto to = state_from_code(s.int64(5));
+    if (!to || (!s.is_null(4) && !e.from))
+      return Error{"state file " + path_ + ": event " + std::to_string(e.seq) +
+                       " has an unknown state code",
+                   ErrorCode::kFailedPrecondition};
+    e.to = *to;
+    e.reason = s.text(6);
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return failed("reading events");
+  return out;
+}
+
+Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std::string& queue) {
+  std::lock_guard lock(mu_);
+  std::vector<QueueUsage> out;
+  if (to <= from) return out;
+  Stmt& s = usage_;
+  Stmt::Reset r(s);
+  s.bind(1, from);
+  s.bind(2, to);
+  s.bind(3, queue);
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    QueueUsage u;
+    u.queue = s.text(0);
+    u.flavor = s.text(1);
+    // milli-GPU-seconds to GPU-hours; the sum itself is exact (integers).
+    u.gpu_hours = static_cast<double>(s.int64(2)) / double(kMilliPerGpu) / 3600.0;
+    u.jobs = s.int64(3);
+    out.push_back(std::move(u));
+  }
+  if (rc != SQLITE_DONE) return failed("computing usage");
+  return out;
+}
+
+Result<void> SqliteStore::backup_to(const std::string& dest) {
+  // No lock: the copy goes through its own connection and never touches the cached statements.
+  return backup_file(path_, dest);
+}
+
+// The checks run before anything is written, so a file with a problem is never changed.
+Result<int> identify(Db& db, const std::string& path) {
+  SqliteError e;
+  auto app_id = query_text(db, "PRAGMA application_id", e);
+  if (!app_id) return read_failure(path, e);
+  auto tables = query_text(db, "SELECT count(*) FROM sqlite_schema", e);
+  if (!tables) return read_failure(path, e);
+  if (*app_id == "0" && *tables == "0") return 0;  // empty or new: schema version 0
+  if (*app_id != std::to_string(kApplicationId))
+    return not_ours(path, "a SQLite database of another program: application_id " + *app_id +
+                              ", " + *tables + " tables");
+  auto check = query_text(db, "PRAGMA quick_check", e);
+  if (!check) return read_failure(path, e);
+  if (*check != "ok") return not_ours(path, "corrupt: quick_check says " + *check);
+  auto version = query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", e);
+  if (!version)
+    return e.code == SQLITE_ERROR ? not_ours(path, "no schema_version: " + e.message)
+                                  : read_failure(path, e);
+  int v = -1;
+  try {
+    v = std::stoi(*version);
+  } catch (const std::exception&) {
+    return not_ours(path, "schema_version is \"" + *version + "\"");
+  }
+  if (v > kSchemaVersion)
+    return Error{"state file " + path + " was written by a newer gpuqd (schema " +
+                     std::to_string(v) + ", this build knows " + std::to_string(kSchemaVersion) +
+                     "): upgrade gpuqd or restore a backup",
+                 ErrorCode::kFailedPrecondition};
+  if (v < 0) return not_ours(path, "schema_version is " + *version);
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceNames& names) {
+  SqliteError e;
+  // NOMUTEX: SQLite's own per-call locking is redundant under the store's mutex (and costs ~10% of
+  // load()); the backup thread has a connection of its own.
+  Db db = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, e);
+  if (!db) return unavailable(path, "cannot open or create", e);
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  // A write-protected file opens read-only without an error: gpuqd could never commit.
+  if (sqlite3_db_readonly(db.get(), "main") == 1)
+    return Error{"state file " + path + " can only be opened read-only; gpuqd must write it: "
+                 "check its permissions and those of its directory",
+                 ErrorCode::kUnavailable};
+  auto version = identify(db, path);
+  if (!version) return Error{version.error(), version.code()};
+  auto mode = query_text(db, "PRAGMA journal_mode = WAL", e);
+  if (!mode) return unavailable(path, "cannot switch to WAL", e);
+  if (*mode != "wal")
+    return Error{"state file " + path + ": journal_mode is " + *mode + ", not wal",
+                 ErrorCode::kUnavailable};
+  if (auto err = db.exec("PRAGMA synchronous = FULL")) return unavailable(path, "synchronous", *err);
+  if (*version < kSchemaVersion)
+    if (auto err = migrate(db, *version, kSchemaVersion, migrations()))
+      return unavailable(path, "migrating from schema " + std::to_string(*version), *err);
+  auto store = std::make_unique<SqliteStore>(path, std::move(db), names);
+  if (auto err = store->prepare_statements()) return unavailable(path, "preparing statements", *err);
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace gpuq::storage

@@ -1,0 +1,128 @@
+#pragma once
+// gpuqd's durable state in one SQLite file (DESIGN.md: Daemon). The engine thread owns the one
+// Store; everything a turn of its loop changed is handed to commit() as one Batch, written in one
+// transaction with one fsync (WAL, synchronous=FULL), before any request of that turn is answered.
+// A failed commit leaves the file exactly as it was (ROLLBACK) and says why.
+//
+// What is kept: queues and nodes as applied; every job ever accepted (spec, what the binder
+// runs, state, placement while it holds one, how it ended); every job event with its sequence
+// number (Watch replays them); the next event sequence number and job number.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/engine.hpp"
+#include "scheduler/result.hpp"
+
+namespace gpuq::storage {
+
+inline constexpr int kSchemaVersion = 1;
+
+// What the local binder runs for a job (not the engine's concern).
+struct RunSpec {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+};
+
+struct JobRecord {
+  JobSpec spec;             // priority resolved to an integer; submitted_at set
+  RunSpec run;
+  std::string priority_text;  // as submitted ("high", "100", or empty)
+  JobState state = JobState::kPending;
+  std::string reason;         // end reason, or the last transition's reason
+  Time admitted_at = 0;       // 0: never admitted; the last admission only (usage() counts
+                              // from it, so time held before a requeue is not counted)
+  Time finished_at = 0;       // 0: unfinished
+  std::string flavor;         // while holding a placement; keep it on a finished job that was
+                              // admitted: usage() reports GPU-hours per this flavor
+  std::vector<PodPlacement> placement;  // while Admitted, Running or Preempting
+  std::int32_t attempts = 0;
+  std::int32_t preemptions = 0;
+  std::int32_t exit_code = 0;
+  std::string preempted_by;
+  std::uint64_t number = 0;   // submission number: strictly increasing, the listing order
+};
+
+struct EventRecord {
+  std::uint64_t seq = 0;
+  Time at = 0;
+  std::string job;
+  std::string queue;
+  std::optional<JobState> from;
+  JobState to = JobState::kPending;
+  std::string reason;
+};
+
+// Everything one turn changed. Upserts replace the whole row by key.
+struct Batch {
+  std::vector<QueueSpec> queues;
+  std::vector<std::string> deleted_queues;
+  std::vector<NodeSpec> nodes;
+  std::vector<JobRecord> jobs;
+  std::vector<EventRecord> events;
+  bool empty() const {
+    return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() && events.empty();
+  }
+};
+
+// What start-up needs to rebuild the engine.
+struct Loaded {
+  std::vector<QueueSpec> queues;        // by name
+  std::vector<NodeSpec> nodes;          // by name
+  std::vector<JobRecord> unfinished;    // Pending, Admitted, Running, Preempting; by number
+  std::uint64_t last_event_seq = 0;     // 0: none yet
+  std::uint64_t last_job_number = 0;
+};
+
+struct JobFilter {
+  std::string queue;                 // empty: any
+  std::vector<JobState> states;      // empty: any
+  std::string owner;                 // empty: any
+  std::uint64_t after_number = 0;    // paging: jobs with number > this
+  std::size_t limit = 100;           // 0: 100
+};
+
+struct QueueUsage {
+  std::string queue;
+  std::string flavor;
+  double gpu_hours = 0;
+  std::int64_t jobs = 0;
+};
+
+// Thread safety: methods may be called from any thread; they serialize on one internal lock
+// (commits and reads share the connection's cached statements). backup_to() uses a connection of
+// its own and does not wait for a commit in progress.
+class Store {
+ public:
+  // Opens (creating when missing) and migrates to kSchemaVersion. Errors (kFailedPrecondition
+  // unless said): a file that is not a gpuq state file or is corrupt (integrity_check), one
+  // written by a newer gpuqd (schema_version > kSchemaVersion: "upgrade gpuqd or restore a
+  // backup"), one that cannot be opened or written (kUnavailable). The message names the path
+  // and says what to do; gpuqd refuses to start on any of them.
+  static Result<std::unique_ptr<Store>> open(const std::string& path, ResourceNames& names);
+  virtual ~Store() = default;
+
+  virtual Result<Loaded> load() = 0;
+  // One transaction; on any failure nothing of the batch is written (kUnavailable + why; a job
+  // with number 0: kInvalidArgument) and the store stays usable. Order inside the transaction:
+  // queues, deleted queues, nodes, jobs, events.
+  virtual Result<void> commit(const Batch& batch) = 0;
+
+  // Reads for the API (any job, finished ones included; events for Watch).
+  virtual Result<std::optional<JobRecord>> job(const std::string& id) = 0;
+  virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
+  virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
+  // GPU-hours held per (queue, flavor) within [from, to), from the jobs' admitted and finished
+  // times (unfinished jobs count until `to`).
+  virtual Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) = 0;
+
+  // A consistent copy of the whole state into `dest` (SQLite online backup) through its own
+  // connection: safe to call from another thread while the engine thread commits.
+  virtual Result<void> backup_to(const std::string& dest) = 0;
+};
+
+}  // namespace gpuq::storage

@@ -1,0 +1,343 @@
+// The SQLite store: refusing bad files, migrations, listing, events, usage, backup, big loads.
+#include "tests/storage/store_fixtures.hpp"
+
+using namespace gpuq;
+using namespace gpuq::storage;
+using namespace gpuq::storage::test;
+TEST_CASE("a file written by a newer gpuqd is refused and left as it is") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  open_ok(path, names).reset();
+  raw_exec(path, "UPDATE meta SET value = '" + std::to_string(kSchemaVersion + 1) +
+                     "' WHERE key = 'schema_version'");
+  auto r = Store::open(path, names);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == ErrorCode::kFailedPrecondition);
+  CHECK(r.error().find("newer gpuqd (schema 2, this build knows 1)") != std::string::npos);
+  CHECK(r.error().find("upgrade gpuqd or restore a backup") != std::string::npos);
+  CHECK(r.error().find(path) != std::string::npos);
+}
+
+TEST_CASE("a file that is not SQLite is refused, named, and left untouched") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  std::string garbage(10000, 'x');
+  garbage.replace(0, 20, "this is not sqlite!!");
+  std::ofstream(path, std::ios::binary) << garbage;
+  ResourceNames names;
+  auto r = Store::open(path, names);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == ErrorCode::kFailedPrecondition);
+  CHECK(r.error().find(path) != std::string::npos);
+  CHECK(r.error().find("not a database") != std::string::npos);
+  CHECK(r.error().find("gpuq admin backup") != std::string::npos);
+  CHECK(r.error().find("move the file away") != std::string::npos);
+  CHECK(read_all(path) == garbage);
+  CHECK_FALSE(fs::exists(path + "-wal"));
+}
+
+TEST_CASE("a SQLite file of another program is refused") {
+  TempDir dir;
+  const auto path = dir.file("other.db");
+  raw_exec(path, "CREATE TABLE photos(id INTEGER PRIMARY KEY, data BLOB)");
+  ResourceNames names;
+  auto r = Store::open(path, names);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == ErrorCode::kFailedPrecondition);
+  CHECK(r.error().find("another program") != std::string::npos);
+  raw_exec(path, "PRAGMA application_id = 1234");
+  auto r2 = Store::open(path, names);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.error().find("application_id 1234") != std::string::npos);
+}
+
+TEST_CASE("a corrupt gpuq file is refused") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    for (std::uint64_t n = 1; n <= 300; ++n) b.jobs.push_back(make_job(n));
+    REQUIRE(store->commit(b).ok());
+  }  // the last connection checkpoints the WAL into the file
+  std::string bytes = read_all(path);
+  REQUIRE(bytes.size() > 8 * 4096);
+  for (std::size_t i = 3 * 4096; i < bytes.size() - 4096; i += 7) bytes[i] = static_cast<char>(0xA5);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  auto r = Store::open(path, names);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == ErrorCode::kFailedPrecondition);
+  CHECK(r.error().find(path) != std::string::npos);
+  CHECK(r.error().find("gpuq admin backup") != std::string::npos);
+}
+
+TEST_CASE("a state file that cannot be created is unavailable") {
+  TempDir dir;
+  ResourceNames names;
+  const auto path = dir.file("missing-dir/s.db");
+  auto r = Store::open(path, names);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == ErrorCode::kUnavailable);
+  CHECK(r.error().find(path) != std::string::npos);
+}
+
+TEST_CASE("migrations run in order in one transaction; a failing step leaves the old version") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  {
+    auto store = open_ok(path, names);  // a fresh file goes 0 -> 1 through the same path
+    Batch b;
+    b.jobs = {make_job(1)};
+    REQUIRE(store->commit(b).ok());
+  }
+  auto steps = migrations();
+  REQUIRE(steps.size() == static_cast<std::size_t>(kSchemaVersion));
+  SqliteError e;
+  Db db = Db::open(path, SQLITE_OPEN_READWRITE, e);
+  REQUIRE(db);
+  auto version = [&] {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db.get(), "SELECT value FROM meta WHERE key='schema_version'", -1, &s, nullptr);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    std::string v = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return v;
+  };
+  CHECK(version() == "1");
+
+  auto broken = steps;
+  broken.push_back({"ALTER TABLE jobs ADD COLUMN labels TEXT NOT NULL DEFAULT '';"
+                    "CREATE TABLE oops(x INTEGER); INSERT INTO nowhere VALUES(1);"});
+  auto err = migrate(db, 1, 2, broken);
+  REQUIRE(err.has_value());
+  CHECK(err->message.find("migration to schema 2") != std::string::npos);
+  CHECK(version() == "1");
+  CHECK(db.exec("SELECT labels FROM jobs").has_value());  // the first statement was undone
+
+  auto good = steps;
+  good.push_back({"ALTER TABLE jobs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';"});
+  REQUIRE_FALSE(migrate(db, 1, 2, good).has_value());
+  CHECK(version() == "2");
+  CHECK_FALSE(db.exec("SELECT labels FROM jobs").has_value());
+  CHECK(migrate(db, 2, 3, good).has_value());  // no step for 3
+}
+
+TEST_CASE("listing pages by number and filters by queue, state and owner") {
+  TempDir dir;
+  ResourceNames names;
+  auto store = open_ok(dir.file("s.db"), names);
+  Batch b;
+  for (std::uint64_t n = 1; n <= 250; ++n) {
+    JobRecord j = make_job(n, n % 2 == 0 ? "even" : "odd",
+                           n % 5 == 0 ? JobState::kFailed : JobState::kPending);
+    if (n % 3 == 0) j.spec.owner = "bob";
+    b.jobs.push_back(j);
+  }
+  REQUIRE(store->commit(b).ok());
+
+  std::vector<std::uint64_t> seen;
+  JobFilter f;
+  f.limit = 100;
+  for (;;) {
+    auto page = store->jobs(f);
+    REQUIRE(page.ok());
+    if (page->empty()) break;
+    CHECK(page->size() <= 100);
+    for (const auto& j : *page) seen.push_back(j.number);
+    f.after_number = page->back().number;
+  }
+  REQUIRE(seen.size() == 250);
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == i + 1);
+
+  JobFilter q;
+  q.queue = "even";
+  q.states = {JobState::kFailed};
+  q.after_number = 20;
+  q.limit = 3;
+  auto page = store->jobs(q);
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 3);
+  CHECK((*page)[0].number == 30);
+  CHECK((*page)[1].number == 40);
+  CHECK((*page)[2].number == 50);
+
+  JobFilter o;
+  o.owner = "bob";
+  o.states = {JobState::kPending, JobState::kFailed};
+  o.limit = 1000;
+  auto bobs = store->jobs(o);
+  REQUIRE(bobs.ok());
+  CHECK(bobs->size() == 83);  // multiples of 3 up to 250
+  JobFilter none;
+  none.queue = "nobody";
+  CHECK(store->jobs(none)->empty());
+}
+
+TEST_CASE("events are replayed after a sequence number, in order, a page at a time") {
+  TempDir dir;
+  ResourceNames names;
+  auto store = open_ok(dir.file("s.db"), names);
+  Batch b;
+  for (std::uint64_t s = 1; s <= 50; ++s)
+    b.events.push_back(make_event(s, "job-1", JobState::kPending, JobState::kAdmitted));
+  REQUIRE(store->commit(b).ok());
+  auto page = store->events_after(10, 5);
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 5);
+  CHECK(page->front().seq == 11);
+  CHECK(page->back().seq == 15);
+  CHECK(store->events_after(50, 5)->empty());
+}
+
+TEST_CASE("usage: GPU-hours per queue and flavor, clipped to the window") {
+  TempDir dir;
+  ResourceNames names;
+  auto store = open_ok(dir.file("s.db"), names);
+  const Time h = 3600;
+  auto job = [&](std::uint64_t n, const std::string& queue, const std::string& flavor,
+                 JobState st, Time admitted, Time finished, std::int32_t pods, Quantity milli) {
+    JobRecord j = make_job(n, queue, st);
+    j.spec.pod_sets[0].count = pods;
+    j.spec.pod_sets[0].per_pod[kGpu] = milli;
+    PodSet cpu_only;
+    cpu_only.name = "driver";
+    cpu_only.per_pod[kCpu] = 1000;
+    j.spec.pod_sets.push_back(cpu_only);
+    j.flavor = flavor;
+    j.admitted_at = admitted;
+    j.finished_at = finished;
+    return j;
+  };
+  Batch b;
+  // Window [10h, 20h).
+  b.jobs = {
+      job(1, "a", "h100", JobState::kSucceeded, 8 * h, 12 * h, 2, 4000),   // 2h x 8 GPU = 16
+      job(2, "a", "h100", JobState::kRunning, 15 * h, 0, 1, 500),          // 5h x 0.5 = 2.5
+      job(3, "a", "a100", JobState::kFailed, 11 * h, 13 * h, 4, 1000),     // 2h x 4 = 8
+      job(4, "b", "h100", JobState::kCancelled, 5 * h, 25 * h, 1, 2000),   // 10h x 2 = 20
+      job(5, "b", "h100", JobState::kSucceeded, 1 * h, 10 * h, 1, 8000),   // ends at the start: 0
+      job(6, "b", "h100", JobState::kRunning, 20 * h, 0, 1, 8000),         // starts at the end: 0
+      job(7, "b", "h100", JobState::kPending, 12 * h, 0, 1, 8000),         // requeued: holds nothing
+      job(8, "b", "h100", JobState::kPending, 0, 0, 1, 8000),              // never admitted
+  };
+  REQUIRE(store->commit(b).ok());
+  auto u = store->usage(10 * h, 20 * h, "");
+  REQUIRE(u.ok());
+  REQUIRE(u->size() == 3);
+  CHECK((*u)[0].queue == "a");
+  CHECK((*u)[0].flavor == "a100");
+  CHECK((*u)[0].gpu_hours == doctest::Approx(8));
+  CHECK((*u)[0].jobs == 1);
+  CHECK((*u)[1].queue == "a");
+  CHECK((*u)[1].flavor == "h100");
+  CHECK((*u)[1].gpu_hours == doctest::Approx(18.5));
+  CHECK((*u)[1].jobs == 2);
+  CHECK((*u)[2].queue == "b");
+  CHECK((*u)[2].gpu_hours == doctest::Approx(20));
+  CHECK((*u)[2].jobs == 1);
+  auto only_b = store->usage(10 * h, 20 * h, "b");
+  REQUIRE(only_b.ok());
+  REQUIRE(only_b->size() == 1);
+  CHECK(only_b->front().queue == "b");
+  CHECK(store->usage(20 * h, 10 * h, "")->empty());
+}
+
+TEST_CASE("a backup taken while the engine thread commits opens and loads consistently") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  auto store = open_ok(path, names);
+  Batch setup;
+  setup.queues = {make_queue(names)};
+  REQUIRE(store->commit(setup).ok());
+
+  constexpr std::uint64_t kBatches = 150, kPerBatch = 20;
+  std::atomic<bool> failed{false};
+  std::thread writer([&] {
+    std::uint64_t n = 0;
+    for (std::uint64_t b = 0; b < kBatches; ++b) {
+      Batch batch;
+      for (std::uint64_t i = 0; i < kPerBatch; ++i) {
+        ++n;  // one job and its submit event per number: seq == number in every committed state
+        batch.jobs.push_back(make_job(n));
+        batch.events.push_back(make_event(n, "job-" + std::to_string(n), std::nullopt, JobState::kPending));
+      }
+      if (!store->commit(batch).ok()) failed = true;
+    }
+  });
+  std::vector<std::string> copies;
+  for (int i = 0; i < 3; ++i) {
+    copies.push_back(dir.file("backup-" + std::to_string(i) + ".db"));
+    auto r = store->backup_to(copies.back());
+    const std::string why = r.ok() ? std::string() : r.error();
+    INFO(why);
+    CHECK(r.ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  writer.join();
+  CHECK_FALSE(failed);
+  for (const auto& copy : copies) {
+    CHECK_FALSE(fs::exists(copy + ".partial"));
+    ResourceNames fresh;
+    auto backup = open_ok(copy, fresh);
+    auto l = backup->load();
+    REQUIRE(l.ok());
+    CHECK(l->queues.size() == 1);
+    CHECK(l->last_job_number % kPerBatch == 0);  // whole batches only
+    CHECK(l->unfinished.size() == l->last_job_number);
+    CHECK(l->last_event_seq == l->last_job_number);
+  }
+  CHECK(store->backup_to(path).code() == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("load of many jobs (decoded on two threads) keeps number order and every field") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  constexpr std::uint64_t kJobs = 25'000;  // above the threshold for the two-thread decode
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    for (std::uint64_t n = 1; n <= kJobs; ++n) {
+      JobRecord j = make_job(n * 2);  // gaps in numbering
+      j.spec.pod_sets[0].per_pod[*names.intern(n % 2 ? "rdma/hca" : "fpga")] = static_cast<Quantity>(n);
+      j.run.working_dir = "/a/directory/long/enough/for/the/heap/" + std::to_string(n);
+      b.jobs.push_back(j);
+    }
+    JobRecord done = make_job(1, "ml-train", JobState::kSucceeded);
+    b.jobs.push_back(done);
+    REQUIRE(store->commit(b).ok());
+  }
+  ResourceNames fresh;
+  auto store = open_ok(path, fresh);
+  auto l = store->load();
+  REQUIRE(l.ok());
+  REQUIRE(l->unfinished.size() == kJobs);
+  const auto rdma = *fresh.find("rdma/hca");
+  const auto fpga = *fresh.find("fpga");
+  bool all_good = true;
+  for (std::uint64_t i = 0; i < kJobs; ++i) {
+    const auto& j = l->unfinished[i];
+    const std::uint64_t n = i + 1;
+    all_good = all_good && j.number == n * 2 && j.spec.id.value == "job-" + std::to_string(n * 2) &&
+               j.spec.pod_sets[0].per_pod[n % 2 ? rdma : fpga] == static_cast<Quantity>(n) &&
+               j.spec.pod_sets[0].per_pod[kGpu] == 1000 &&
+               j.run.working_dir == "/a/directory/long/enough/for/the/heap/" + std::to_string(n);
+  }
+  CHECK(all_good);
+  CHECK(l->last_job_number == kJobs * 2);
+
+  // A damaged body anywhere is reported, not skipped.
+  store.reset();
+  raw_exec(path, "UPDATE jobs SET body = 'j1;garbage' WHERE number = 30000");
+  auto damaged = open_ok(path, fresh);
+  auto bad = damaged->load();
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.code() == ErrorCode::kFailedPrecondition);
+  CHECK(bad.error().find("job-30000") != std::string::npos);
+  CHECK(bad.error().find(path) != std::string::npos);
+}
+
