@@ -223,6 +223,12 @@ Result<Job> Engine::make_job(JobSpec spec) const {
   return job;
 }
 
+void Engine::reserve_jobs(std::size_t more) {
+  jobs_.reserve(jobs_.size() + more);
+  job_ids_.reserve(job_ids_.size() + more);
+  admission_seq_.reserve(admission_seq_.size() + more);
+}
+
 std::uint32_t Engine::store_job(Job job) {
   auto j = static_cast<std::uint32_t>(jobs_.size());
   job.order = next_order_++;

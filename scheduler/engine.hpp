@@ -123,6 +123,8 @@ class Engine {
   // as the cluster and quotas stand; the job is not kept).
   Result<void> submit(JobSpec spec, Time now);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
+  // Room for this many more jobs (a restart restoring a million jobs rehashes nothing).
+  void reserve_jobs(std::size_t more);
   Result<void> cancel(const JobId& id, Time now);
   Result<void> observe(const BinderFact& fact, Time now);
   // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).

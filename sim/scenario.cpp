@@ -417,4 +417,13 @@ std::string to_pretty_json(const json::value& v) {
   return out;
 }
 
+EngineSettings read_engine_settings(const YAML::Node& root) {
+  Layout l = read_layout(root);
+  EngineSettings s;
+  s.config = l.config;
+  s.config.quota_only = false;
+  s.classes = l.classes;
+  return s;
+}
+
 }  // namespace gpuq::sim

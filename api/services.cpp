@@ -1,0 +1,587 @@
+#include "api/services.hpp"
+
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "api/from_proto.hpp"
+#include "api/to_proto.hpp"
+
+namespace gpuq::api {
+
+grpc::Status to_status(ErrorCode code, const std::string& message) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, message};
+    case ErrorCode::kNotFound: return {grpc::StatusCode::NOT_FOUND, message};
+    case ErrorCode::kAlreadyExists: return {grpc::StatusCode::ALREADY_EXISTS, message};
+    case ErrorCode::kFailedPrecondition:
+    case ErrorCode::kRejected: return {grpc::StatusCode::FAILED_PRECONDITION, message};
+    case ErrorCode::kResourceExhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, message};
+    case ErrorCode::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, message};
+  }
+  return {grpc::StatusCode::INTERNAL, message};
+}
+
+grpc::Status to_status(const Error& e) { return to_status(e.code, e.message); }
+
+namespace {
+
+using daemon::Core;
+using daemon::Loop;
+
+const char* code_name(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    default: return "OTHER";
+  }
+}
+
+template <class T>
+grpc::Status failed(const Result<T>& r) {
+  grpc::Status s = to_status(r.code(), r.error());
+  spdlog::warn("event=request_error code={} error=\"{}\"", code_name(s.error_code()), r.error());
+  return s;
+}
+
+grpc::Status unavailable(const Core::TurnResult& t) {
+  return {grpc::StatusCode::UNAVAILABLE, "the state could not be written (" + t.error +
+                                             "); nothing was changed; retry"};
+}
+
+// Runs `work` on the engine thread; `reply` fills the response after the turn is on disk and
+// returns the status to finish with. Errors from `work` finish at once (nothing changed).
+template <class Work>
+void in_turn(Loop& loop, grpc::ServerUnaryReactor* reactor, Work work) {
+  loop.post([reactor, work = std::move(work)](Core& core, Time now) mutable -> Loop::Done {
+    auto reply = work(core, now);  // std::function<grpc::Status(Core&)> or an error status
+    if (!reply.ok()) {
+      reactor->Finish(reply.status);
+      return nullptr;
+    }
+    return [reactor, &core, fill = std::move(reply.fill)](const Core::TurnResult& t) {
+      if (!t.ok) {
+        reactor->Finish(unavailable(t));
+        return;
+      }
+      reactor->Finish(fill(core));
+    };
+  });
+}
+
+struct Reply {
+  grpc::Status status = grpc::Status::OK;
+  std::function<grpc::Status(Core&)> fill;
+  bool ok() const { return status.ok(); }
+  static Reply error(grpc::Status s) { return Reply{std::move(s), nullptr}; }
+  static Reply then(std::function<grpc::Status(Core&)> f) { return Reply{grpc::Status::OK, std::move(f)}; }
+};
+
+JobState from_proto_state(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_ADMITTED: return JobState::kAdmitted;
+    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
+    case v1::JOB_STATE_PREEMPTING: return JobState::kPreempting;
+    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED: return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
+    default: return JobState::kPending;
+  }
+}
+
+v1::JobEvent to_proto(const storage::EventRecord& e) {
+  v1::JobEvent out;
+  out.set_seq(e.seq);
+  out.set_at(e.at);
+  out.set_job_id(e.job);
+  out.set_queue(e.queue);
+  if (e.from) out.set_from(api::to_proto(*e.from));
+  out.set_to(api::to_proto(e.to));
+  out.set_reason(e.reason);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class JobsService final : public v1::Jobs::CallbackService {
+ public:
+  JobsService(Loop& loop, std::shared_ptr<WatchHub> hub) : loop_(loop), hub_(std::move(hub)) {}
+
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitJobRequest* req,
+                                   v1::SubmitJobResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
+      auto spec = from_proto(req->spec(), core.names(), core.priority_classes());
+      if (!spec) return Reply::error(failed(spec));
+      storage::RunSpec run;
+      run.command.assign(req->spec().command().begin(), req->spec().command().end());
+      run.env.insert(req->spec().env().begin(), req->spec().env().end());
+      run.working_dir = req->spec().working_dir();
+      auto id = core.submit(std::move(spec.value()), req->spec().priority(), std::move(run), now);
+      if (!id) return Reply::error(failed(id));
+      return Reply::then([resp, id = id.value()](Core& c) {
+        auto job = c.job(id);
+        if (!job) return failed(job);
+        *resp->mutable_job() = std::move(job.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+                                v1::GetJobResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core&, Time) {
+      return Reply::then([req, resp](Core& c) {
+        auto job = c.job(req->id());
+        if (!job) return failed(job);
+        *resp->mutable_job() = std::move(job.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
+                                 v1::ListJobsResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    storage::JobFilter filter;
+    filter.queue = req->queue();
+    filter.owner = req->owner();
+    for (int s : req->states()) filter.states.push_back(from_proto_state(static_cast<v1::JobState>(s)));
+    if (req->page_size() < 0 || req->page_size() > 1000) {
+      reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
+                       "page_size: " + std::to_string(req->page_size()) + " is not allowed; use 0 to 1000"});
+      return reactor;
+    }
+    filter.limit = req->page_size() == 0 ? 100 : static_cast<std::size_t>(req->page_size());
+    if (!req->page_token().empty()) {
+      char* end = nullptr;
+      filter.after_number = std::strtoull(req->page_token().c_str(), &end, 10);
+      if (end == nullptr || *end != '\0') {
+        reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
+                         "page_token: \"" + req->page_token() + "\" is not a token this server gave"});
+        return reactor;
+      }
+    }
+    in_turn(loop_, reactor, [filter, resp](Core&, Time) {
+      return Reply::then([filter, resp](Core& c) {
+        storage::JobFilter f = filter;
+        f.limit = filter.limit + 1;  // one more: is there a next page?
+        auto jobs = c.jobs(f);
+        if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
+        std::size_t n = std::min(jobs->size(), filter.limit);
+        for (std::size_t i = 0; i < n; ++i) {
+          auto live = c.job((*jobs)[i].spec.id.value);  // unfinished: the live reason
+          *resp->add_jobs() = live ? std::move(live.value()) : c.to_proto((*jobs)[i]);
+        }
+        if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelJobRequest* req,
+                                   v1::CancelJobResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
+      if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
+      return Reply::then([req, resp](Core& c) {
+        auto job = c.job(req->id());
+        if (!job) return failed(job);
+        *resp->mutable_job() = std::move(job.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
+                                                const v1::WatchJobsRequest* req) override;
+
+ private:
+  Loop& loop_;
+  std::shared_ptr<WatchHub> hub_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Watch: history from the file, then live events as turns commit them.
+
+struct WatchState {
+  std::mutex mu;
+  grpc::ServerWriteReactor<v1::JobEvent>* stream = nullptr;  // null once done
+  std::deque<v1::JobEvent> queue;
+  bool writing = false;
+  bool finished = false;
+  std::string queue_filter;
+  std::string job_filter;
+
+  bool wants(const storage::EventRecord& e) const {
+    return (queue_filter.empty() || e.queue == queue_filter) && (job_filter.empty() || e.job == job_filter);
+  }
+  // With mu held.
+  void write_next() {
+    if (stream == nullptr || writing || finished || queue.empty()) return;
+    writing = true;
+    stream->StartWrite(&queue.front());
+  }
+  void finish(const grpc::Status& s) {
+    if (stream == nullptr || finished) return;
+    finished = true;
+    stream->Finish(s);
+  }
+};
+
+class WatchHub {
+ public:
+  void add(std::shared_ptr<WatchState> s) {
+    std::lock_guard lock(mu_);
+    states_.push_back(std::move(s));
+  }
+  void publish(const storage::EventRecord& e) {
+    std::lock_guard lock(mu_);
+    std::erase_if(states_, [&](const std::shared_ptr<WatchState>& s) {
+      std::lock_guard l(s->mu);
+      if (s->stream == nullptr || s->finished) return true;
+      if (s->wants(e)) {
+        s->queue.push_back(to_proto(e));
+        s->write_next();
+      }
+      return false;
+    });
+  }
+  void close_all() {
+    std::lock_guard lock(mu_);
+    for (auto& s : states_) {
+      std::lock_guard l(s->mu);
+      s->finish(grpc::Status::OK);
+    }
+    states_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<WatchState>> states_;
+};
+
+namespace {
+
+class WatchStream final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  explicit WatchStream(std::shared_ptr<WatchState> s) : s_(std::move(s)) { s_->stream = this; }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(s_->mu);
+    s_->writing = false;
+    if (!ok) {
+      s_->finish(grpc::Status::CANCELLED);
+      return;
+    }
+    s_->queue.pop_front();
+    s_->write_next();
+  }
+  void OnCancel() override {
+    std::lock_guard lock(s_->mu);
+    s_->finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    {
+      std::lock_guard lock(s_->mu);
+      s_->stream = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<WatchState> s_;
+};
+
+grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext*,
+                                                           const v1::WatchJobsRequest* req) {
+  auto state = std::make_shared<WatchState>();
+  state->queue_filter = req->queue();
+  state->job_filter = req->job_id();
+  auto* stream = new WatchStream(state);
+  const std::uint64_t from = req->from_seq();
+  loop_.post([state, hub = hub_, from](Core& core, Time) -> Loop::Done {
+    // History and registration in one step of the engine thread: nothing is missed or doubled.
+    std::uint64_t after = from;
+    std::lock_guard lock(state->mu);
+    while (true) {
+      auto batch = core.store().events_after(after, 10'000);
+      if (!batch) {
+        state->finish(to_status(ErrorCode::kUnavailable, batch.error()));
+        return nullptr;
+      }
+      for (const auto& e : *batch)
+        if (state->wants(e)) state->queue.push_back(to_proto(e));
+      if (batch->size() < 10'000) break;
+      after = batch->back().seq;
+    }
+    state->write_next();
+    hub->add(state);
+    return nullptr;
+  });
+  return stream;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class QueuesService final : public v1::Queues::CallbackService {
+ public:
+  explicit QueuesService(Loop& loop) : loop_(loop) {}
+
+  grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyQueueRequest* req,
+                                  v1::ApplyQueueResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core& core, Time) {
+      auto spec = from_proto(req->spec(), core.names());
+      if (!spec) return Reply::error(failed(spec));
+      if (auto r = core.apply_queue(spec.value()); !r) return Reply::error(failed(r));
+      return Reply::then([name = spec->name.value, resp](Core& c) {
+        auto q = c.queue(name);
+        if (!q) return failed(q);
+        *resp->mutable_queue() = std::move(q.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetQueueRequest* req,
+                                v1::GetQueueResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core&, Time) {
+      return Reply::then([req, resp](Core& c) {
+        auto q = c.queue(req->name());
+        if (!q) return failed(q);
+        *resp->mutable_queue() = std::move(q.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListQueuesRequest*,
+                                 v1::ListQueuesResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [resp](Core&, Time) {
+      return Reply::then([resp](Core& c) {
+        for (auto& q : c.queues()) *resp->add_queues() = std::move(q);
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteQueueRequest* req,
+                                   v1::DeleteQueueResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req](Core& core, Time) {
+      if (auto r = core.delete_queue(req->name()); !r) return Reply::error(failed(r));
+      return Reply::then([](Core&) { return grpc::Status::OK; });
+    });
+    return reactor;
+  }
+
+ private:
+  Loop& loop_;
+};
+
+class NodesService final : public v1::Nodes::CallbackService {
+ public:
+  explicit NodesService(Loop& loop) : loop_(loop) {}
+
+  grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyNodeRequest* req,
+                                  v1::ApplyNodeResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
+      auto spec = from_proto(req->spec(), core.names());
+      if (!spec) return Reply::error(failed(spec));
+      if (auto r = core.apply_node(spec.value(), now); !r) return Reply::error(failed(r));
+      return Reply::then([name = spec->name, resp](Core& c) {
+        auto n = c.node(name);
+        if (!n) return failed(n);
+        *resp->mutable_node() = std::move(n.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
+                                 v1::ListNodesResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [resp](Core&, Time) {
+      return Reply::then([resp](Core& c) {
+        for (auto& n : c.nodes()) *resp->add_nodes() = std::move(n);
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Cordon(grpc::CallbackServerContext* ctx, const v1::NodeNameRequest* req,
+                                   v1::NodeResponse* resp) override {
+    return set_state(ctx, req, resp, NodeState::kCordoned);
+  }
+  grpc::ServerUnaryReactor* Uncordon(grpc::CallbackServerContext* ctx, const v1::NodeNameRequest* req,
+                                     v1::NodeResponse* resp) override {
+    return set_state(ctx, req, resp, NodeState::kReady);
+  }
+  grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* ctx, const v1::NodeNameRequest* req,
+                                  v1::NodeResponse* resp) override {
+    return set_state(ctx, req, resp, NodeState::kDraining);
+  }
+
+ private:
+  grpc::ServerUnaryReactor* set_state(grpc::CallbackServerContext* ctx, const v1::NodeNameRequest* req,
+                                      v1::NodeResponse* resp, NodeState state) {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
+      if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
+      return Reply::then([req, resp](Core& c) {
+        auto n = c.node(req->name());
+        if (!n) return failed(n);
+        *resp->mutable_node() = std::move(n.value());
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+  Loop& loop_;
+};
+
+// Backup: a consistent copy made through the store's own connection on a thread of its own (the
+// engine thread keeps serving), then streamed in 1 MiB chunks and removed.
+class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
+ public:
+  explicit BackupStream(storage::Store& store) {
+    std::thread([this, &store] { produce(store); }).detach();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::CANCELLED);
+      return;
+    }
+    next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void produce(storage::Store& store) {
+    static std::atomic<std::uint64_t> counter{0};
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("gpuq-backup-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".db");
+    auto r = store.backup_to(path.string());
+    if (!r) {
+      Finish(to_status(ErrorCode::kUnavailable, "backup failed: " + r.error()));
+      return;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    constexpr std::size_t kChunk = 1 << 20;
+    for (std::size_t off = 0; off < all.size() || off == 0; off += kChunk) {
+      v1::BackupChunk c;
+      c.set_data(all.substr(off, kChunk));
+      if (off == 0) c.set_total_bytes(all.size());
+      chunks_.push_back(std::move(c));
+      if (all.empty()) break;
+    }
+    next();
+  }
+  void next() {
+    if (sent_ == chunks_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&chunks_[sent_++]);
+  }
+
+  std::vector<v1::BackupChunk> chunks_;
+  std::size_t sent_ = 0;
+};
+
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  explicit AdminService(Loop& loop) : loop_(loop) {}
+
+  grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext*,
+                                                    const v1::BackupRequest*) override {
+    storage::Store* store = nullptr;
+    loop_.run_sync([&](Core& c) { store = &c.store(); });
+    return new BackupStream(*store);
+  }
+
+  grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
+                                  v1::UsageResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    in_turn(loop_, reactor, [req, resp](Core&, Time now) {
+      const Time to = req->to() == 0 ? now : req->to();
+      if (req->from() < 0 || to < req->from())
+        return Reply::error({grpc::StatusCode::INVALID_ARGUMENT,
+                             "from/to: [" + std::to_string(req->from()) + ", " + std::to_string(to) +
+                                 ") is not a period; from must be >= 0 and <= to"});
+      return Reply::then([req, resp, to](Core& c) {
+        auto usage = c.store().usage(req->from(), to, req->queue());
+        if (!usage) return to_status(ErrorCode::kUnavailable, usage.error());
+        resp->set_from(req->from());
+        resp->set_to(to);
+        for (const auto& u : *usage) {
+          auto* q = resp->add_usage();
+          q->set_queue(u.queue);
+          q->set_flavor(u.flavor);
+          q->set_gpu_hours(u.gpu_hours);
+          q->set_jobs(u.jobs);
+        }
+        return grpc::Status::OK;
+      });
+    });
+    return reactor;
+  }
+
+ private:
+  Loop& loop_;
+};
+
+}  // namespace
+
+Services::Services(daemon::Loop& loop)
+    : loop_(loop),
+      hub_(std::make_shared<WatchHub>()),
+      jobs_(std::make_unique<JobsService>(loop, hub_)),
+      queues_(std::make_unique<QueuesService>(loop)),
+      nodes_(std::make_unique<NodesService>(loop)),
+      admin_(std::make_unique<AdminService>(loop)) {}
+
+Services::~Services() = default;
+
+void Services::register_with(grpc::ServerBuilder& builder) {
+  builder.RegisterService(jobs_.get());
+  builder.RegisterService(queues_.get());
+  builder.RegisterService(nodes_.get());
+  builder.RegisterService(admin_.get());
+}
+
+void Services::attach(daemon::Core& core) {
+  core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
+}
+
+void Services::close_watches() { hub_->close_all(); }
+
+}  // namespace gpuq::api

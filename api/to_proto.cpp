@@ -1,0 +1,134 @@
+#include "api/to_proto.hpp"
+
+namespace gpuq::api {
+
+namespace {
+
+const char* name_of(WithinQueuePolicy p) {
+  switch (p) {
+    case WithinQueuePolicy::kNever:
+      return "Never";
+    case WithinQueuePolicy::kLowerPriority:
+      return "LowerPriority";
+    case WithinQueuePolicy::kLowerOrNewerEqualPriority:
+      return "LowerOrNewerEqualPriority";
+  }
+  return "Never";
+}
+
+const char* name_of(ReclaimPolicy p) {
+  switch (p) {
+    case ReclaimPolicy::kNever:
+      return "Never";
+    case ReclaimPolicy::kLowerPriority:
+      return "LowerPriority";
+    case ReclaimPolicy::kAny:
+      return "Any";
+  }
+  return "Never";
+}
+
+const char* name_of(BorrowWithinCohortPolicy p) {
+  return p == BorrowWithinCohortPolicy::kLowerPriority ? "LowerPriority" : "Never";
+}
+
+// Non-zero components only: a zero request and an absent one mean the same.
+void put_resources(const ResourceVec& v, const ResourceNames& names,
+                   google::protobuf::Map<std::string, std::string>* out) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto r = static_cast<ResourceId>(i);
+    if (v[r] != 0) (*out)[names.name(r)] = format_quantity(v[r], r, names);
+  }
+}
+
+}  // namespace
+
+std::string format_quantity(Quantity q, ResourceId r, const ResourceNames& names) {
+  // Only memory uses the binary suffixes; "other" resources are plain counts even when they
+  // happen to be multiples of 1024.
+  if (r == kGpu || r == kCpu) return gpuq::format_quantity(q, UnitScale::kMilli);
+  if (r == kMemory) return gpuq::format_quantity(q, UnitScale::kUnit);
+  (void)names;  // the slot fixes the unit; kept in the signature for resources named later
+  return std::to_string(q);
+}
+
+v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
+  v1::QueueSpec out;
+  out.set_name(s.name.value);
+  out.set_cohort(s.cohort);
+  out.set_weight(s.weight);
+  out.set_queueing_strategy(to_string(s.strategy));
+  for (const FlavorQuota& fq : s.quotas) {
+    v1::FlavorQuota* q = out.add_quotas();
+    q->set_flavor(fq.flavor);
+    for (const auto& [r, rq] : fq.resources) {
+      v1::ResourceQuota& p = (*q->mutable_resources())[names.name(r)];
+      p.set_nominal(format_quantity(rq.nominal, r, names));
+      if (rq.borrowing_limit) p.set_borrowing_limit(format_quantity(*rq.borrowing_limit, r, names));
+      if (rq.lending_limit) p.set_lending_limit(format_quantity(*rq.lending_limit, r, names));
+    }
+  }
+  v1::PreemptionPolicy* p = out.mutable_preemption();
+  p->set_within_queue(name_of(s.preemption.within_queue));
+  p->set_reclaim_within_cohort(name_of(s.preemption.reclaim_within_cohort));
+  p->set_borrow_within_cohort(name_of(s.preemption.borrow_within_cohort));
+  if (s.preemption.borrow_max_priority_threshold)
+    p->set_max_priority_threshold(*s.preemption.borrow_max_priority_threshold);
+  p->set_min_runtime_seconds(s.preemption.min_runtime);
+  return out;
+}
+
+v1::NodeSpec to_proto(const NodeSpec& s, const ResourceNames& names) {
+  v1::NodeSpec out;
+  out.set_name(s.name);
+  out.set_flavor(s.flavor);
+  put_resources(s.capacity, names, out.mutable_capacity());
+  for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;
+  out.set_state(to_string(s.state));
+  if (s.dedicated_to) out.set_dedicated_to(s.dedicated_to->value);
+  return out;
+}
+
+v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
+  v1::JobSpec out;
+  out.set_id(s.id.value);
+  out.set_queue(s.queue.value);
+  out.set_name(s.name);
+  out.set_owner(s.owner);
+  out.set_priority(std::to_string(s.priority));
+  for (const PodSet& ps : s.pod_sets) {
+    v1::PodSet* p = out.add_pod_sets();
+    p->set_name(ps.name);
+    p->set_count(ps.count);
+    put_resources(ps.per_pod, names, p->mutable_resources());
+  }
+  for (const std::string& f : s.flavors) out.add_flavors(f);
+  out.set_max_runtime_seconds(s.max_runtime.value_or(0));
+  out.set_preemptible(s.preemptible);
+  out.set_grace_period_seconds(s.grace_period);
+  out.set_exclusive(s.exclusive);
+  out.set_on_node_loss(s.on_node_loss == NodeLossPolicy::kFail ? "Fail" : "Requeue");
+  return out;
+}
+
+v1::JobState to_proto(JobState s) {
+  switch (s) {
+    case JobState::kPending:
+      return v1::JOB_STATE_PENDING;
+    case JobState::kAdmitted:
+      return v1::JOB_STATE_ADMITTED;
+    case JobState::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case JobState::kPreempting:
+      return v1::JOB_STATE_PREEMPTING;
+    case JobState::kSucceeded:
+      return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled:
+      return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+}  // namespace gpuq::api

@@ -1,0 +1,227 @@
+// daemon_bench: gpuqd end to end on this machine (bench/README.md).
+//  1. Durable submits: a real gpuqd on a loopback port with a fresh state file; C client threads
+//     (1, 16, 64) each send Submit in a loop for --seconds; every OK is a job on disk. Prints
+//     acknowledged submits per second and latency percentiles.
+//  2. Restart: a state file with --restart-jobs pending jobs (written through the Store, as a
+//     daemon would have), then the time from starting gpuqd to it serving, and its memory.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "gpuq/v1/gpuq.grpc.pb.h"
+#include "storage/store.hpp"
+
+namespace fs = std::filesystem;
+namespace v1 = gpuq::v1;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kConfig = R"(queues:
+  - name: team
+    quotas:
+      - flavor: h100
+        resources: {gpu: {nominal: 64}}
+nodes:
+  - {name: n0, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+  - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+)";
+
+struct Child {
+  pid_t pid = -1;
+  std::string address;
+  double start_seconds = 0;
+};
+
+Child start_gpuqd(const std::string& gpuqd, const fs::path& dir, const fs::path& state) {
+  const fs::path config = dir / "gpuqd.yaml";
+  std::ofstream(config) << kConfig;
+  const fs::path out = dir / "gpuqd.out";
+  std::error_code ec;
+  fs::remove(out, ec);
+  std::fflush(stdout);
+  const auto t0 = Clock::now();
+  Child c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen((dir / "gpuqd.err").c_str(), "w", stderr);
+    execl(gpuqd.c_str(), "gpuqd", "--config", config.c_str(), "--state-file", state.c_str(), "--grpc",
+          "127.0.0.1:0", "--http", "127.0.0.1:0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  while (c.address.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::ifstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto at = line.find("grpc=");
+      if (line.rfind("gpuqd listening", 0) == 0) c.address = line.substr(at + 5, line.find(' ', at) - at - 5);
+    }
+    int status = 0;
+    if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      std::fprintf(stderr, "gpuqd exited; see %s\n", (dir / "gpuqd.err").c_str());
+      std::exit(1);
+    }
+  }
+  c.start_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return c;
+}
+
+void stop(Child& c) {
+  kill(c.pid, SIGTERM);
+  int status = 0;
+  waitpid(c.pid, &status, 0);
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  long value = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> value;
+      return value;
+    }
+    std::getline(in, key);
+  }
+  return 0;
+}
+
+double pct(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
+  const fs::path state = dir / ("submits-" + std::to_string(clients) + ".db");
+  Child d = start_gpuqd(gpuqd, dir, state);
+  auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
+  std::vector<std::vector<double>> lat(static_cast<std::size_t>(clients));
+  std::atomic<long> errors{0};
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      // One channel per 8 clients: several HTTP/2 connections, as separate client processes would use.
+      auto ch = c % 8 == 0 ? grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()) : channel;
+      auto stub = v1::Jobs::NewStub(ch);
+      for (long i = 0; Clock::now() < until; ++i) {
+        v1::SubmitJobRequest r;
+        r.mutable_spec()->set_id("c" + std::to_string(c) + "-" + std::to_string(i));
+        r.mutable_spec()->set_queue("team");
+        (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
+        r.mutable_spec()->add_command("true");
+        grpc::ClientContext ctx;
+        v1::SubmitJobResponse resp;
+        const auto s0 = Clock::now();
+        auto st = stub->Submit(&ctx, r, &resp);
+        if (!st.ok()) {
+          ++errors;
+          continue;
+        }
+        lat[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
+      }
+    });
+  for (auto& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  const double rate = static_cast<double>(all.size()) / wall;
+  const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
+  std::printf("submits  clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
+              clients, all.size(), wall, rate, p50, p99, mx, errors.load());
+  stop(d);
+}
+
+void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
+  const fs::path state = dir / "restart.db";
+  {
+    gpuq::ResourceNames names;
+    auto store = gpuq::storage::Store::open(state.string(), names);
+    if (!store) {
+      std::fprintf(stderr, "%s\n", store.error().c_str());
+      std::exit(1);
+    }
+    // The queue and nodes come from the config; the jobs from the file.
+    const auto t0 = Clock::now();
+    const long batch = 10'000;
+    for (long b = 0; b < jobs; b += batch) {
+      gpuq::storage::Batch bt;
+      for (long i = b; i < std::min(jobs, b + batch); ++i) {
+        gpuq::storage::JobRecord r;
+        r.spec.id = gpuq::JobId("p" + std::to_string(i));
+        r.spec.queue = gpuq::QueueName("team");
+        r.spec.submitted_at = 1'700'000'000 + i / 1000;
+        gpuq::PodSet s;
+        s.name = "main";
+        s.per_pod[gpuq::kGpu] = 1000 * (1 + i % 4);
+        r.spec.pod_sets.push_back(s);
+        r.run.command = {"python", "train.py", "--step", std::to_string(i)};
+        r.number = static_cast<std::uint64_t>(i + 1);
+        bt.jobs.push_back(std::move(r));
+      }
+      if (auto c = (*store)->commit(bt); !c) {
+        std::fprintf(stderr, "%s\n", c.error().c_str());
+        std::exit(1);
+      }
+    }
+    std::printf("restart  wrote %ld pending jobs in %.1f s, file %.0f MiB\n", jobs,
+                std::chrono::duration<double>(Clock::now() - t0).count(),
+                static_cast<double>(fs::file_size(state)) / (1 << 20));
+  }
+  Child empty = start_gpuqd(gpuqd, dir, dir / "empty.db");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long rss_empty = rss_kib(empty.pid);
+  stop(empty);
+  Child d = start_gpuqd(gpuqd, dir, state);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long rss = rss_kib(d.pid);
+  std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job\n",
+              jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0,
+              static_cast<double>(rss - rss_empty) * 1024.0 / static_cast<double>(jobs));
+  stop(d);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"daemon_bench: durable submits and restart time of a real gpuqd"};
+  std::string gpuqd = GPUQD_PATH;
+  std::vector<int> clients = {1, 16, 64};
+  double seconds = 5;
+  long restart_jobs = 1'000'000;
+  app.add_option("--gpuqd", gpuqd, "the gpuqd binary");
+  app.add_option("--clients", clients, "concurrent clients, one run each")->delimiter(',');
+  app.add_option("--seconds", seconds, "per run");
+  app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
+  bool keep = false;
+  app.add_flag("--keep", keep, "keep the state files (restart.db for profiling a start)");
+  CLI11_PARSE(app, argc, argv);
+  char tmpl[] = "/tmp/gpuq-bench-XXXXXX";
+  const fs::path dir = mkdtemp(tmpl);
+  std::printf("daemon_bench: gpuqd %s, state in %s, %u cores\n", gpuqd.c_str(), dir.c_str(),
+              std::thread::hardware_concurrency());
+  for (int c : clients) submits(gpuqd, dir, c, seconds);
+  if (restart_jobs > 0) restart(gpuqd, dir, restart_jobs);
+  std::error_code ec;
+  if (!keep) fs::remove_all(dir, ec);
+  return 0;
+}

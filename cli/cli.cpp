@@ -1,0 +1,85 @@
+#include "cli/cli.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/requests.hpp"
+#include "sim/scenario.hpp"
+#include "sim/spec_yaml.hpp"
+
+namespace gpuq::cli {
+
+std::string read_file_arg(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot open the file");
+  text << in.rdbuf();
+  return text.str();
+}
+
+namespace {
+
+int run_scenario_file(Context& ctx, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    ctx.err << "gpuq: " << path << ": cannot open the file\n";
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  ctx.out << sim::to_pretty_json(sim::run_scenario(text.str(), path));
+  return 0;
+}
+
+void add_sim_commands(CLI::App& app, Context& ctx) {
+  auto* sim = app.add_subcommand("sim", "Simulate the scheduler on a state or a trace (no server)");
+  sim->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto* scenario = sim->add_subcommand(
+      "scenario", "Run one scheduling cycle on the state in FILE and print the decisions as JSON");
+  scenario->add_option("FILE", *file, "scenario YAML (see shared/SCENARIOS.md)")->required();
+  scenario->callback(
+      [&ctx, file] { ctx.action = [file](Context& c) { return run_scenario_file(c, *file); }; });
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Context ctx(out, err);
+  CLI::App app{"gpuq: a fair-share GPU batch scheduler"};
+  app.name("gpuq");
+  app.require_subcommand(1);
+  app.fallthrough();  // --server and --timeout may follow the subcommand
+  app.add_option("--server", ctx.server_flag,
+                 "HOST:PORT of gpuqd; default $GPUQ_SERVER, then 127.0.0.1:7433");
+  app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch: none)")
+      ->check(CLI::NonNegativeNumber);
+  add_job_commands(app, ctx);
+  add_cluster_commands(app, ctx);
+  add_admin_commands(app, ctx);
+  add_sim_commands(app, ctx);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err) == 0 ? 0 : 2;
+  }
+  if (!ctx.action) return 2;
+  try {
+    return ctx.action(ctx);
+  } catch (const UsageError& e) {
+    err << "gpuq: " << e.what() << "\n";
+    return 2;
+  } catch (const sim::SpecError& e) {
+    err << "gpuq: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace gpuq::cli

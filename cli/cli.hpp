@@ -1,0 +1,15 @@
+#pragma once
+// The whole command line as a function, so tests drive it without a process:
+//   std::ostringstream out, err;
+//   int rc = gpuq::cli::run_cli({"--server", "127.0.0.1:7433", "ls", "--all"}, out, err);
+// args excludes the program name. Exit codes: 0 success; 1 the server refused a call or could not
+// be reached; 2 a usage error or a file that cannot be understood.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gpuq::cli {
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace gpuq::cli

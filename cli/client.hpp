@@ -1,0 +1,43 @@
+#pragma once
+// What every client command shares: where the server is, the per-call deadline, the output
+// streams, and how a failed call is reported (exit 1).
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+namespace gpuq::cli {
+
+struct Context {
+  Context(std::ostream& o, std::ostream& e) : out(o), err(e) {}
+
+  std::ostream& out;
+  std::ostream& err;
+  std::string server_flag;  // --server; empty: $GPUQ_SERVER, then 127.0.0.1:7433
+  double timeout_s = 30;    // per call; 0: none
+  // The command chosen by the parse; run after every option has its value.
+  std::function<int(Context&)> action;
+
+  const std::string& server();
+  std::shared_ptr<grpc::Channel> channel();
+  // A context with the deadline of --timeout (none when `stream_without_deadline`).
+  std::unique_ptr<grpc::ClientContext> call(bool stream_without_deadline = false) const;
+  // Prints "gpuq: MESSAGE (CODE)" or, when the server cannot be reached, which address was tried
+  // and how to fix it. Returns 1, the exit code for a failed call.
+  int fail(const grpc::Status& status);
+
+ private:
+  std::string server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// "NOT_FOUND" for grpc::StatusCode::NOT_FOUND.
+const char* code_name(grpc::StatusCode code);
+// True when the status says the connection failed, not that the server refused the call.
+bool is_unreachable(const grpc::Status& status);
+std::int64_t unix_now();
+
+}  // namespace gpuq::cli

@@ -1,0 +1,17 @@
+#pragma once
+// The client commands, registered on the CLI11 app. Each subcommand's callback stores the work in
+// Context::action; run_cli runs it once every option (the global ones included) has its value.
+#include <CLI/CLI.hpp>
+
+#include "cli/client.hpp"
+
+namespace gpuq::cli {
+
+void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch
+void add_cluster_commands(CLI::App& app, Context& ctx);  // queues, nodes, apply
+void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, usage
+
+// Reads FILE ("-": standard input); throws UsageError when it cannot be opened.
+std::string read_file_arg(const std::string& path);
+
+}  // namespace gpuq::cli

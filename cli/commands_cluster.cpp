@@ -1,0 +1,172 @@
+// queues, nodes (cordon, uncordon, drain), apply.
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/format.hpp"
+#include "cli/requests.hpp"
+
+namespace gpuq::cli {
+
+namespace {
+
+struct QueuesOptions {
+  std::string name, output = "table";
+};
+
+int run_queues(Context& ctx, const QueuesOptions& o) {
+  const OutputFormat f = parse_output_format(o.output);
+  auto stub = v1::Queues::NewStub(ctx.channel());
+  v1::ListQueuesResponse list;
+  auto call = ctx.call();
+  grpc::Status st;
+  if (o.name.empty()) {
+    st = stub->List(call.get(), v1::ListQueuesRequest{}, &list);
+  } else {
+    v1::GetQueueRequest req;
+    req.set_name(o.name);
+    v1::GetQueueResponse one;
+    st = stub->Get(call.get(), req, &one);
+    if (st.ok() && (f == OutputFormat::kJson || f == OutputFormat::kYaml)) {
+      ctx.out << render_message(one.queue(), f);
+      return 0;
+    }
+    *list.add_queues() = one.queue();
+  }
+  if (!st.ok()) return ctx.fail(st);
+  if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
+    ctx.out << render_message(list, f);
+  else if (list.queues().empty())
+    ctx.out << "No queues (gpuq apply -f queues.yaml creates them)\n";
+  else
+    ctx.out << queues_table(list, f == OutputFormat::kWide);
+  return 0;
+}
+
+void add_queues(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<QueuesOptions>();
+  auto* cmd = app.add_subcommand("queues", "List queues with quota, usage and fair share");
+  cmd->add_option("NAME", o->name, "only this queue");
+  cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_queues(c, *o); }; });
+}
+
+enum class NodeVerb { kCordon, kUncordon, kDrain };
+
+int run_node_verb(Context& ctx, NodeVerb verb, const std::string& name) {
+  auto stub = v1::Nodes::NewStub(ctx.channel());
+  v1::NodeNameRequest req;
+  req.set_name(name);
+  v1::NodeResponse resp;
+  auto call = ctx.call();
+  grpc::Status st;
+  const char* done = "";
+  switch (verb) {
+    case NodeVerb::kCordon:
+      st = stub->Cordon(call.get(), req, &resp);
+      done = "cordoned";
+      break;
+    case NodeVerb::kUncordon:
+      st = stub->Uncordon(call.get(), req, &resp);
+      done = "uncordoned";
+      break;
+    case NodeVerb::kDrain:
+      st = stub->Drain(call.get(), req, &resp);
+      done = "draining";
+      break;
+  }
+  if (!st.ok()) return ctx.fail(st);
+  ctx.out << "node/" << name << " " << done << " (" << resp.node().spec().state() << ")\n";
+  return 0;
+}
+
+void add_nodes(CLI::App& app, Context& ctx) {
+  auto output = std::make_shared<std::string>("table");
+  auto* cmd = app.add_subcommand("nodes", "List nodes, or cordon, uncordon or drain one");
+  cmd->require_subcommand(0, 1);
+  cmd->add_option("-o,--output", *output, "table, wide, json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  auto name = std::make_shared<std::string>();
+  const std::pair<const char*, NodeVerb> verbs[] = {{"cordon", NodeVerb::kCordon},
+                                                    {"uncordon", NodeVerb::kUncordon},
+                                                    {"drain", NodeVerb::kDrain}};
+  const char* help[] = {"Take no new pods; running ones stay", "Back to Ready",
+                        "Take no new pods; running jobs finish"};
+  for (int i = 0; i < 3; ++i) {
+    auto* sub = cmd->add_subcommand(verbs[i].first, help[i]);
+    sub->add_option("NAME", *name, "node name")->required();
+    const NodeVerb v = verbs[i].second;
+    sub->callback([&ctx, name, v] {
+      ctx.action = [name, v](Context& c) { return run_node_verb(c, v, *name); };
+    });
+  }
+  cmd->callback([&ctx, cmd, output] {
+    if (!cmd->get_subcommands().empty()) return;  // a verb set the action
+    ctx.action = [output](Context& c) {
+      const OutputFormat f = parse_output_format(*output);
+      auto stub = v1::Nodes::NewStub(c.channel());
+      v1::ListNodesResponse list;
+      auto call = c.call();
+      grpc::Status st = stub->List(call.get(), v1::ListNodesRequest{}, &list);
+      if (!st.ok()) return c.fail(st);
+      if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
+        c.out << render_message(list, f);
+      else if (list.nodes().empty())
+        c.out << "No nodes\n";
+      else
+        c.out << nodes_table(list, f == OutputFormat::kWide);
+      return 0;
+    };
+  });
+}
+
+int run_apply(Context& ctx, const std::string& file) {
+  // The whole file is checked before anything is sent: a typo in the last document changes
+  // nothing.
+  const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(file), file);
+  auto queues = v1::Queues::NewStub(ctx.channel());
+  auto nodes = v1::Nodes::NewStub(ctx.channel());
+  for (const ApplyItem& item : items) {
+    auto call = ctx.call();
+    grpc::Status st;
+    std::string what;
+    if (item.queue) {
+      v1::ApplyQueueRequest req;
+      *req.mutable_spec() = *item.queue;
+      v1::ApplyQueueResponse resp;
+      st = queues->Apply(call.get(), req, &resp);
+      what = "queue/" + item.queue->name();
+    } else {
+      v1::ApplyNodeRequest req;
+      *req.mutable_spec() = *item.node;
+      v1::ApplyNodeResponse resp;
+      st = nodes->Apply(call.get(), req, &resp);
+      what = "node/" + item.node->name();
+    }
+    if (!st.ok()) {
+      ctx.err << "gpuq: " << what << " not applied\n";
+      return ctx.fail(st);
+    }
+    ctx.out << what << " applied\n";
+  }
+  return 0;
+}
+
+void add_apply(CLI::App& app, Context& ctx) {
+  auto file = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("apply", "Create or replace queues and nodes from a YAML file");
+  cmd->add_option("-f,--file", *file,
+                  "YAML: documents with queues:/nodes: lists or kind: Queue|Node; - for stdin")
+      ->required();
+  cmd->callback([&ctx, file] { ctx.action = [file](Context& c) { return run_apply(c, *file); }; });
+}
+
+}  // namespace
+
+void add_cluster_commands(CLI::App& app, Context& ctx) {
+  add_queues(app, ctx);
+  add_nodes(app, ctx);
+  add_apply(app, ctx);
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,267 @@
+// submit, ls, show, cancel, watch.
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/format.hpp"
+#include "cli/requests.hpp"
+#include "sim/spec_yaml.hpp"
+
+namespace gpuq::cli {
+
+namespace {
+
+struct SubmitOptions {
+  SubmitFlags flags;
+  std::string file;
+  std::string output = "table";
+  bool preemptible = true;
+  std::int64_t grace = 30;
+};
+
+int run_submit(Context& ctx, SubmitOptions& o, bool preemptible_given, bool grace_given) {
+  v1::SubmitJobRequest req;
+  if (!o.file.empty()) {
+    req = submit_request_from_yaml(read_file_arg(o.file), o.file, current_user());
+    if (!o.flags.owner.empty()) req.mutable_spec()->set_owner(o.flags.owner);  // --owner wins
+  } else {
+    if (preemptible_given) o.flags.preemptible = o.preemptible;
+    if (grace_given) o.flags.grace_period = o.grace;
+    if (o.flags.owner.empty()) o.flags.owner = current_user();
+    req = submit_request_from_flags(o.flags);
+  }
+  const OutputFormat f = parse_output_format(o.output);
+  auto stub = v1::Jobs::NewStub(ctx.channel());
+  v1::SubmitJobResponse resp;
+  auto call = ctx.call();
+  grpc::Status st = stub->Submit(call.get(), req, &resp);
+  if (!st.ok()) return ctx.fail(st);
+  if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
+    ctx.out << render_message(resp.job(), f);
+  else
+    ctx.out << "job/" << resp.job().spec().id() << " submitted (" << state_name(resp.job().state())
+            << ")\n";
+  return 0;
+}
+
+void add_submit(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<SubmitOptions>();
+  auto* cmd =
+      app.add_subcommand("submit", "Submit a job: from flags and a command, or from -f job.yaml");
+  auto* file = cmd->add_option(
+      "-f,--file", o->file, "job YAML (scenario job keys + command, env, workingDir); - for stdin");
+  std::vector<CLI::Option*> flag_opts;
+  flag_opts.push_back(
+      cmd->add_option("-q,--queue", o->flags.queue, "queue to submit to (required without -f)"));
+  flag_opts.push_back(cmd->add_option("--gpus", o->flags.gpus, "GPUs per pod: 2, 500m or 0.5"));
+  flag_opts.push_back(cmd->add_option("--cpu", o->flags.cpu, "CPU per pod: 4 or 250m"));
+  flag_opts.push_back(
+      cmd->add_option("--memory", o->flags.memory, "memory per pod: 64Gi or bytes"));
+  flag_opts.push_back(cmd->add_option("--replicas", o->flags.replicas,
+                                      "pods, admitted all together (a gang); default 1"));
+  flag_opts.push_back(cmd->add_option("--priority", o->flags.priority,
+                                      "integer or class name (low, normal, high, critical)"));
+  flag_opts.push_back(cmd->add_option("--name", o->flags.name, "free text shown in listings"));
+  flag_opts.push_back(
+      cmd->add_option("--id", o->flags.id, "job id; a retry with the same id gets ALREADY_EXISTS"));
+  flag_opts.push_back(
+      cmd->add_option("--flavor", o->flags.flavors, "accepted flavor (repeatable); default any"));
+  auto* pre = cmd->add_option("--preemptible", o->preemptible, "true (default) or false");
+  flag_opts.push_back(pre);
+  auto* grace =
+      cmd->add_option("--grace-period", o->grace, "seconds between stop and kill; default 30");
+  flag_opts.push_back(grace);
+  flag_opts.push_back(
+      cmd->add_option("--max-runtime", o->flags.max_runtime, "seconds; 0 (default) no limit"));
+  flag_opts.push_back(
+      cmd->add_flag("--exclusive", o->flags.exclusive, "no other queue's pods on its nodes"));
+  flag_opts.push_back(
+      cmd->add_option("--env", o->flags.env, "NAME=VALUE for the command (repeatable)"));
+  flag_opts.push_back(
+      cmd->add_option("--workdir", o->flags.workdir, "working directory of the command"));
+  flag_opts.push_back(cmd->add_option("command", o->flags.command, "the command, after --"));
+  cmd->add_option("--owner", o->flags.owner, "owner; default $USER");
+  cmd->add_option("-o,--output", o->output, "table (default), json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->callback([&ctx, o, pre, grace, file, flag_opts] {
+    const bool pre_given = pre->count() > 0, grace_given = grace->count() > 0;
+    std::string clash;
+    if (file->count() > 0)
+      for (const auto* opt : flag_opts)
+        if (opt->count() > 0) clash = opt->get_name();
+    ctx.action = [o, pre_given, grace_given, clash](Context& c) {
+      if (!clash.empty())
+        throw UsageError("-f takes the whole job from the file; " + clash +
+                         " cannot be combined with it");
+      return run_submit(c, *o, pre_given, grace_given);
+    };
+  });
+}
+
+struct ListOptions {
+  std::string queue, owner, output = "table";
+  std::vector<std::string> states;
+  bool all = false;
+  int limit = 0;
+};
+
+int run_ls(Context& ctx, const ListOptions& o) {
+  const OutputFormat f = parse_output_format(o.output);
+  v1::ListJobsRequest req;
+  req.set_queue(o.queue);
+  req.set_owner(o.owner);
+  for (const auto& s : o.states) req.add_states(parse_state(s));
+  if (o.states.empty() && !o.all)
+    for (auto s : {v1::JOB_STATE_PENDING, v1::JOB_STATE_ADMITTED, v1::JOB_STATE_RUNNING,
+                   v1::JOB_STATE_PREEMPTING})
+      req.add_states(s);
+  auto stub = v1::Jobs::NewStub(ctx.channel());
+  v1::ListJobsResponse all;
+  do {
+    const int left = o.limit > 0 ? o.limit - all.jobs_size() : 1000;
+    req.set_page_size(std::min(left, 1000));
+    v1::ListJobsResponse page;
+    auto call = ctx.call();
+    grpc::Status st = stub->List(call.get(), req, &page);
+    if (!st.ok()) return ctx.fail(st);
+    for (auto& j : *page.mutable_jobs()) {
+      if (o.limit > 0 && all.jobs_size() >= o.limit) break;
+      *all.add_jobs() = std::move(j);
+    }
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty() && (o.limit <= 0 || all.jobs_size() < o.limit));
+  if (f == OutputFormat::kJson || f == OutputFormat::kYaml) {
+    ctx.out << render_message(all, f);
+    return 0;
+  }
+  std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
+  if (jobs.empty())
+    ctx.out << (o.states.empty() && !o.all ? "No unfinished jobs (--all shows finished ones too)\n"
+                                           : "No jobs\n");
+  else
+    ctx.out << jobs_table(jobs, f == OutputFormat::kWide, unix_now());
+  return 0;
+}
+
+void add_ls(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ListOptions>();
+  auto* cmd = app.add_subcommand("ls", "List jobs (unfinished ones unless --all or --state)");
+  cmd->alias("list");
+  cmd->add_option("-q,--queue", o->queue, "only this queue");
+  cmd->add_option("--state", o->states,
+                  "only these states (repeatable): pending, admitted, running, preempting, "
+                  "succeeded, failed, cancelled");
+  cmd->add_option("--owner", o->owner, "only this owner");
+  cmd->add_flag("-a,--all", o->all, "finished jobs too");
+  cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->add_option("--limit", o->limit, "at most this many jobs; 0 (default): all")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_ls(c, *o); }; });
+}
+
+struct ShowOptions {
+  std::string id, output = "table";
+};
+
+void add_show(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ShowOptions>();
+  auto* cmd = app.add_subcommand("show", "Show one job");
+  cmd->add_option("ID", o->id, "job id")->required();
+  cmd->add_option("-o,--output", o->output, "table, json or yaml")
+      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  cmd->callback([&ctx, o] {
+    ctx.action = [o](Context& c) {
+      const OutputFormat f = parse_output_format(o->output);
+      auto stub = v1::Jobs::NewStub(c.channel());
+      v1::GetJobRequest req;
+      req.set_id(o->id);
+      v1::GetJobResponse resp;
+      auto call = c.call();
+      grpc::Status st = stub->Get(call.get(), req, &resp);
+      if (!st.ok()) return c.fail(st);
+      if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
+        c.out << render_message(resp.job(), f);
+      else
+        c.out << job_detail(resp.job(), unix_now());
+      return 0;
+    };
+  });
+}
+
+void add_cancel(CLI::App& app, Context& ctx) {
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto* cmd = app.add_subcommand("cancel", "Cancel jobs (tries every id; exit 1 if any failed)");
+  cmd->add_option("ID", *ids, "job ids")->required();
+  cmd->callback([&ctx, ids] {
+    ctx.action = [ids](Context& c) {
+      auto stub = v1::Jobs::NewStub(c.channel());
+      int rc = 0;
+      for (const auto& id : *ids) {
+        v1::CancelJobRequest req;
+        req.set_id(id);
+        v1::CancelJobResponse resp;
+        auto call = c.call();
+        grpc::Status st = stub->Cancel(call.get(), req, &resp);
+        if (!st.ok()) {
+          rc = c.fail(st);
+          if (is_unreachable(st)) break;  // the rest would fail the same way
+          continue;
+        }
+        c.out << "job/" << id << " cancelled (" << state_name(resp.job().state()) << ")\n";
+      }
+      return rc;
+    };
+  });
+}
+
+struct WatchOptions {
+  std::uint64_t from = 0;
+  std::string queue, job, output = "table";
+};
+
+int run_watch(Context& ctx, const WatchOptions& o) {
+  const OutputFormat f = parse_output_format(o.output);
+  auto stub = v1::Jobs::NewStub(ctx.channel());
+  v1::WatchJobsRequest req;
+  req.set_from_seq(o.from);
+  req.set_queue(o.queue);
+  req.set_job_id(o.job);
+  auto call = ctx.call(/*stream_without_deadline=*/true);
+  auto reader = stub->Watch(call.get(), req);
+  v1::JobEvent e;
+  while (reader->Read(&e)) {
+    if (f == OutputFormat::kJson)
+      ctx.out << to_json(e, false) << '\n';
+    else
+      ctx.out << event_line(e) << '\n';
+    ctx.out.flush();
+  }
+  grpc::Status st = reader->Finish();
+  return st.ok() ? 0 : ctx.fail(st);
+}
+
+void add_watch(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<WatchOptions>();
+  auto* cmd = app.add_subcommand(
+      "watch", "Print job events as they happen (until Ctrl-C or the server ends the stream)");
+  cmd->add_option("--from", o->from,
+                  "events after this sequence number; 0 (default): all kept history");
+  cmd->add_option("-q,--queue", o->queue, "only this queue");
+  cmd->add_option("--job", o->job, "only this job");
+  cmd->add_option("-o,--output", o->output,
+                  "table (one line per event) or json (one object per line)")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_watch(c, *o); }; });
+}
+
+}  // namespace
+
+void add_job_commands(CLI::App& app, Context& ctx) {
+  add_submit(app, ctx);
+  add_ls(app, ctx);
+  add_show(app, ctx);
+  add_cancel(app, ctx);
+  add_watch(app, ctx);
+}
+
+}  // namespace gpuq::cli

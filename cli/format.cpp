@@ -1,0 +1,439 @@
+#include "cli/format.hpp"
+
+#include <google/protobuf/util/json_util.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <sstream>
+
+#include "cli/requests.hpp"
+#include "scheduler/quantity.hpp"
+
+namespace gpuq::cli {
+
+OutputFormat parse_output_format(const std::string& text) {
+  if (text == "table") return OutputFormat::kTable;
+  if (text == "wide") return OutputFormat::kWide;
+  if (text == "json") return OutputFormat::kJson;
+  if (text == "yaml") return OutputFormat::kYaml;
+  throw UsageError("-o \"" + text + "\": use table, wide, json or yaml");
+}
+
+std::string to_json(const google::protobuf::Message& m, bool pretty) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = pretty;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(m, &out, opts);
+  if (!status.ok()) return "{}";  // only for invalid UTF-8 in strings, which the server never sends
+  if (pretty && (out.empty() || out.back() != '\n')) out += '\n';
+  return out;
+}
+
+namespace {
+
+// A string that a YAML reader would take for a number, a bool or null must be quoted.
+bool needs_quotes(const std::string& s) {
+  if (s.empty()) return true;
+  static const char* kSpecial[] = {"true", "false", "yes",   "no",    "on",  "off", "null",
+                                   "~",    "True",  "False", "Yes",   "No",  "On",  "Off",
+                                   "Null", "NULL",  "TRUE",  "FALSE", "YES", "NO",  "ON",
+                                   "OFF",  "y",     "n",     "Y",     "N"};
+  for (const char* k : kSpecial)
+    if (s == k) return true;
+  const unsigned char c = static_cast<unsigned char>(s[0]);
+  return std::isdigit(c) || c == '-' || c == '+' || c == '.';
+}
+
+void emit(YAML::Emitter& e, const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::object:
+      if (v.get_object().empty()) e << YAML::Flow;  // "{}" rather than a dangling key
+      e << YAML::BeginMap;
+      for (const auto& kv : v.get_object()) {
+        e << YAML::Key << std::string(kv.key()) << YAML::Value;
+        emit(e, kv.value());
+      }
+      e << YAML::EndMap;
+      break;
+    case boost::json::kind::array:
+      if (v.get_array().empty()) e << YAML::Flow;  // "[]"
+      e << YAML::BeginSeq;
+      for (const auto& x : v.get_array()) emit(e, x);
+      e << YAML::EndSeq;
+      break;
+    case boost::json::kind::string: {
+      std::string s(v.get_string());
+      if (needs_quotes(s)) e << YAML::DoubleQuoted;
+      e << s;
+      break;
+    }
+    case boost::json::kind::bool_:
+      e << v.get_bool();
+      break;
+    case boost::json::kind::int64:
+      e << v.get_int64();
+      break;
+    case boost::json::kind::uint64:
+      e << v.get_uint64();
+      break;
+    case boost::json::kind::double_:
+      e << v.get_double();
+      break;
+    case boost::json::kind::null:
+      e << YAML::Null;
+      break;
+  }
+}
+
+}  // namespace
+
+std::string to_yaml(const google::protobuf::Message& m) {
+  YAML::Emitter e;
+  e.SetDoublePrecision(15);  // 0.4567, not 0.45669999999999999
+  emit(e, boost::json::parse(to_json(m, false)));
+  std::string out = e.c_str();
+  out += '\n';
+  return out;
+}
+
+std::string render_message(const google::protobuf::Message& m, OutputFormat f) {
+  return f == OutputFormat::kYaml ? to_yaml(m) : to_json(m);
+}
+
+std::string human_milli(std::int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  std::string s = std::to_string(milli / 1000) + ".";
+  char frac[8];
+  std::snprintf(frac, sizeof frac, "%03lld", static_cast<long long>(std::abs(milli % 1000)));
+  std::string f = frac;
+  while (!f.empty() && f.back() == '0') f.pop_back();
+  if (milli < 0 && milli > -1000) s = "-" + s;
+  return s + f;
+}
+
+std::string human_bytes(std::int64_t bytes) {
+  static const char* kUnits[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  if (bytes < 1024) return std::to_string(bytes);
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (v == static_cast<double>(static_cast<std::int64_t>(v)))
+    std::snprintf(buf, sizeof buf, "%lld%s", static_cast<long long>(v), kUnits[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f%s", v, kUnits[u]);
+  return buf;
+}
+
+std::string human_age(std::int64_t s) {
+  if (s < 0) s = 0;
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 2 * 3600) return std::to_string(s / 60) + "m";
+  if (s < 2 * 86400) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string state_name(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_PENDING:
+      return "Pending";
+    case v1::JOB_STATE_ADMITTED:
+      return "Admitted";
+    case v1::JOB_STATE_RUNNING:
+      return "Running";
+    case v1::JOB_STATE_PREEMPTING:
+      return "Preempting";
+    case v1::JOB_STATE_SUCCEEDED:
+      return "Succeeded";
+    case v1::JOB_STATE_FAILED:
+      return "Failed";
+    case v1::JOB_STATE_CANCELLED:
+      return "Cancelled";
+    default:
+      return "-";
+  }
+}
+
+v1::JobState parse_state(const std::string& text) {
+  std::string up;
+  for (char c : text) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (up.rfind("JOB_STATE_", 0) != 0) up = "JOB_STATE_" + up;
+  v1::JobState s{};
+  if (up != "JOB_STATE_UNSPECIFIED" && v1::JobState_Parse(up, &s)) return s;
+  throw UsageError(
+      "--state \"" + text +
+      "\": use pending, admitted, running, preempting, succeeded, failed or cancelled");
+}
+
+bool is_finished(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string truncate(const std::string& s, std::size_t width) {
+  if (s.size() <= width) return s;
+  if (width == 0) return "";
+  return s.substr(0, width - 1) + "~";
+}
+
+std::string Table::render(std::size_t max_width, std::vector<std::size_t> shrinkable) const {
+  const std::size_t n = header_.size();
+  std::vector<std::size_t> w(n, 0);
+  for (std::size_t c = 0; c < n; ++c) w[c] = header_[c].size();
+  for (const auto& row : rows_)
+    for (std::size_t c = 0; c < n && c < row.size(); ++c) w[c] = std::max(w[c], row[c].size());
+  auto total = [&] {
+    std::size_t t = 2 * (n - 1);
+    for (auto x : w) t += x;
+    return t;
+  };
+  // Take one character at a time from the widest shrinkable column, so a long id and a long
+  // reason both stay readable.
+  while (max_width > 0 && total() > max_width) {
+    std::size_t best = n;
+    for (std::size_t c : shrinkable) {
+      const std::size_t floor = std::max<std::size_t>(header_[c].size(), 6);
+      if (c < n && w[c] > floor && (best == n || w[c] > w[best])) best = c;
+    }
+    if (best == n) break;  // the rest is cut at max_width below
+    --w[best];
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t c = 0; c < n; ++c) {
+      std::string cell = truncate(c < cells.size() ? cells[c] : "", w[c]);
+      if (c + 1 < n) cell.resize(w[c], ' ');
+      l += cell;
+      if (c + 1 < n) l += "  ";
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    if (max_width > 0) l = truncate(l, max_width);
+    out << l << '\n';
+  };
+  line(header_);
+  for (const auto& row : rows_) line(row);
+  return out.str();
+}
+
+namespace {
+
+std::int64_t milli_of(const google::protobuf::Map<std::string, std::string>& res, const char* key) {
+  auto it = res.find(key);
+  if (it == res.end()) return 0;
+  auto q = parse_quantity(it->second, UnitScale::kMilli);
+  return q ? *q : 0;
+}
+
+std::int64_t job_gpu_milli(const v1::Job& j) {
+  std::int64_t total = 0;
+  for (const auto& ps : j.spec().pod_sets())
+    total += milli_of(ps.resources(), "gpu") * std::max(1, ps.count());
+  return total;
+}
+
+int job_pods(const v1::Job& j) {
+  int n = 0;
+  for (const auto& ps : j.spec().pod_sets()) n += std::max(1, ps.count());
+  return n;
+}
+
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string job_nodes(const v1::Job& j) {
+  std::vector<std::string> nodes;
+  for (const auto& p : j.placement())
+    if (!p.node().empty() && std::find(nodes.begin(), nodes.end(), p.node()) == nodes.end())
+      nodes.push_back(p.node());
+  std::string s;
+  for (const auto& n : nodes) s += (s.empty() ? "" : ",") + n;
+  return or_dash(s);
+}
+
+}  // namespace
+
+std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now) {
+  if (wide) {
+    Table t({"ID", "NAME", "QUEUE", "OWNER", "STATE", "PRIO", "GPU", "PODS", "FLAVOR", "NODES",
+             "AGE", "REASON"});
+    for (const auto& j : jobs)
+      t.add({j.spec().id(), or_dash(j.spec().name()), j.spec().queue(), or_dash(j.spec().owner()),
+             state_name(j.state()), std::to_string(j.priority()), human_milli(job_gpu_milli(j)),
+             std::to_string(job_pods(j)), or_dash(j.flavor()), job_nodes(j),
+             human_age(now - j.submitted_at()), or_dash(j.reason())});
+    return t.render(0);
+  }
+  Table t({"ID", "QUEUE", "STATE", "GPU", "PODS", "AGE", "REASON"});
+  for (const auto& j : jobs)
+    t.add({j.spec().id(), j.spec().queue(), state_name(j.state()), human_milli(job_gpu_milli(j)),
+           std::to_string(job_pods(j)), human_age(now - j.submitted_at()), or_dash(j.reason())});
+  return t.render(80, {6, 0, 1});
+}
+
+std::string format_time(std::int64_t t) {
+  if (t == 0) return "-";
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string job_detail(const v1::Job& j, std::int64_t now) {
+  std::ostringstream o;
+  const auto& s = j.spec();
+  o << "ID:          " << s.id() << "\n"
+    << "Name:        " << or_dash(s.name()) << "\n"
+    << "Queue:       " << s.queue() << "\n"
+    << "Owner:       " << or_dash(s.owner()) << "\n"
+    << "State:       " << state_name(j.state()) << "\n"
+    << "Reason:      " << or_dash(j.reason()) << "\n"
+    << "Priority:    " << j.priority() << (s.priority().empty() ? "" : " (" + s.priority() + ")")
+    << "\n"
+    << "Submitted:   " << format_time(j.submitted_at()) << " (" << human_age(now - j.submitted_at())
+    << " ago)\n"
+    << "Admitted:    " << format_time(j.admitted_at()) << "\n"
+    << "Finished:    " << format_time(j.finished_at()) << "\n"
+    << "Flavor:      " << or_dash(j.flavor()) << "\n"
+    << "Attempts:    " << j.attempts() << "  Preemptions: " << j.preemptions()
+    << (j.preempted_by().empty() ? "" : "  (last by " + j.preempted_by() + ")") << "\n";
+  if (is_finished(j.state())) o << "Exit code:   " << j.exit_code() << "\n";
+  o << "Pods:\n";
+  for (const auto& ps : s.pod_sets()) {
+    std::map<std::string, std::string> res(ps.resources().begin(), ps.resources().end());
+    o << "  " << or_dash(ps.name()) << " x" << std::max(1, ps.count()) << ":";
+    for (const auto& [k, v] : res) o << " " << k << "=" << v;
+    o << "\n";
+  }
+  if (!j.placement().empty()) {
+    o << "Placement:\n";
+    for (const auto& p : j.placement()) {
+      o << "  " << or_dash(p.pod_set()) << " on " << or_dash(p.node()) << " gpus [";
+      for (int i = 0; i < p.gpus_size(); ++i) o << (i ? "," : "") << p.gpus(i);
+      o << "]";
+      if (p.gpu_milli() > 0 && p.gpu_milli() < 1000) o << " (" << p.gpu_milli() << "m each)";
+      o << "\n";
+    }
+  }
+  if (!s.command().empty()) {
+    o << "Command:    ";
+    for (const auto& c : s.command()) o << " " << c;
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string queues_table(const v1::ListQueuesResponse& r, bool wide) {
+  std::vector<std::string> header = {"NAME",  "COHORT",  "GPU NOMINAL/USED/BORROWED",
+                                     "SHARE", "PENDING", "RUNNING"};
+  if (wide)
+    for (const char* h : {"ADMITTED", "PREEMPTING", "WEIGHT", "STRATEGY"}) header.push_back(h);
+  Table t(header);
+  for (const auto& q : r.queues()) {
+    std::int64_t nominal = 0, used = 0, borrowed = 0;
+    for (const auto& u : q.usage())
+      if (u.resource() == "gpu") {
+        nominal += u.nominal();
+        used += u.used();
+        borrowed += u.borrowed();
+      }
+    char share[32];
+    std::snprintf(share, sizeof share, "%.2f", q.share());
+    std::vector<std::string> row = {
+        q.spec().name(),
+        or_dash(q.spec().cohort()),
+        human_milli(nominal) + "/" + human_milli(used) + "/" + human_milli(borrowed),
+        share,
+        std::to_string(q.pending()),
+        std::to_string(q.running())};
+    if (wide) {
+      char weight[32];
+      std::snprintf(weight, sizeof weight, "%g", q.spec().weight() == 0 ? 1.0 : q.spec().weight());
+      row.push_back(std::to_string(q.admitted()));
+      row.push_back(std::to_string(q.preempting()));
+      row.push_back(weight);
+      row.push_back(q.spec().queueing_strategy().empty() ? "BestEffortFIFO"
+                                                         : q.spec().queueing_strategy());
+    }
+    t.add(row);
+  }
+  return wide ? t.render(0) : t.render(80, {0, 1, 2});
+}
+
+namespace {
+std::int64_t at(const google::protobuf::Map<std::string, std::int64_t>& m, const char* k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
+}  // namespace
+
+std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
+  std::vector<std::string> header = {"NAME",     "FLAVOR",      "STATE", "GPU FREE",
+                                     "CPU USED", "MEMORY USED", "PODS"};
+  if (wide) {
+    header.push_back("DEDICATED");
+    header.push_back("LABELS");
+  }
+  Table t(header);
+  for (const auto& n : r.nodes()) {
+    std::vector<std::string> row = {
+        n.spec().name(),
+        n.spec().flavor(),
+        n.spec().state().empty() ? "Ready" : n.spec().state(),
+        std::to_string(n.gpus_free()) + "/" + std::to_string(n.gpus()),
+        human_milli(at(n.used(), "cpu")) + "/" + human_milli(at(n.capacity(), "cpu")),
+        human_bytes(at(n.used(), "memory")) + "/" + human_bytes(at(n.capacity(), "memory")),
+        std::to_string(n.pods())};
+    if (wide) {
+      row.push_back(or_dash(n.spec().dedicated_to()));
+      std::map<std::string, std::string> labels(n.spec().labels().begin(), n.spec().labels().end());
+      std::string l;
+      for (const auto& [k, v] : labels) l += (l.empty() ? "" : ",") + k + "=" + v;
+      row.push_back(or_dash(l));
+    }
+    t.add(row);
+  }
+  return wide ? t.render(0) : t.render(80, {0, 1, 5, 4});
+}
+
+std::string usage_table(const v1::UsageResponse& r) {
+  std::ostringstream o;
+  o << "From " << (r.from() == 0 ? std::string("the beginning") : format_time(r.from())) << " to "
+    << format_time(r.to()) << "\n";
+  Table t({"QUEUE", "FLAVOR", "GPU-HOURS", "JOBS"});
+  double total = 0;
+  std::int64_t jobs = 0;
+  for (const auto& u : r.usage()) {
+    char h[32];
+    std::snprintf(h, sizeof h, "%.2f", u.gpu_hours());
+    t.add({u.queue(), or_dash(u.flavor()), h, std::to_string(u.jobs())});
+    total += u.gpu_hours();
+    jobs += u.jobs();
+  }
+  char h[32];
+  std::snprintf(h, sizeof h, "%.2f", total);
+  t.add({"TOTAL", "", h, std::to_string(jobs)});
+  o << t.render(80, {0, 1});
+  return o.str();
+}
+
+std::string event_line(const v1::JobEvent& e) {
+  std::string from = e.from() == v1::JOB_STATE_UNSPECIFIED ? "submitted" : state_name(e.from());
+  std::string l = std::to_string(e.seq()) + " " + format_time(e.at()) + " job/" + e.job_id() +
+                  " queue/" + e.queue() + " " + from + " -> " + state_name(e.to());
+  if (!e.reason().empty()) l += ": " + e.reason();
+  return l;
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,60 @@
+#pragma once
+// What the client commands print: 80-column tables, protobuf JSON and the same data as YAML.
+// Pure functions of the response messages (and `now` for ages), so tests need no server.
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuq/v1/gpuq.grpc.pb.h"
+
+namespace gpuq::cli {
+
+enum class OutputFormat { kTable, kWide, kJson, kYaml };
+// "table" | "wide" | "json" | "yaml"; throws UsageError otherwise.
+OutputFormat parse_output_format(const std::string& text);
+
+// Protobuf's JSON mapping with proto field names ("pod_sets"), every field printed even when it
+// holds its default (0, "", false, []), enums by name, int64 as strings; two-space indented.
+std::string to_json(const google::protobuf::Message& m, bool pretty = true);
+// The same data as YAML (block style; strings that would read back as another type are quoted).
+std::string to_yaml(const google::protobuf::Message& m);
+// to_json / to_yaml by format; for kTable and kWide the caller renders a table instead.
+std::string render_message(const google::protobuf::Message& m, OutputFormat f);
+
+// Human units: gpu milli 1500 -> "1.5"; cpu millicores 250 -> "0.25"; memory bytes -> "64Gi",
+// "1.5Gi"; ages 45 -> "45s", 300 -> "5m", 7200 -> "2h", 172800 -> "2d".
+std::string human_milli(std::int64_t milli);
+std::string human_bytes(std::int64_t bytes);
+std::string human_age(std::int64_t seconds);
+// "PENDING" from v1::JOB_STATE_PENDING; "Pending" for tables.
+std::string state_name(v1::JobState s);
+// "pending", "Pending", "PENDING" or "JOB_STATE_PENDING"; throws UsageError otherwise.
+v1::JobState parse_state(const std::string& text);
+bool is_finished(v1::JobState s);
+
+// A plain-text table; cells too wide for max_width are cut with a trailing "~".
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // max_width 0: no limit. Only the columns listed in `shrinkable` give up width, the widest first.
+  std::string render(std::size_t max_width = 80, std::vector<std::size_t> shrinkable = {}) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string truncate(const std::string& s, std::size_t width);  // "long-nam~"
+
+std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now);
+std::string job_detail(const v1::Job& job, std::int64_t now);
+std::string queues_table(const v1::ListQueuesResponse& r, bool wide);
+std::string nodes_table(const v1::ListNodesResponse& r, bool wide);
+std::string usage_table(const v1::UsageResponse& r);
+std::string event_line(const v1::JobEvent& e);       // one line, no newline
+std::string format_time(std::int64_t unix_seconds);  // "2026-11-21 20:47:27Z"; 0: "-"
+
+}  // namespace gpuq::cli

@@ -1,0 +1,73 @@
+#pragma once
+// Requests built from flags and files, with no server involved: what `gpuq submit`, `gpuq apply`
+// and `gpuq usage` send. Errors in what the user typed throw UsageError (exit 2); errors in a
+// file throw sim::SpecError naming the file and the field path (exit 2).
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpuq/v1/gpuq.grpc.pb.h"
+
+namespace gpuq::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SubmitFlags {
+  std::string queue;
+  std::string gpus;    // "2", "500m", "0.5"; empty: none
+  std::string cpu;     // "4", "250m"
+  std::string memory;  // "64Gi", bytes
+  std::int32_t replicas = 1;
+  std::string priority;  // integer or class name, sent as text
+  std::string name;
+  std::string id;
+  std::string owner;
+  std::vector<std::string> flavors;
+  std::optional<bool> preemptible;
+  std::optional<std::int64_t> grace_period;
+  std::int64_t max_runtime = 0;
+  bool exclusive = false;
+  std::vector<std::string> env;  // K=V
+  std::string workdir;
+  std::vector<std::string> command;
+};
+
+v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f);
+
+// A job in the scenario format's keys (id optional, priority an integer or a class name) plus
+// `command` (a list), `env` (a map), `workingDir` and `onNodeLoss`. `owner` defaults to
+// default_owner.
+v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
+                                              const std::string& default_owner);
+
+// The documents of a multi-document YAML text: split on lines that are exactly "---" (a
+// trailing "\r" or spaces allowed); empty or comment-only documents are dropped.
+std::vector<std::string> split_yaml_documents(const std::string& text);
+
+struct ApplyItem {
+  std::optional<v1::QueueSpec> queue;  // exactly one of queue and node is set
+  std::optional<v1::NodeSpec> node;
+};
+
+// Each document is either a map with `queues:` and/or `nodes:` lists (the scenario format's keys)
+// or one object with `kind: Queue` or `kind: Node` beside its keys. In file order; within a
+// document queues come before nodes.
+std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file);
+
+// "1700000000" (Unix seconds), "-7d" / "-24h" / "-30m" / "-90s" (relative to now), or
+// "YYYY-MM-DD" (midnight UTC). Empty: 0.
+std::int64_t parse_time_arg(const std::string& text, std::int64_t now);
+
+// --server, then $GPUQ_SERVER, then 127.0.0.1:7433.
+std::string resolve_server(const std::string& flag, const char* env);
+inline constexpr const char* kDefaultServer = "127.0.0.1:7433";
+
+// The user name a job's owner defaults to: $USER, else the passwd entry, else "unknown".
+std::string current_user();
+
+}  // namespace gpuq::cli

@@ -1,0 +1,438 @@
+#include "daemon/core.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "api/to_proto.hpp"
+
+namespace gpuq::daemon {
+namespace {
+
+bool finished(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 63) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+  });
+}
+
+}  // namespace
+
+Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
+           std::unique_ptr<storage::Store> store)
+    : config_(config), names_(std::move(names)), store_(std::move(store)) {}
+
+Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto names = std::make_unique<ResourceNames>();
+  auto store = storage::Store::open(config.state_file, *names);
+  if (!store) return Error{store.error(), store.code()};
+  const auto t1 = std::chrono::steady_clock::now();
+  std::unique_ptr<Core> core(new Core(config, std::move(names), std::move(store.value())));
+  if (auto r = core->rebuild(now); !r) return Error{r.error(), r.code()};
+  const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  spdlog::info("event=state_loaded file={} unfinished_jobs={} open_s={:.2f} load_and_rebuild_s={:.2f}",
+               config.state_file, core->unfinished_.size(), seconds(t0, t1),
+               seconds(t1, std::chrono::steady_clock::now()));
+  return core;
+}
+
+// The engine from the file: queues, nodes, then unfinished jobs in submission order. Jobs that
+// held a placement are restored where they were; a job stopping for a preemptor is taken as
+// stopped (the preemptor's booking is not kept: it asks again). What is derived (usage, shares)
+// is recomputed by the engine.
+Result<void> Core::rebuild(Time now) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto loaded = store_->load();
+  if (!loaded) return Error{loaded.error(), loaded.code()};
+  spdlog::info("event=state_read jobs={} seconds={:.2f}", loaded->unfinished.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  engine_ = std::make_unique<Engine>(config_.engine);
+  sync_names();
+  queue_specs_.clear();
+  node_specs_.clear();
+  unfinished_.clear();
+  batch_ = {};
+  dirty_ = false;
+  std::vector<QueueSpec> config_queues;
+  std::vector<NodeSpec> config_nodes;
+  if (config_.start_specs) {
+    config_.start_specs(*names_, config_queues, config_nodes);
+    sync_names();
+  }
+  for (const QueueSpec& q : loaded->queues) {
+    if (auto r = engine_->apply_queue(q); !r)
+      return Error{"state file: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kFailedPrecondition};
+    queue_specs_[q.name.value] = q;
+  }
+  for (const QueueSpec& q : config_queues) {
+    if (auto r = engine_->apply_queue(q); !r)
+      return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
+    queue_specs_[q.name.value] = q;
+    batch_.queues.push_back(q);
+  }
+  for (const NodeSpec& n : loaded->nodes) {
+    if (auto r = engine_->upsert_node(n, now); !r)
+      return Error{"state file: node \"" + n.name + "\": " + r.error(), ErrorCode::kFailedPrecondition};
+    node_specs_[n.name] = n;
+  }
+  for (const NodeSpec& n : config_nodes) {
+    if (auto r = engine_->upsert_node(n, now); !r)
+      return Error{"config: node \"" + n.name + "\": " + r.error(), ErrorCode::kInvalidArgument};
+    node_specs_[n.name] = n;
+    batch_.nodes.push_back(n);
+  }
+  std::size_t restore_failures = 0;
+  engine_->reserve_jobs(loaded->unfinished.size());
+  unfinished_.reserve(loaded->unfinished.size());
+  for (storage::JobRecord& rec : loaded.value().unfinished) {
+    Result<void> r = Ok();
+    if (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning) {
+      RunningPlacement where;
+      where.admitted_at = rec.admitted_at;
+      if (!rec.flavor.empty()) where.flavor = rec.flavor;
+      for (const PodPlacement& p : rec.placement)
+        if (!p.node.empty()) where.nodes.push_back(p.node);
+      r = engine_->restore_running(rec.spec, where, now);
+      if (r) rec.state = JobState::kRunning;
+    } else {
+      if (rec.state == JobState::kPreempting) {
+        rec.state = JobState::kPending;
+        rec.reason = "requeued at start: it was being preempted when gpuqd stopped";
+        ++rec.preemptions;
+        rec.placement.clear();
+        rec.flavor.clear();
+        rec.admitted_at = 0;
+        batch_.jobs.push_back(rec);
+      }
+      r = engine_->submit(rec.spec, now);
+    }
+    if (!r) {
+      // The cluster or the queues changed under it: it ends, with the reason, rather than
+      // blocking the start.
+      rec.state = JobState::kFailed;
+      rec.reason = "could not be restored at start: " + r.error();
+      rec.finished_at = now;
+      batch_.jobs.push_back(rec);
+      if (++restore_failures <= 10)
+        spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
+      continue;
+    }
+    std::string id = rec.spec.id.value;
+    unfinished_.emplace(std::move(id), std::move(rec));
+  }
+  if (restore_failures > 10)
+    spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
+  (void)engine_->take_events();  // restoring is not a transition
+  last_event_seq_ = loaded->last_event_seq;
+  last_job_number_ = loaded->last_job_number;
+  return Ok();
+}
+
+Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now) {
+  sync_names();
+  if (spec.id.value.empty()) {
+    do {
+      spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
+      if (unfinished_.count(spec.id.value) == 0 && !engine_->job(spec.id)) {
+        auto on_disk = store_->job(spec.id.value);
+        if (on_disk && !on_disk.value()) break;
+      }
+      ++last_job_number_;  // taken by a client-supplied id: skip the number
+    } while (true);
+  } else {
+    if (!valid_id(spec.id.value))
+      return Error{"spec.id: \"" + spec.id.value +
+                       "\" is not allowed; use 1 to 63 letters, digits, '-', '_' or '.'",
+                   ErrorCode::kInvalidArgument};
+    auto on_disk = store_->job(spec.id.value);
+    if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
+    if (unfinished_.count(spec.id.value) > 0 || on_disk.value())
+      return Error{"spec.id: job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  }
+  spec.submitted_at = now;
+  if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
+  storage::JobRecord rec;
+  rec.spec = spec;
+  rec.run = std::move(run);
+  rec.priority_text = std::move(priority_text);
+  rec.number = ++last_job_number_;
+  const std::string id = spec.id.value;
+  unfinished_[id] = std::move(rec);
+  return id;
+}
+
+Result<void> Core::cancel(const std::string& id, Time now) {
+  if (unfinished_.count(id) == 0) {
+    auto on_disk = store_->job(id);
+    if (on_disk && on_disk.value())
+      return Error{"job \"" + id + "\" already ended (" + std::string(to_string(on_disk.value()->state)) + ")",
+                   ErrorCode::kFailedPrecondition};
+    return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
+  }
+  return engine_->cancel(JobId(id), now);
+}
+
+Result<void> Core::apply_queue(const QueueSpec& spec) {
+  sync_names();
+  if (auto r = engine_->apply_queue(spec); !r) return r;
+  queue_specs_[spec.name.value] = spec;
+  batch_.queues.push_back(spec);
+  return Ok();
+}
+
+Result<void> Core::delete_queue(const std::string& name) {
+  if (queue_specs_.count(name) == 0)
+    return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  return Error{"queue \"" + name + "\": deleting queues is not supported yet; set its quotas to 0 instead",
+               ErrorCode::kFailedPrecondition};
+}
+
+Result<void> Core::apply_node(const NodeSpec& spec, Time now) {
+  sync_names();
+  if (auto r = engine_->upsert_node(spec, now); !r) return r;
+  node_specs_[spec.name] = spec;
+  batch_.nodes.push_back(spec);
+  return Ok();
+}
+
+Result<void> Core::set_node_state(const std::string& node, NodeState state, Time now) {
+  auto it = node_specs_.find(node);
+  if (it == node_specs_.end()) return Error{"node \"" + node + "\" does not exist", ErrorCode::kNotFound};
+  if (auto r = engine_->set_node_state(node, state, now); !r) return r;
+  it->second.state = state;
+  batch_.nodes.push_back(it->second);
+  return Ok();
+}
+
+// The `none` binder: an admitted job is running at once; a victim has stopped at once. (The
+// local and Kubernetes binders report these facts when they happen.)
+void Core::bind(const std::vector<Decision>& decisions, Time now) {
+  for (const Decision& d : decisions) {
+    if (const auto* a = std::get_if<Admission>(&d)) {
+      (void)engine_->observe(JobStarted{a->job}, now);
+    } else {
+      (void)engine_->observe(JobStopped{std::get<Preemption>(d).job}, now);
+    }
+  }
+}
+
+storage::JobRecord& Core::record_of(const Job& job) { return unfinished_[job.spec.id.value]; }
+
+void Core::record_changes(const std::vector<Event>& events, Time now) {
+  std::set<std::string> changed;
+  for (const Event& ev : events) {
+    storage::EventRecord e;
+    e.seq = ++last_event_seq_;
+    e.at = ev.at;
+    e.job = ev.job.value;
+    e.from = ev.from;
+    e.to = ev.to;
+    e.reason = ev.reason;
+    if (const Job* j = engine_->job(ev.job)) e.queue = j->spec.queue.value;
+    batch_.events.push_back(std::move(e));
+    changed.insert(ev.job.value);
+    spdlog::info("event=job_state job={} from={} to={} reason=\"{}\"", ev.job.value,
+                 ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
+  }
+  for (const std::string& id : changed) {
+    const Job* j = engine_->job(JobId(id));
+    auto it = unfinished_.find(id);
+    if (j == nullptr || it == unfinished_.end()) continue;
+    storage::JobRecord& rec = it->second;
+    rec.state = j->state;
+    rec.attempts = j->attempts;
+    rec.preemptions = j->preemptions;
+    rec.preempted_by = j->preempted_by.value;
+    rec.reason = j->end_reason;
+    if (j->holds_resources()) {
+      rec.admitted_at = j->admitted_at;
+      rec.flavor = j->flavor == kNoFlavor ? std::string() : engine_->flavor_name(j->flavor);
+      rec.placement.clear();
+      std::size_t pod = 0;
+      for (std::uint32_t set = 0; set < j->spec.pod_sets.size(); ++set)
+        for (std::int32_t i = 0; i < j->spec.pod_sets[set].count && pod < j->slots.size(); ++i, ++pod) {
+          const PodSlot& s = j->slots[pod];
+          PodPlacement p;
+          p.pod_set = set;
+          p.node = engine_->cluster().node(s.node).name;
+          for (auto g : s.gpus) p.gpus.push_back(g);
+          p.gpu_milli = s.milli_per_gpu;
+          rec.placement.push_back(std::move(p));
+        }
+    } else {
+      rec.placement.clear();
+      // A finished job keeps its flavor and admission time (usage counts its GPU-hours); a
+      // requeued one waits again with neither.
+      if (!finished(j->state)) {
+        rec.flavor.clear();
+        rec.admitted_at = 0;
+      }
+    }
+    if (finished(j->state)) rec.finished_at = now;
+    batch_.jobs.push_back(rec);
+  }
+}
+
+Core::TurnResult Core::end_turn(Time now) {
+  TurnResult out;
+  // Admit; with the none binder admitted jobs start and victims stop at once, which can let
+  // booked preemptors in: a few rounds until nothing more happens.
+  for (int round = 0; round < 8; ++round) {
+    auto decisions = engine_->schedule(now);
+    if (decisions.empty()) break;
+    bind(decisions, now);
+  }
+  record_changes(engine_->take_events(), now);
+  if (batch_.empty() && !dirty_) return out;
+  out.jobs_written = batch_.jobs.size();
+  out.events_written = batch_.events.size();
+  if (auto r = store_->commit(batch_); !r) {
+    out.ok = false;
+    out.error = r.error();
+    spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", r.error());
+    if (auto rb = rebuild(now); !rb) spdlog::critical("event=rebuild_failed error=\"{}\"", rb.error());
+    return out;
+  }
+  if (sink_)
+    for (const auto& e : batch_.events) sink_(e);
+  for (const auto& rec : batch_.jobs)
+    if (finished(rec.state)) unfinished_.erase(rec.spec.id.value);
+  batch_ = {};
+  dirty_ = false;
+  return out;
+}
+
+v1::Job Core::to_proto(const storage::JobRecord& r) const {
+  v1::Job j;
+  *j.mutable_spec() = api::to_proto(r.spec, engine_->resource_names());
+  if (!r.priority_text.empty()) j.mutable_spec()->set_priority(r.priority_text);
+  for (const auto& c : r.run.command) j.mutable_spec()->add_command(c);
+  for (const auto& [k, v] : r.run.env) (*j.mutable_spec()->mutable_env())[k] = v;
+  j.mutable_spec()->set_working_dir(r.run.working_dir);
+  j.set_state(api::to_proto(r.state));
+  j.set_priority(r.spec.priority);
+  j.set_reason(r.reason);
+  if (r.state == JobState::kPending)
+    if (const Job* live = engine_->job(r.spec.id)) j.set_reason(engine_->pending_reason(*live));
+  if (r.state == JobState::kPreempting) j.set_reason("preempted by " + r.preempted_by);
+  j.set_submitted_at(r.spec.submitted_at);
+  j.set_admitted_at(r.admitted_at);
+  j.set_finished_at(r.finished_at);
+  j.set_flavor(r.flavor);
+  for (const PodPlacement& p : r.placement) {
+    auto* pp = j.add_placement();
+    if (p.pod_set < r.spec.pod_sets.size()) pp->set_pod_set(r.spec.pod_sets[p.pod_set].name);
+    pp->set_node(p.node);
+    for (int g : p.gpus) pp->add_gpus(g);
+    pp->set_gpu_milli(p.gpu_milli);
+  }
+  j.set_attempts(r.attempts);
+  j.set_preemptions(r.preemptions);
+  j.set_exit_code(r.exit_code);
+  j.set_preempted_by(r.preempted_by);
+  return j;
+}
+
+Result<v1::Job> Core::job(const std::string& id) {
+  if (auto it = unfinished_.find(id); it != unfinished_.end()) return to_proto(it->second);
+  auto on_disk = store_->job(id);
+  if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
+  if (!on_disk.value()) return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
+  return to_proto(*on_disk.value());
+}
+
+Result<std::vector<storage::JobRecord>> Core::jobs(const storage::JobFilter& filter) {
+  return store_->jobs(filter);
+}
+
+v1::QueueStatus Core::queue_status(QueueIdx q) const {
+  v1::QueueStatus s;
+  const QueueSpec& spec = engine_->queue_spec(q);
+  *s.mutable_spec() = api::to_proto(spec, engine_->resource_names());
+  const auto& quota = engine_->quotas().queue(q);
+  double share = 0;
+  for (std::size_t f = 0; f < quota.rows.size() && f < quota.usage.size(); ++f) {
+    const auto& row = quota.rows[f];
+    const ResourceVec& used = quota.usage[f];
+    for (ResourceId r = 0; r < engine_->resource_names().size(); ++r) {
+      const bool listed = row.present && row.listed[r];
+      if (!listed && used[r] == 0) continue;
+      auto* u = s.add_usage();
+      u->set_flavor(engine_->flavor_name(static_cast<FlavorId>(f)));
+      u->set_resource(engine_->resource_names().name(r));
+      u->set_used(used[r]);
+      u->set_nominal(listed ? row.nominal[r] : 0);
+      u->set_borrowed(std::max<Quantity>(0, used[r] - (listed ? row.nominal[r] : 0)));
+    }
+    if (!quota.unlimited && row.present)
+      share = std::max(share, engine_->quotas().borrowing_share(q, static_cast<FlavorId>(f), nullptr));
+  }
+  s.set_share(share);
+  int pending = 0, admitted = 0, running = 0, preempting = 0;
+  for (const auto& [id, rec] : unfinished_) {
+    if (rec.spec.queue != spec.name) continue;
+    switch (rec.state) {
+      case JobState::kPending: ++pending; break;
+      case JobState::kAdmitted: ++admitted; break;
+      case JobState::kRunning: ++running; break;
+      case JobState::kPreempting: ++preempting; break;
+      default: break;
+    }
+  }
+  s.set_pending(pending);
+  s.set_admitted(admitted);
+  s.set_running(running);
+  s.set_preempting(preempting);
+  return s;
+}
+
+std::vector<v1::QueueStatus> Core::queues() const {
+  std::vector<v1::QueueStatus> out;
+  for (const auto& [name, spec] : queue_specs_)
+    if (auto q = engine_->queue_index(spec.name)) out.push_back(queue_status(*q));
+  return out;
+}
+
+Result<v1::QueueStatus> Core::queue(const std::string& name) const {
+  auto q = engine_->queue_index(QueueName(name));
+  if (!q || queue_specs_.count(name) == 0)
+    return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  return queue_status(*q);
+}
+
+std::vector<v1::NodeStatus> Core::nodes() const {
+  std::vector<v1::NodeStatus> out;
+  for (const auto& [name, spec] : node_specs_)
+    if (auto n = node(name)) out.push_back(n.value());
+  return out;
+}
+
+Result<v1::NodeStatus> Core::node(const std::string& name) const {
+  auto it = node_specs_.find(name);
+  auto idx = engine_->cluster().find(name);
+  if (it == node_specs_.end() || !idx) return Error{"node \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  const Node& n = engine_->cluster().node(*idx);
+  v1::NodeStatus s;
+  *s.mutable_spec() = api::to_proto(it->second, engine_->resource_names());
+  for (ResourceId r = 0; r < engine_->resource_names().size(); ++r) {
+    const std::string& rn = engine_->resource_names().name(r);
+    if (n.capacity[r] != 0) (*s.mutable_capacity())[rn] = n.capacity[r];
+    if (n.used[r] != 0) (*s.mutable_used())[rn] = n.used[r];
+  }
+  s.set_gpus(n.gpu_count());
+  s.set_gpus_free(n.whole_free);
+  std::uint32_t pods = 0;
+  for (const auto& [q, count] : n.tenants) pods += count;
+  s.set_pods(static_cast<std::int32_t>(pods));
+  return s;
+}
+
+}  // namespace gpuq::daemon

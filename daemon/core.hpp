@@ -1,0 +1,102 @@
+#pragma once
+// The daemon's state, owned by the engine thread alone (daemon/loop.hpp posts work to it): the
+// engine, the store, and what the engine does not keep (ids, submission numbers, what the binder
+// runs). Work runs in turns: handlers change the engine through Core, then end_turn() schedules,
+// lets the binder act on the decisions, writes everything the turn changed in one transaction,
+// and only then are the turn's requests answered. A failed write answers them UNAVAILABLE and
+// rebuilds the engine from the file, so the state is exactly what is on disk.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuq/v1/gpuq.pb.h"
+#include "scheduler/engine.hpp"
+#include "storage/store.hpp"
+
+namespace gpuq::daemon {
+
+struct CoreConfig {
+  EngineConfig engine;
+  PriorityClasses priority_classes;
+  std::string state_file = "gpuqd.db";
+  // Queues and nodes from gpuqd's config, parsed into the Core's resource names: applied over
+  // the file's before any job is restored (and written with the first turn). Throws on a bad
+  // spec (the config was checked when loaded).
+  std::function<void(ResourceNames&, std::vector<QueueSpec>&, std::vector<NodeSpec>&)> start_specs;
+};
+
+// Receives each committed event (for Watch), on the engine thread.
+using EventSink = std::function<void(const storage::EventRecord&)>;
+
+class Core {
+ public:
+  // Opens the state file, loads it and rebuilds the engine. Errors say what to do.
+  static Result<std::unique_ptr<Core>> open(const CoreConfig& config, Time now);
+
+  // The one resource-name registry: the store serializes with it, requests are parsed into it,
+  // and the engine gets a copy before each command (names are only ever appended).
+  ResourceNames& names() { return *names_; }
+  const Engine& engine() const { return *engine_; }
+  storage::Store& store() { return *store_; }
+  const PriorityClasses& priority_classes() const { return config_.priority_classes; }
+
+  // Commands, each checked before it changes anything; the change is durable after end_turn().
+  Result<std::string> submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now);
+  Result<void> cancel(const std::string& id, Time now);
+  Result<void> apply_queue(const QueueSpec& spec);
+  Result<void> apply_node(const NodeSpec& spec, Time now);
+  Result<void> set_node_state(const std::string& node, NodeState state, Time now);
+  Result<void> delete_queue(const std::string& name);
+
+  // Schedule, bind, commit. `ok` false when the write failed (the turn's requests get
+  // UNAVAILABLE with `error`; the engine was rebuilt from the file).
+  struct TurnResult {
+    bool ok = true;
+    std::string error;
+    std::size_t jobs_written = 0;
+    std::size_t events_written = 0;
+  };
+  TurnResult end_turn(Time now);
+  bool turn_dirty() const { return !batch_.empty() || dirty_; }
+
+  // Queries (engine thread).
+  Result<v1::Job> job(const std::string& id);
+  Result<std::vector<storage::JobRecord>> jobs(const storage::JobFilter& filter);
+  v1::QueueStatus queue_status(QueueIdx q) const;
+  std::vector<v1::QueueStatus> queues() const;
+  Result<v1::QueueStatus> queue(const std::string& name) const;
+  std::vector<v1::NodeStatus> nodes() const;
+  Result<v1::NodeStatus> node(const std::string& name) const;
+  std::uint64_t last_event_seq() const { return last_event_seq_; }
+  void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
+
+  v1::Job to_proto(const storage::JobRecord& r) const;
+
+ private:
+  Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
+       std::unique_ptr<storage::Store> store);
+  void sync_names() { engine_->resource_names() = *names_; }
+  Result<void> rebuild(Time now);
+  void bind(const std::vector<Decision>& decisions, Time now);
+  void record_changes(const std::vector<Event>& events, Time now);
+  storage::JobRecord& record_of(const Job& job);
+
+  CoreConfig config_;
+  std::unique_ptr<ResourceNames> names_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<Engine> engine_;
+  std::map<std::string, NodeSpec> node_specs_;
+  std::map<std::string, QueueSpec> queue_specs_;
+  std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
+  storage::Batch batch_;
+  bool dirty_ = false;
+  std::uint64_t last_event_seq_ = 0;
+  std::uint64_t last_job_number_ = 0;
+  EventSink sink_;
+};
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,129 @@
+// gpuqd: the gpuq daemon. Loads its state file, serves gRPC (gpuq.v1) and HTTP (/metrics,
+// /healthz, /readyz) until SIGINT or SIGTERM. README.md has the configuration.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "api/services.hpp"
+#include "daemon/config.hpp"
+#include "daemon/http.hpp"
+#include "daemon/loop.hpp"
+#include "daemon/metrics.hpp"
+
+using namespace gpuq;
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpuqd: the gpuq fair-share GPU batch scheduler daemon"};
+  std::string config_path, state_file, grpc_address, http_address;
+  app.add_option("--config", config_path, "YAML configuration file (README: Configuration)");
+  app.add_option("--state-file", state_file, "SQLite state file (overrides stateFile)");
+  app.add_option("--grpc", grpc_address, "gRPC listen address host:port (overrides grpc)");
+  app.add_option("--http", http_address, "HTTP listen address host:port (overrides http)");
+  CLI11_PARSE(app, argc, argv);
+  // SIGINT and SIGTERM are taken by sigwait below; blocked before any thread starts so that
+  // every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e level=%l %v");
+
+  daemon::Config config;
+  try {
+    if (!config_path.empty()) config = daemon::load_config(config_path);
+  } catch (const std::exception& e) {
+    std::cerr << "gpuqd: " << e.what() << "\n";
+    return 2;
+  }
+  if (!state_file.empty()) config.core.state_file = state_file;
+  if (!grpc_address.empty()) config.grpc_address = grpc_address;
+  if (!http_address.empty()) config.http_address = http_address;
+
+  config.core.start_specs = [&config](ResourceNames& names, std::vector<QueueSpec>& queues,
+                                      std::vector<NodeSpec>& nodes) {
+    auto specs = daemon::specs_at_start(config, names);
+    queues = std::move(specs.queues);
+    nodes = std::move(specs.nodes);
+  };
+  Result<std::unique_ptr<daemon::Core>> core = Error{"not opened"};
+  try {
+    core = daemon::Core::open(config.core, daemon::Loop::now());
+  } catch (const std::exception& e) {
+    std::cerr << "gpuqd: config: " << e.what() << "\n";
+    return 2;
+  }
+  if (!core) {
+    std::cerr << "gpuqd: cannot start: " << core.error() << "\n";
+    return 1;
+  }
+  daemon::Loop loop(*core.value());
+  api::Services services(loop);
+  services.attach(*core.value());
+  loop.start();
+
+  // The config's queues and nodes are written with the first turn, before serving.
+  std::string start_error;
+  loop.run_sync([&](daemon::Core& c) {
+    auto r = c.end_turn(daemon::Loop::now());
+    if (!r.ok) start_error = "writing the configured queues and nodes: " + r.error;
+  });
+  if (!start_error.empty()) {
+    std::cerr << "gpuqd: " << start_error << "\n";
+    loop.stop();
+    return 1;
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(config.grpc_address, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.SetMaxReceiveMessageSize(config.max_request_bytes);
+  services.register_with(builder);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || grpc_port == 0) {
+    std::cerr << "gpuqd: cannot listen on " << config.grpc_address << " (in use, or not an address)\n";
+    loop.stop();
+    return 1;
+  }
+
+  daemon::HttpServer http([&] { return daemon::render_metrics(loop); }, [&] {
+    return true;  // serving gRPC means the state is loaded
+  });
+  try {
+    http.start(config.http_address);
+  } catch (const std::exception& e) {
+    std::cerr << "gpuqd: cannot listen on " << config.http_address << " for HTTP: " << e.what() << "\n";
+    server->Shutdown();
+    loop.stop();
+    return 1;
+  }
+  const std::string grpc_bound =
+      config.grpc_address.substr(0, config.grpc_address.rfind(':')) + ":" + std::to_string(grpc_port);
+  spdlog::info("event=serving grpc={} http={}:{} state_file={}", grpc_bound,
+               config.http_address.substr(0, config.http_address.rfind(':')), http.port(),
+               config.core.state_file);
+  // For scripts and tests that ask for port 0: the ports on one line of stdout.
+  std::printf("gpuqd listening grpc=%s http_port=%u\n", grpc_bound.c_str(), http.port());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("event=stopping signal={}", sig);
+  services.close_watches();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  spdlog::info("event=stopping stage=grpc_done");
+  http.stop();
+  spdlog::info("event=stopping stage=http_done");
+  loop.stop();
+  spdlog::info("event=stopped");
+  return 0;
+}

@@ -1,0 +1,65 @@
+#include "daemon/metrics.hpp"
+
+#include <sstream>
+
+namespace gpuq::daemon {
+namespace {
+
+void help(std::ostringstream& out, const char* name, const char* type, const char* text) {
+  out << "# HELP " << name << " " << text << "\n# TYPE " << name << " " << type << "\n";
+}
+
+}  // namespace
+
+std::string render_metrics(Loop& loop) {
+  std::vector<v1::QueueStatus> queues;
+  std::uint64_t last_seq = 0;
+  loop.run_sync([&](Core& c) {
+    queues = c.queues();
+    last_seq = c.last_event_seq();
+  });
+  const TurnStats s = loop.stats();
+  std::ostringstream out;
+  auto per_queue = [&](const char* name, const char* text, auto value) {
+    help(out, name, "gauge", text);
+    for (const auto& q : queues) out << name << "{queue=\"" << q.spec().name() << "\"} " << value(q) << "\n";
+  };
+  per_queue("gpuq_queue_pending_jobs", "Pending jobs per queue.", [](const auto& q) { return q.pending(); });
+  per_queue("gpuq_queue_admitted_jobs", "Admitted (not yet running) jobs per queue.",
+            [](const auto& q) { return q.admitted(); });
+  per_queue("gpuq_queue_running_jobs", "Running jobs per queue.", [](const auto& q) { return q.running(); });
+  per_queue("gpuq_queue_preempting_jobs", "Jobs being preempted per queue.",
+            [](const auto& q) { return q.preempting(); });
+  per_queue("gpuq_queue_weighted_share", "The queue's weighted share (fair-share order).",
+            [](const auto& q) { return q.share(); });
+  for (const auto& [metric, text, field] :
+       {std::tuple{"gpuq_queue_usage", "Usage per flavor and resource, base units.", 0},
+        std::tuple{"gpuq_queue_nominal", "Nominal quota per flavor and resource, base units.", 1},
+        std::tuple{"gpuq_queue_borrowed", "Borrowed per flavor and resource, base units.", 2}}) {
+    help(out, metric, "gauge", text);
+    for (const auto& q : queues)
+      for (const auto& u : q.usage())
+        out << metric << "{queue=\"" << q.spec().name() << "\",flavor=\"" << u.flavor() << "\",resource=\""
+            << u.resource() << "\"} " << (field == 0 ? u.used() : field == 1 ? u.nominal() : u.borrowed())
+            << "\n";
+  }
+  help(out, "gpuq_events_total", "counter", "Job events written (the last sequence number).");
+  out << "gpuq_events_total " << last_seq << "\n";
+  help(out, "gpuq_turns_total", "counter", "Turns of the engine loop.");
+  out << "gpuq_turns_total " << s.turns << "\n";
+  help(out, "gpuq_store_commits_total", "counter", "Transactions written (one per turn with changes).");
+  out << "gpuq_store_commits_total " << s.commits << "\n";
+  help(out, "gpuq_store_commit_failures_total", "counter", "Transactions that failed (requests got UNAVAILABLE).");
+  out << "gpuq_store_commit_failures_total " << s.commit_failures << "\n";
+  help(out, "gpuq_store_commit_seconds_total", "counter", "Time in end-of-turn (schedule + commit).");
+  out << "gpuq_store_commit_seconds_total " << s.commit_seconds_total << "\n";
+  help(out, "gpuq_store_last_commit_seconds", "gauge", "The last end-of-turn's duration.");
+  out << "gpuq_store_last_commit_seconds " << s.last_commit_seconds << "\n";
+  help(out, "gpuq_store_last_batch_requests", "gauge", "Requests answered by the last commit (group size).");
+  out << "gpuq_store_last_batch_requests " << s.last_batch_requests << "\n";
+  help(out, "gpuq_store_jobs_written_total", "counter", "Job rows written.");
+  out << "gpuq_store_jobs_written_total " << s.jobs_written << "\n";
+  return out.str();
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,127 @@
+#pragma once
+// A real gpuqd child process for the integration tests: a temporary directory with a config and
+// a state file, a free loopback port (gpuqd prints the one it got), gRPC stubs to it.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "gpuq/v1/gpuq.grpc.pb.h"
+
+namespace gpuq::test {
+
+namespace v1 = gpuq::v1;
+namespace fs = std::filesystem;
+
+
+inline const char* kConfig = R"(queues:
+  - name: research
+    cohort: lab
+    quotas:
+      - flavor: h100
+        resources: {gpu: {nominal: 8}}
+    preemption: {withinQueue: LowerPriority, reclaimWithinCohort: Any}
+  - name: prod
+    cohort: lab
+    quotas:
+      - flavor: h100
+        resources: {gpu: {nominal: 8}}
+nodes:
+  - {name: n0, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+  - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+)";
+
+// A gpuqd child process; the address comes from the line it prints on stdout.
+class Daemon {
+ public:
+  explicit Daemon(const fs::path& dir, bool with_config = true) {
+    const fs::path config = dir / "gpuqd.yaml";
+    if (with_config) std::ofstream(config) << kConfig;
+    const fs::path out = dir / "gpuqd.out";
+    std::error_code ec;
+    fs::remove(out, ec);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::freopen(out.c_str(), "w", stdout);
+      std::freopen((dir / "gpuqd.err").c_str(), "a", stderr);
+      const std::string state = (dir / "state.db").string();
+      if (with_config)
+        execl(GPUQD_PATH, "gpuqd", "--config", config.c_str(), "--state-file", state.c_str(), "--grpc",
+              "127.0.0.1:0", "--http", "127.0.0.1:0", static_cast<char*>(nullptr));
+      else
+        execl(GPUQD_PATH, "gpuqd", "--state-file", state.c_str(), "--grpc", "127.0.0.1:0", "--http",
+              "127.0.0.1:0", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 300 && address_.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::ifstream in(out);
+      std::string line;
+      while (std::getline(in, line)) {
+        const auto at = line.find("grpc=");
+        if (line.rfind("gpuqd listening", 0) == 0 && at != std::string::npos)
+          address_ = line.substr(at + 5, line.find(' ', at) - at - 5);
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+    }
+    REQUIRE_MESSAGE(!address_.empty(), "gpuqd did not start; see " << (dir / "gpuqd.err"));
+    auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    jobs = v1::Jobs::NewStub(channel);
+    queues = v1::Queues::NewStub(channel);
+    nodes = v1::Nodes::NewStub(channel);
+  }
+  ~Daemon() {
+    jobs.reset();
+    queues.reset();
+    nodes.reset();
+    stop(SIGTERM);
+  }
+  void stop(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  std::unique_ptr<v1::Jobs::Stub> jobs;
+  std::unique_ptr<v1::Queues::Stub> queues;
+  std::unique_ptr<v1::Nodes::Stub> nodes;
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gpuq-it-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    if (std::getenv("GPUQ_KEEP_TMP") != nullptr) return;  // to read gpuqd.err after a failure
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace gpuq::test

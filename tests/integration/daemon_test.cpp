@@ -1,0 +1,165 @@
+// Whole-process tests: a real gpuqd on a free loopback port with a temporary state file, driven
+// over real gRPC. Restarts reuse the state file.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/integration/daemon_process.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+v1::SubmitJobRequest job(const std::string& id, const std::string& queue, const std::string& gpus,
+                         const std::string& priority = "") {
+  v1::SubmitJobRequest r;
+  r.mutable_spec()->set_id(id);
+  r.mutable_spec()->set_queue(queue);
+  r.mutable_spec()->set_priority(priority);
+  auto* p = r.mutable_spec()->add_pod_sets();
+  (*p->mutable_resources())["gpu"] = gpus;
+  r.mutable_spec()->add_command("sleep");
+  r.mutable_spec()->add_command("60");
+  return r;
+}
+
+grpc::Status submit(Daemon& d, const v1::SubmitJobRequest& r, v1::SubmitJobResponse* out = nullptr) {
+  grpc::ClientContext ctx;
+  v1::SubmitJobResponse resp;
+  auto s = d.jobs->Submit(&ctx, r, &resp);
+  if (out) *out = resp;
+  return s;
+}
+
+v1::Job get(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::GetJobRequest r;
+  r.set_id(id);
+  v1::GetJobResponse resp;
+  auto s = d.jobs->Get(&ctx, r, &resp);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  return resp.job();
+}
+
+}  // namespace
+
+TEST_CASE("gpuqd: submit, get, list, cancel, and the same state after a restart") {
+  TempDir dir;
+  {
+    Daemon d(dir.path);
+    v1::SubmitJobResponse resp;
+    auto s = submit(d, job("a", "research", "4"), &resp);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    CHECK(resp.job().spec().id() == "a");
+    CHECK(resp.job().state() == v1::JOB_STATE_RUNNING);  // the none binder starts it at once
+    CHECK(resp.job().placement_size() == 1);
+    REQUIRE(submit(d, job("b", "research", "8")).ok());
+    REQUIRE(submit(d, job("c", "prod", "7")).ok());       // no node has 7 GPUs free: c waits
+    REQUIRE(submit(d, job("", "prod", "1")).ok());         // a server-assigned id
+    CHECK(get(d, "c").state() == v1::JOB_STATE_PENDING);
+    CHECK_FALSE(get(d, "c").reason().empty());
+
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest lr;
+    lr.set_page_size(2);
+    v1::ListJobsResponse page;
+    REQUIRE(d.jobs->List(&ctx, lr, &page).ok());
+    CHECK(page.jobs_size() == 2);
+    CHECK(page.jobs(0).spec().id() == "a");
+    CHECK_FALSE(page.next_page_token().empty());
+    grpc::ClientContext ctx2;
+    lr.set_page_token(page.next_page_token());
+    v1::ListJobsResponse page2;
+    REQUIRE(d.jobs->List(&ctx2, lr, &page2).ok());
+    CHECK(page2.jobs_size() == 2);
+    CHECK(page2.next_page_token().empty());
+
+    grpc::ClientContext cctx;
+    v1::CancelJobRequest cr;
+    cr.set_id("a");
+    v1::CancelJobResponse cresp;
+    REQUIRE(d.jobs->Cancel(&cctx, cr, &cresp).ok());
+    CHECK(cresp.job().state() == v1::JOB_STATE_CANCELLED);
+  }
+  // Restart on the same file, without the config: everything comes from the state file.
+  Daemon d(dir.path, /*with_config=*/false);
+  CHECK(get(d, "a").state() == v1::JOB_STATE_CANCELLED);
+  CHECK(get(d, "b").state() == v1::JOB_STATE_RUNNING);
+  CHECK(get(d, "c").state() == v1::JOB_STATE_RUNNING);  // a's GPUs went to c after the cancel
+  grpc::ClientContext ctx;
+  v1::ListQueuesResponse qs;
+  REQUIRE(d.queues->List(&ctx, v1::ListQueuesRequest{}, &qs).ok());
+  CHECK(qs.queues_size() == 2);
+  // A client-supplied id is never reused, also across restarts.
+  auto dup = submit(d, job("a", "research", "1"));
+  CHECK(dup.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+}
+
+TEST_CASE("gpuqd: bad input gets the right code and a message naming the field; the daemon keeps serving") {
+  TempDir dir;
+  Daemon d(dir.path);
+  auto s = submit(d, job("x", "research", "banana"));
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(s.error_message().find("gpu") != std::string::npos);
+  CHECK(s.error_message().find("banana") != std::string::npos);
+  CHECK(submit(d, job("x", "nosuch", "1")).error_code() != grpc::StatusCode::OK);
+  CHECK(submit(d, job("bad id!", "research", "1")).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(submit(d, job("x", "research", "1", "nonsense")).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest r;
+    r.set_id("missing");
+    v1::GetJobResponse resp;
+    CHECK(d.jobs->Get(&ctx, r, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    // A 10 MB command line is refused, not stored.
+    auto big = job("big", "research", "1");
+    big.mutable_spec()->add_command(std::string(10 << 20, 'x'));
+    CHECK(submit(d, big).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    grpc::ClientContext ctx;
+    v1::GetJobRequest r;
+    r.set_id("big");
+    v1::GetJobResponse resp;
+    CHECK(d.jobs->Get(&ctx, r, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyQueueRequest r;
+    r.mutable_spec()->set_name("q2");
+    auto* fq = r.mutable_spec()->add_quotas();
+    fq->set_flavor("h100");
+    (*fq->mutable_resources())["gpu"].set_nominal("-3");
+    v1::ApplyQueueResponse resp;
+    auto st = d.queues->Apply(&ctx, r, &resp);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message().find("nominal") != std::string::npos);
+  }
+  // Still serving.
+  CHECK(submit(d, job("ok", "research", "1")).ok());
+}
+
+TEST_CASE("gpuqd: watch replays events from a sequence number, then streams live ones") {
+  TempDir dir;
+  Daemon d(dir.path);
+  REQUIRE(submit(d, job("w1", "research", "1")).ok());
+  grpc::ClientContext ctx;
+  v1::WatchJobsRequest r;
+  r.set_from_seq(0);
+  auto reader = d.jobs->Watch(&ctx, r);
+  v1::JobEvent e;
+  REQUIRE(reader->Read(&e));
+  CHECK(e.job_id() == "w1");
+  CHECK(e.to() == v1::JOB_STATE_PENDING);
+  const std::uint64_t first = e.seq();
+  REQUIRE(reader->Read(&e));
+  CHECK(e.seq() > first);
+  REQUIRE(submit(d, job("w2", "research", "1")).ok());
+  bool saw_w2 = false;
+  for (int i = 0; i < 10 && !saw_w2; ++i) {
+    REQUIRE(reader->Read(&e));
+    saw_w2 = e.job_id() == "w2";
+  }
+  CHECK(saw_w2);
+  ctx.TryCancel();
+}
