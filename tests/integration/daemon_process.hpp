@@ -102,6 +102,8 @@ class Daemon {
     pid_ = -1;
   }
 
+  const std::string& address() const { return address_; }
+
   std::unique_ptr<v1::Jobs::Stub> jobs;
   std::unique_ptr<v1::Queues::Stub> queues;
   std::unique_ptr<v1::Nodes::Stub> nodes;
