@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <sqlite3.h>
+
 #include "tests/integration/daemon_process.hpp"
 
 using namespace gpuq::test;
@@ -162,4 +164,28 @@ TEST_CASE("gpuqd: watch replays events from a sequence number, then streams live
   }
   CHECK(saw_w2);
   ctx.TryCancel();
+}
+
+TEST_CASE("gpuqd: a failed write answers UNAVAILABLE, keeps nothing of it, and the next turn works") {
+  TempDir dir;
+  Daemon d(dir.path);
+  REQUIRE(submit(d, job("before", "research", "1")).ok());
+  // Another process holds the write lock: gpuqd's transaction cannot commit.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open((dir.path / "state.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto failed = submit(d, job("during", "research", "1"));
+  CHECK(failed.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(failed.error_message().find("retry") != std::string::npos);
+  REQUIRE(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  // The state is what is on disk: "during" was never acknowledged and is not there.
+  grpc::ClientContext ctx;
+  v1::GetJobRequest r;
+  r.set_id("during");
+  v1::GetJobResponse resp;
+  CHECK(d.jobs->Get(&ctx, r, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(get(d, "before").state() == v1::JOB_STATE_RUNNING);
+  REQUIRE(submit(d, job("after", "research", "1")).ok());
+  CHECK(get(d, "after").state() == v1::JOB_STATE_RUNNING);
 }
