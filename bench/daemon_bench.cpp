@@ -109,14 +109,21 @@ double pct(std::vector<double>& v, double p) {
   return v[i];
 }
 
+std::string g_server;  // --server: load an already running gpuqd (e.g. under perf) instead
+
 void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
   const fs::path state = dir / ("submits-" + std::to_string(clients) + ".db");
-  Child d = start_gpuqd(gpuqd, dir, state);
+  Child d;
+  if (g_server.empty())
+    d = start_gpuqd(gpuqd, dir, state);
+  else
+    d.address = g_server;
   auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
   std::vector<std::vector<double>> lat(static_cast<std::size_t>(clients));
   std::atomic<long> errors{0};
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   std::vector<std::thread> threads;
+  const std::string prefix = std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007) + "-";
   const auto t0 = Clock::now();
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
@@ -125,7 +132,7 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
       auto stub = v1::Jobs::NewStub(ch);
       for (long i = 0; Clock::now() < until; ++i) {
         v1::SubmitJobRequest r;
-        r.mutable_spec()->set_id("c" + std::to_string(c) + "-" + std::to_string(i));
+        r.mutable_spec()->set_id(prefix + "c" + std::to_string(c) + "-" + std::to_string(i));
         r.mutable_spec()->set_queue("team");
         (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
         r.mutable_spec()->add_command("true");
@@ -148,7 +155,7 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
   std::printf("submits  clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
               clients, all.size(), wall, rate, p50, p99, mx, errors.load());
-  stop(d);
+  if (g_server.empty()) stop(d);
 }
 
 void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
@@ -213,6 +220,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "per run");
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
   bool keep = false;
+  app.add_option("--server", g_server, "load this gpuqd (its config must have queue team) instead of starting one; ids are prefixed by the time");
   app.add_flag("--keep", keep, "keep the state files (restart.db for profiling a start)");
   CLI11_PARSE(app, argc, argv);
   char tmpl[] = "/tmp/gpuq-bench-XXXXXX";
