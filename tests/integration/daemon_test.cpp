@@ -189,3 +189,91 @@ TEST_CASE("gpuqd: a failed write answers UNAVAILABLE, keeps nothing of it, and t
   REQUIRE(submit(d, job("after", "research", "1")).ok());
   CHECK(get(d, "after").state() == v1::JOB_STATE_RUNNING);
 }
+
+TEST_CASE("gpuqd: every call refuses bad input with the right code and names what is wrong") {
+  TempDir dir;
+  Daemon d(dir.path);
+  REQUIRE(submit(d, job("done", "research", "1")).ok());
+  auto channel_ok = [](const grpc::Status& s, grpc::StatusCode code, const std::string& word) {
+    CHECK(s.error_code() == code);
+    CHECK_MESSAGE(s.error_message().find(word) != std::string::npos, s.error_message());
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest r;
+    r.set_id("nosuch");
+    v1::CancelJobResponse resp;
+    channel_ok(d.jobs->Cancel(&ctx, r, &resp), grpc::StatusCode::NOT_FOUND, "nosuch");
+  }
+  {
+    grpc::ClientContext c1, c2;
+    v1::CancelJobRequest r;
+    r.set_id("done");
+    v1::CancelJobResponse resp;
+    REQUIRE(d.jobs->Cancel(&c1, r, &resp).ok());
+    channel_ok(d.jobs->Cancel(&c2, r, &resp), grpc::StatusCode::FAILED_PRECONDITION, "already ended");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest r;
+    r.set_page_size(5000);
+    v1::ListJobsResponse resp;
+    channel_ok(d.jobs->List(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "page_size");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest r;
+    r.set_page_token("zz");
+    v1::ListJobsResponse resp;
+    channel_ok(d.jobs->List(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "page_token");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetQueueRequest r;
+    r.set_name("nosuch");
+    v1::GetQueueResponse resp;
+    channel_ok(d.queues->Get(&ctx, r, &resp), grpc::StatusCode::NOT_FOUND, "nosuch");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyQueueRequest r;
+    r.mutable_spec()->set_name("q3");
+    r.mutable_spec()->set_queueing_strategy("Whenever");
+    v1::ApplyQueueResponse resp;
+    channel_ok(d.queues->Apply(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "Whenever");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DeleteQueueRequest r;
+    r.set_name("nosuch");
+    v1::DeleteQueueResponse resp;
+    channel_ok(d.queues->Delete(&ctx, r, &resp), grpc::StatusCode::NOT_FOUND, "nosuch");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyNodeRequest r;
+    r.mutable_spec()->set_name("n5");
+    r.mutable_spec()->set_flavor("h100");
+    (*r.mutable_spec()->mutable_capacity())["gpu"] = "eight";
+    v1::ApplyNodeResponse resp;
+    channel_ok(d.nodes->Apply(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "eight");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::NodeNameRequest r;
+    r.set_name("nosuch");
+    v1::NodeResponse resp;
+    channel_ok(d.nodes->Cordon(&ctx, r, &resp), grpc::StatusCode::NOT_FOUND, "nosuch");
+  }
+  {
+    auto admin = v1::Admin::NewStub(grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::UsageRequest r;
+    r.set_from(100);
+    r.set_to(50);
+    v1::UsageResponse resp;
+    channel_ok(admin->Usage(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "from");
+  }
+  // Still serving after all of it.
+  CHECK(submit(d, job("fine", "research", "1")).ok());
+}
