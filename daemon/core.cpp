@@ -239,6 +239,20 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     if (const Job* j = engine_->job(ev.job)) e.queue = j->spec.queue.value;
     batch_.events.push_back(std::move(e));
     changed.insert(ev.job.value);
+    if (ev.to == JobState::kAdmitted) {
+      ++metrics_.admissions;
+      if (const Job* j = engine_->job(ev.job)) {
+        const double wait = static_cast<double>(ev.at - j->spec.submitted_at);
+        ++metrics_.wait_count;
+        metrics_.wait_sum += wait;
+        for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
+          if (wait <= CoreMetrics::kWaitBuckets[b]) ++metrics_.wait_buckets[b];
+      }
+    } else if (ev.to == JobState::kPreempting) {
+      ++metrics_.preemptions;
+    } else if (finished(ev.to)) {
+      ++metrics_.finished;
+    }
     spdlog::info("event=job_state job={} from={} to={} reason=\"{}\"", ev.job.value,
                  ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
   }
@@ -285,11 +299,15 @@ Core::TurnResult Core::end_turn(Time now) {
   TurnResult out;
   // Admit; with the none binder admitted jobs start and victims stop at once, which can let
   // booked preemptors in: a few rounds until nothing more happens.
+  const auto started = std::chrono::steady_clock::now();
   for (int round = 0; round < 8; ++round) {
     auto decisions = engine_->schedule(now);
     if (decisions.empty()) break;
     bind(decisions, now);
   }
+  metrics_.last_cycle_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
+  ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
   if (batch_.empty() && !dirty_) return out;
   out.jobs_written = batch_.jobs.size();

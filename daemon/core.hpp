@@ -5,6 +5,7 @@
 // lets the binder act on the decisions, writes everything the turn changed in one transaction,
 // and only then are the turn's requests answered. A failed write answers them UNAVAILABLE and
 // rebuilds the engine from the file, so the state is exactly what is on disk.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +28,20 @@ struct CoreConfig {
   // the file's before any job is restored (and written with the first turn). Throws on a bad
   // spec (the config was checked when loaded).
   std::function<void(ResourceNames&, std::vector<QueueSpec>&, std::vector<NodeSpec>&)> start_specs;
+};
+
+// Counters for /metrics (engine thread; read through Loop::run_sync).
+struct CoreMetrics {
+  static constexpr std::array<double, 9> kWaitBuckets = {1, 5, 15, 60, 300, 900, 3600, 14400, 86400};
+  std::uint64_t admissions = 0;   // transitions to Admitted
+  std::uint64_t preemptions = 0;  // transitions to Preempting
+  std::uint64_t finished = 0;     // Succeeded, Failed or Cancelled
+  std::array<std::uint64_t, kWaitBuckets.size()> wait_buckets{};  // admission wait, cumulative
+  std::uint64_t wait_count = 0;
+  double wait_sum = 0;
+  std::uint64_t cycles = 0;  // end-of-turn scheduling rounds
+  double cycle_seconds_total = 0;
+  double last_cycle_seconds = 0;
 };
 
 // Receives each committed event (for Watch), on the engine thread.
@@ -72,6 +87,7 @@ class Core {
   std::vector<v1::NodeStatus> nodes() const;
   Result<v1::NodeStatus> node(const std::string& name) const;
   std::uint64_t last_event_seq() const { return last_event_seq_; }
+  const CoreMetrics& metrics() const { return metrics_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
 
   v1::Job to_proto(const storage::JobRecord& r) const;
@@ -97,6 +113,7 @@ class Core {
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
+  CoreMetrics metrics_;
 };
 
 }  // namespace gpuq::daemon

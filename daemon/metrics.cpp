@@ -14,9 +14,11 @@ void help(std::ostringstream& out, const char* name, const char* type, const cha
 std::string render_metrics(Loop& loop) {
   std::vector<v1::QueueStatus> queues;
   std::uint64_t last_seq = 0;
+  CoreMetrics m;
   loop.run_sync([&](Core& c) {
     queues = c.queues();
     last_seq = c.last_event_seq();
+    m = c.metrics();
   });
   const TurnStats s = loop.stats();
   std::ostringstream out;
@@ -43,6 +45,24 @@ std::string render_metrics(Loop& loop) {
             << u.resource() << "\"} " << (field == 0 ? u.used() : field == 1 ? u.nominal() : u.borrowed())
             << "\n";
   }
+  help(out, "gpuq_admissions_total", "counter", "Jobs admitted since gpuqd started.");
+  out << "gpuq_admissions_total " << m.admissions << "\n";
+  help(out, "gpuq_preemptions_total", "counter", "Jobs preempted since gpuqd started.");
+  out << "gpuq_preemptions_total " << m.preemptions << "\n";
+  help(out, "gpuq_jobs_finished_total", "counter", "Jobs that succeeded, failed or were cancelled since gpuqd started.");
+  out << "gpuq_jobs_finished_total " << m.finished << "\n";
+  help(out, "gpuq_admission_wait_seconds", "histogram", "Time from submission to admission.");
+  for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
+    out << "gpuq_admission_wait_seconds_bucket{le=\"" << CoreMetrics::kWaitBuckets[b] << "\"} " << m.wait_buckets[b] << "\n";
+  out << "gpuq_admission_wait_seconds_bucket{le=\"+Inf\"} " << m.wait_count << "\n";
+  out << "gpuq_admission_wait_seconds_sum " << m.wait_sum << "\n";
+  out << "gpuq_admission_wait_seconds_count " << m.wait_count << "\n";
+  help(out, "gpuq_cycles_total", "counter", "Scheduling cycles (one per turn of the engine loop).");
+  out << "gpuq_cycles_total " << m.cycles << "\n";
+  help(out, "gpuq_cycle_seconds_total", "counter", "Time spent scheduling.");
+  out << "gpuq_cycle_seconds_total " << m.cycle_seconds_total << "\n";
+  help(out, "gpuq_last_cycle_seconds", "gauge", "The last cycle's duration.");
+  out << "gpuq_last_cycle_seconds " << m.last_cycle_seconds << "\n";
   help(out, "gpuq_events_total", "counter", "Job events written (the last sequence number).");
   out << "gpuq_events_total " << last_seq << "\n";
   help(out, "gpuq_turns_total", "counter", "Turns of the engine loop.");

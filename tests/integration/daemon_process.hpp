@@ -3,7 +3,10 @@
 // a state file, a free loopback port (gpuqd prints the one it got), gRPC stubs to it.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,8 +76,11 @@ class Daemon {
       std::string line;
       while (std::getline(in, line)) {
         const auto at = line.find("grpc=");
-        if (line.rfind("gpuqd listening", 0) == 0 && at != std::string::npos)
+        if (line.rfind("gpuqd listening", 0) == 0 && at != std::string::npos) {
           address_ = line.substr(at + 5, line.find(' ', at) - at - 5);
+          const auto hp = line.find("http_port=");
+          if (hp != std::string::npos) http_port_ = std::stoi(line.substr(hp + 10));
+        }
       }
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -103,6 +109,25 @@ class Daemon {
   }
 
   const std::string& address() const { return address_; }
+  int http_port() const { return http_port_; }
+
+  // GET path on gpuqd's HTTP port: the status line and the body.
+  std::string http_get(const std::string& path) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<std::uint16_t>(http_port_));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string got;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+      const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+      (void)::write(fd, req.data(), req.size());
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return got;
+  }
 
   std::unique_ptr<v1::Jobs::Stub> jobs;
   std::unique_ptr<v1::Queues::Stub> queues;
@@ -111,6 +136,7 @@ class Daemon {
  private:
   pid_t pid_ = -1;
   std::string address_;
+  int http_port_ = 0;
 };
 
 struct TempDir {

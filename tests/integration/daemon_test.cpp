@@ -277,3 +277,22 @@ TEST_CASE("gpuqd: every call refuses bad input with the right code and names wha
   // Still serving after all of it.
   CHECK(submit(d, job("fine", "research", "1")).ok());
 }
+
+TEST_CASE("gpuqd: /metrics, /healthz and /readyz") {
+  TempDir dir;
+  Daemon d(dir.path);
+  REQUIRE(submit(d, job("m1", "research", "2")).ok());
+  REQUIRE(submit(d, job("m2", "prod", "8")).ok());
+  CHECK(d.http_get("/healthz").find("200 OK") != std::string::npos);
+  CHECK(d.http_get("/readyz").find("200 OK") != std::string::npos);
+  CHECK(d.http_get("/nope").find("404") != std::string::npos);
+  const std::string m = d.http_get("/metrics");
+  CHECK(m.find("200 OK") != std::string::npos);
+  CHECK(m.find("gpuq_queue_running_jobs{queue=\"research\"} 1") != std::string::npos);
+  CHECK(m.find("gpuq_queue_usage{queue=\"research\",flavor=\"h100\",resource=\"gpu\"} 2000") != std::string::npos);
+  CHECK(m.find("gpuq_queue_nominal{queue=\"prod\",flavor=\"h100\",resource=\"gpu\"} 8000") != std::string::npos);
+  CHECK(m.find("gpuq_admissions_total 2") != std::string::npos);
+  CHECK(m.find("gpuq_admission_wait_seconds_count 2") != std::string::npos);
+  CHECK(m.find("gpuq_store_commits_total") != std::string::npos);
+  CHECK(m.find("gpuq_last_cycle_seconds") != std::string::npos);
+}
