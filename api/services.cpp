@@ -182,8 +182,12 @@ class JobsService final : public v1::Jobs::CallbackService {
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
         std::size_t n = std::min(jobs->size(), filter.limit);
         for (std::size_t i = 0; i < n; ++i) {
-          auto live = c.job((*jobs)[i].spec.id.value);  // unfinished: the live reason
-          *resp->add_jobs() = live ? std::move(live.value()) : c.to_proto((*jobs)[i]);
+          const storage::JobRecord& rec = (*jobs)[i];
+          const bool unfinished = rec.state == JobState::kPending || rec.state == JobState::kAdmitted ||
+                                  rec.state == JobState::kRunning || rec.state == JobState::kPreempting;
+          // An unfinished job from memory (its live pending reason); a finished one as stored.
+          auto live = unfinished ? c.job(rec.spec.id.value) : Result<v1::Job>(Error{""});
+          *resp->add_jobs() = live ? std::move(live.value()) : c.to_proto(rec);
         }
         if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
         return grpc::Status::OK;
