@@ -183,10 +183,8 @@ class JobsService final : public v1::Jobs::CallbackService {
         std::size_t n = std::min(jobs->size(), filter.limit);
         for (std::size_t i = 0; i < n; ++i) {
           const storage::JobRecord& rec = (*jobs)[i];
-          const bool unfinished = rec.state == JobState::kPending || rec.state == JobState::kAdmitted ||
-                                  rec.state == JobState::kRunning || rec.state == JobState::kPreempting;
           // An unfinished job from memory (its live pending reason); a finished one as stored.
-          auto live = unfinished ? c.job(rec.spec.id.value) : Result<v1::Job>(Error{""});
+          auto live = is_finished(rec.state) ? Result<v1::Job>(Error{""}) : c.job(rec.spec.id.value);
           *resp->add_jobs() = live ? std::move(live.value()) : c.to_proto(rec);
         }
         if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));

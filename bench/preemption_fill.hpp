@@ -17,47 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench_common.hpp"
 #include "scheduler/engine.hpp"
 
 namespace gpuq::bench {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr Quantity kGib = Quantity{1} << 30;
-constexpr Quantity kGpusPerNode = 8;
 constexpr Quantity kNodeMilli = kGpusPerNode * kMilliPerGpu;
-// As in engine_bench: per node 8 GPUs, 128 cores, 1 TiB; a pod asks 12 cores and 96 GiB per GPU.
-constexpr Quantity kNodeCpu = 128'000;
-constexpr Quantity kNodeMemory = 1024 * kGib;
-constexpr Quantity kCpuPerGpu = 12'000;
-constexpr Quantity kMemoryPerGpu = 96 * kGib;
 constexpr Quantity kSmallest = 250;  // milli-GPU of the smallest job
 constexpr Time kFillSpan = 3600;     // running jobs were admitted over the last hour
 constexpr Time kNow = kFillSpan + 60;
 constexpr std::int64_t kMinRuntime = 900;  // on every 7th queue (i % 7 == 3)
-
-// splitmix64: the same sequence on every platform and standard library.
-struct Rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-};
-
-// FNV-1a over every decision: the same inputs must give the same checksum.
-struct Checksum {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  void add(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ULL;
-  }
-  void add(const std::string& s) { add(s.data(), s.size() + 1); }
-  void add(std::int64_t v) { add(&v, sizeof v); }
-};
 
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "preemption_bench: %s\n", what.c_str());
@@ -85,14 +56,6 @@ inline void evict_caches() {
   static std::uint64_t sink = 0;
   for (std::size_t i = 0; i < buffer.size(); i += 8) sink += buffer[i] += i;
   asm volatile("" : : "r"(sink) : "memory");
-}
-
-inline ResourceVec pod_resources(Quantity gpu_milli) {
-  ResourceVec v;
-  v[kGpu] = gpu_milli;
-  v[kCpu] = kCpuPerGpu * gpu_milli / 1000;
-  v[kMemory] = kMemoryPerGpu * gpu_milli / 1000;
-  return v;
 }
 
 // The queues. Policy group g = i % 10 sets the preemption policy; usage class c = (i/10 + 3g) % 10

@@ -11,10 +11,6 @@
 namespace gpuq::daemon {
 namespace {
 
-bool finished(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
-}
-
 bool valid_id(const std::string& id) {
   if (id.empty() || id.size() > 63) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
@@ -60,7 +56,6 @@ Result<void> Core::rebuild(Time now) {
   node_specs_.clear();
   unfinished_.clear();
   batch_ = {};
-  dirty_ = false;
   std::vector<QueueSpec> config_queues;
   std::vector<NodeSpec> config_nodes;
   if (config_.start_specs) {
@@ -224,8 +219,6 @@ void Core::bind(const std::vector<Decision>& decisions, Time now) {
   }
 }
 
-storage::JobRecord& Core::record_of(const Job& job) { return unfinished_[job.spec.id.value]; }
-
 void Core::record_changes(const std::vector<Event>& events, Time now) {
   std::set<std::string> changed;
   for (const Event& ev : events) {
@@ -250,7 +243,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
       }
     } else if (ev.to == JobState::kPreempting) {
       ++metrics_.preemptions;
-    } else if (finished(ev.to)) {
+    } else if (is_finished(ev.to)) {
       ++metrics_.finished;
     }
     spdlog::info("event=job_state job={} from={} to={} reason=\"{}\"", ev.job.value,
@@ -285,12 +278,12 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
       rec.placement.clear();
       // A finished job keeps its flavor and admission time (usage counts its GPU-hours); a
       // requeued one waits again with neither.
-      if (!finished(j->state)) {
+      if (!is_finished(j->state)) {
         rec.flavor.clear();
         rec.admitted_at = 0;
       }
     }
-    if (finished(j->state)) rec.finished_at = now;
+    if (is_finished(j->state)) rec.finished_at = now;
     batch_.jobs.push_back(rec);
   }
 }
@@ -309,10 +302,14 @@ Core::TurnResult Core::end_turn(Time now) {
   metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
-  if (batch_.empty() && !dirty_) return out;
+  if (batch_.empty()) return out;
+  out.committed = true;
   out.jobs_written = batch_.jobs.size();
   out.events_written = batch_.events.size();
-  if (auto r = store_->commit(batch_); !r) {
+  const auto commit_started = std::chrono::steady_clock::now();
+  auto r = store_->commit(batch_);
+  out.commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started).count();
+  if (!r) {
     out.ok = false;
     out.error = r.error();
     spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", r.error());
@@ -322,9 +319,8 @@ Core::TurnResult Core::end_turn(Time now) {
   if (sink_)
     for (const auto& e : batch_.events) sink_(e);
   for (const auto& rec : batch_.jobs)
-    if (finished(rec.state)) unfinished_.erase(rec.spec.id.value);
+    if (is_finished(rec.state)) unfinished_.erase(rec.spec.id.value);
   batch_ = {};
-  dirty_ = false;
   return out;
 }
 

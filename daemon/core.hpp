@@ -71,12 +71,13 @@ class Core {
   // UNAVAILABLE with `error`; the engine was rebuilt from the file).
   struct TurnResult {
     bool ok = true;
+    bool committed = false;  // a transaction was written (or tried)
+    double commit_seconds = 0;  // the transaction alone
     std::string error;
     std::size_t jobs_written = 0;
     std::size_t events_written = 0;
   };
   TurnResult end_turn(Time now);
-  bool turn_dirty() const { return !batch_.empty() || dirty_; }
 
   // Queries (engine thread).
   Result<v1::Job> job(const std::string& id);
@@ -99,7 +100,6 @@ class Core {
   Result<void> rebuild(Time now);
   void bind(const std::vector<Decision>& decisions, Time now);
   void record_changes(const std::vector<Event>& events, Time now);
-  storage::JobRecord& record_of(const Job& job);
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;
@@ -109,7 +109,6 @@ class Core {
   std::map<std::string, QueueSpec> queue_specs_;
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
   storage::Batch batch_;
-  bool dirty_ = false;
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;

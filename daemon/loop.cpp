@@ -63,19 +63,16 @@ void Loop::run_sync(const std::function<void(Core&)>& f) {
 
 void Loop::end_turn() {
   end_posted_ = false;
-  const auto started = std::chrono::steady_clock::now();
-  const bool writes = core_.turn_dirty();
   Core::TurnResult result = core_.end_turn(now());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<Done> done;
   done.swap(done_);
   {
     std::lock_guard lock(stats_mu_);
     ++stats_.turns;
-    if (writes || result.jobs_written > 0 || result.events_written > 0) {
+    if (result.committed) {
       ++stats_.commits;
-      stats_.last_commit_seconds = seconds;
-      stats_.commit_seconds_total += seconds;
+      stats_.last_commit_seconds = result.commit_seconds;
+      stats_.commit_seconds_total += result.commit_seconds;
       stats_.last_batch_requests = done.size();
     }
     if (!result.ok) ++stats_.commit_failures;

@@ -9,6 +9,13 @@ void help(std::ostringstream& out, const char* name, const char* type, const cha
   out << "# HELP " << name << " " << text << "\n# TYPE " << name << " " << type << "\n";
 }
 
+// One sample without labels, with its HELP and TYPE lines.
+template <class V>
+void scalar(std::ostringstream& out, const char* name, const char* type, const char* text, V value) {
+  help(out, name, type, text);
+  out << name << " " << value << "\n";
+}
+
 }  // namespace
 
 std::string render_metrics(Loop& loop) {
@@ -45,40 +52,26 @@ std::string render_metrics(Loop& loop) {
             << u.resource() << "\"} " << (field == 0 ? u.used() : field == 1 ? u.nominal() : u.borrowed())
             << "\n";
   }
-  help(out, "gpuq_admissions_total", "counter", "Jobs admitted since gpuqd started.");
-  out << "gpuq_admissions_total " << m.admissions << "\n";
-  help(out, "gpuq_preemptions_total", "counter", "Jobs preempted since gpuqd started.");
-  out << "gpuq_preemptions_total " << m.preemptions << "\n";
-  help(out, "gpuq_jobs_finished_total", "counter", "Jobs that succeeded, failed or were cancelled since gpuqd started.");
-  out << "gpuq_jobs_finished_total " << m.finished << "\n";
+  scalar(out, "gpuq_admissions_total", "counter", "Jobs admitted since gpuqd started.", m.admissions);
+  scalar(out, "gpuq_preemptions_total", "counter", "Jobs preempted since gpuqd started.", m.preemptions);
+  scalar(out, "gpuq_jobs_finished_total", "counter", "Jobs that succeeded, failed or were cancelled since gpuqd started.", m.finished);
   help(out, "gpuq_admission_wait_seconds", "histogram", "Time from submission to admission.");
   for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
     out << "gpuq_admission_wait_seconds_bucket{le=\"" << CoreMetrics::kWaitBuckets[b] << "\"} " << m.wait_buckets[b] << "\n";
   out << "gpuq_admission_wait_seconds_bucket{le=\"+Inf\"} " << m.wait_count << "\n";
   out << "gpuq_admission_wait_seconds_sum " << m.wait_sum << "\n";
   out << "gpuq_admission_wait_seconds_count " << m.wait_count << "\n";
-  help(out, "gpuq_cycles_total", "counter", "Scheduling cycles (one per turn of the engine loop).");
-  out << "gpuq_cycles_total " << m.cycles << "\n";
-  help(out, "gpuq_cycle_seconds_total", "counter", "Time spent scheduling.");
-  out << "gpuq_cycle_seconds_total " << m.cycle_seconds_total << "\n";
-  help(out, "gpuq_last_cycle_seconds", "gauge", "The last cycle's duration.");
-  out << "gpuq_last_cycle_seconds " << m.last_cycle_seconds << "\n";
-  help(out, "gpuq_events_total", "counter", "Job events written (the last sequence number).");
-  out << "gpuq_events_total " << last_seq << "\n";
-  help(out, "gpuq_turns_total", "counter", "Turns of the engine loop.");
-  out << "gpuq_turns_total " << s.turns << "\n";
-  help(out, "gpuq_store_commits_total", "counter", "Transactions written (one per turn with changes).");
-  out << "gpuq_store_commits_total " << s.commits << "\n";
-  help(out, "gpuq_store_commit_failures_total", "counter", "Transactions that failed (requests got UNAVAILABLE).");
-  out << "gpuq_store_commit_failures_total " << s.commit_failures << "\n";
-  help(out, "gpuq_store_commit_seconds_total", "counter", "Time in end-of-turn (schedule + commit).");
-  out << "gpuq_store_commit_seconds_total " << s.commit_seconds_total << "\n";
-  help(out, "gpuq_store_last_commit_seconds", "gauge", "The last end-of-turn's duration.");
-  out << "gpuq_store_last_commit_seconds " << s.last_commit_seconds << "\n";
-  help(out, "gpuq_store_last_batch_requests", "gauge", "Requests answered by the last commit (group size).");
-  out << "gpuq_store_last_batch_requests " << s.last_batch_requests << "\n";
-  help(out, "gpuq_store_jobs_written_total", "counter", "Job rows written.");
-  out << "gpuq_store_jobs_written_total " << s.jobs_written << "\n";
+  scalar(out, "gpuq_cycles_total", "counter", "Scheduling cycles (one per turn of the engine loop).", m.cycles);
+  scalar(out, "gpuq_cycle_seconds_total", "counter", "Time spent scheduling.", m.cycle_seconds_total);
+  scalar(out, "gpuq_last_cycle_seconds", "gauge", "The last cycle's duration.", m.last_cycle_seconds);
+  scalar(out, "gpuq_events_total", "counter", "Job events written (the last sequence number).", last_seq);
+  scalar(out, "gpuq_turns_total", "counter", "Turns of the engine loop.", s.turns);
+  scalar(out, "gpuq_store_commits_total", "counter", "Transactions written (one per turn with changes).", s.commits);
+  scalar(out, "gpuq_store_commit_failures_total", "counter", "Transactions that failed (requests got UNAVAILABLE).", s.commit_failures);
+  scalar(out, "gpuq_store_commit_seconds_total", "counter", "Time in store transactions (write and fsync).", s.commit_seconds_total);
+  scalar(out, "gpuq_store_last_commit_seconds", "gauge", "The last store transaction's duration.", s.last_commit_seconds);
+  scalar(out, "gpuq_store_last_batch_requests", "gauge", "Requests answered by the last commit (group size).", s.last_batch_requests);
+  scalar(out, "gpuq_store_jobs_written_total", "counter", "Job rows written.", s.jobs_written);
   return out.str();
 }
 

@@ -37,6 +37,10 @@ enum class NodeLossPolicy { kRequeue, kFail };
 const char* to_string(NodeState s);
 const char* to_string(QueueingStrategy s);
 const char* to_string(JobState s);
+// Succeeded, Failed or Cancelled: the job will not run again.
+inline bool is_finished(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
 const char* to_string(PlacementPolicy p);
 
 // Named priorities, as Kubernetes' PriorityClass: a job may give a class name instead of an

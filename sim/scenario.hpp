@@ -4,9 +4,12 @@
 #include <string>
 
 #include <boost/json/value.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "scheduler/engine.hpp"
+
+namespace YAML {
+class Node;
+}
 
 namespace gpuq::sim {
 
