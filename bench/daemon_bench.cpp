@@ -24,6 +24,7 @@
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
 #include "storage/store.hpp"
+#include "tests/support/gpuqd_child.hpp"
 
 namespace fs = std::filesystem;
 namespace v1 = gpuq::v1;
@@ -41,51 +42,20 @@ nodes:
   - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
 )";
 
-struct Child {
-  pid_t pid = -1;
-  std::string address;
-  double start_seconds = 0;
-};
+using gpuq::test::GpuqdChild;
 
-Child start_gpuqd(const std::string& gpuqd, const fs::path& dir, const fs::path& state) {
+GpuqdChild start(const std::string& gpuqd, const fs::path& dir, const fs::path& state) {
   const fs::path config = dir / "gpuqd.yaml";
   std::ofstream(config) << kConfig;
-  const fs::path out = dir / "gpuqd.out";
-  std::error_code ec;
-  fs::remove(out, ec);
-  std::fflush(stdout);
-  const auto t0 = Clock::now();
-  Child c;
-  c.pid = fork();
-  if (c.pid == 0) {
-    std::freopen(out.c_str(), "w", stdout);
-    std::freopen((dir / "gpuqd.err").c_str(), "w", stderr);
-    execl(gpuqd.c_str(), "gpuqd", "--config", config.c_str(), "--state-file", state.c_str(), "--grpc",
-          "127.0.0.1:0", "--http", "127.0.0.1:0", static_cast<char*>(nullptr));
-    _exit(127);
+  GpuqdChild c = gpuq::test::start_gpuqd(gpuqd,
+                                         {"--config", config.string(), "--state-file", state.string(),
+                                          "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"},
+                                         dir / "gpuqd.out", dir / "gpuqd.err", std::chrono::minutes(5));
+  if (c.address.empty()) {
+    std::fprintf(stderr, "gpuqd did not start; see %s\n", (dir / "gpuqd.err").c_str());
+    std::exit(1);
   }
-  while (c.address.empty()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    std::ifstream in(out);
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto at = line.find("grpc=");
-      if (line.rfind("gpuqd listening", 0) == 0) c.address = line.substr(at + 5, line.find(' ', at) - at - 5);
-    }
-    int status = 0;
-    if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
-      std::fprintf(stderr, "gpuqd exited; see %s\n", (dir / "gpuqd.err").c_str());
-      std::exit(1);
-    }
-  }
-  c.start_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return c;
-}
-
-void stop(Child& c) {
-  kill(c.pid, SIGTERM);
-  int status = 0;
-  waitpid(c.pid, &status, 0);
 }
 
 long rss_kib(pid_t pid) {
@@ -113,9 +83,9 @@ std::string g_server;  // --server: load an already running gpuqd (e.g. under pe
 
 void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
   const fs::path state = dir / ("submits-" + std::to_string(clients) + ".db");
-  Child d;
+  GpuqdChild d;
   if (g_server.empty())
-    d = start_gpuqd(gpuqd, dir, state);
+    d = start(gpuqd, dir, state);
   else
     d.address = g_server;
   auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
@@ -155,7 +125,7 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
   std::printf("submits  clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
               clients, all.size(), wall, rate, p50, p99, mx, errors.load());
-  if (g_server.empty()) stop(d);
+  if (g_server.empty()) d.stop(SIGTERM);
 }
 
 void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
@@ -194,17 +164,17 @@ void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
                 std::chrono::duration<double>(Clock::now() - t0).count(),
                 static_cast<double>(fs::file_size(state)) / (1 << 20));
   }
-  Child empty = start_gpuqd(gpuqd, dir, dir / "empty.db");
+  GpuqdChild empty = start(gpuqd, dir, dir / "empty.db");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long rss_empty = rss_kib(empty.pid);
-  stop(empty);
-  Child d = start_gpuqd(gpuqd, dir, state);
+  empty.stop(SIGTERM);
+  GpuqdChild d = start(gpuqd, dir, state);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long rss = rss_kib(d.pid);
   std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job\n",
               jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0,
               static_cast<double>(rss - rss_empty) * 1024.0 / static_cast<double>(jobs));
-  stop(d);
+  d.stop(SIGTERM);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
+#include "tests/support/gpuqd_child.hpp"
 
 namespace gpuq::test {
 
@@ -51,43 +52,15 @@ class Daemon {
  public:
   explicit Daemon(const fs::path& dir, bool with_config = true) {
     const fs::path config = dir / "gpuqd.yaml";
-    if (with_config) std::ofstream(config) << kConfig;
-    const fs::path out = dir / "gpuqd.out";
-    std::error_code ec;
-    fs::remove(out, ec);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::freopen(out.c_str(), "w", stdout);
-      std::freopen((dir / "gpuqd.err").c_str(), "a", stderr);
-      const std::string state = (dir / "state.db").string();
-      if (with_config)
-        execl(GPUQD_PATH, "gpuqd", "--config", config.c_str(), "--state-file", state.c_str(), "--grpc",
-              "127.0.0.1:0", "--http", "127.0.0.1:0", static_cast<char*>(nullptr));
-      else
-        execl(GPUQD_PATH, "gpuqd", "--state-file", state.c_str(), "--grpc", "127.0.0.1:0", "--http",
-              "127.0.0.1:0", static_cast<char*>(nullptr));
-      _exit(127);
+    std::vector<std::string> args = {"--state-file", (dir / "state.db").string(), "--grpc", "127.0.0.1:0",
+                                     "--http", "127.0.0.1:0"};
+    if (with_config) {
+      std::ofstream(config) << kConfig;
+      args.insert(args.begin(), {"--config", config.string()});
     }
-    for (int i = 0; i < 300 && address_.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::ifstream in(out);
-      std::string line;
-      while (std::getline(in, line)) {
-        const auto at = line.find("grpc=");
-        if (line.rfind("gpuqd listening", 0) == 0 && at != std::string::npos) {
-          address_ = line.substr(at + 5, line.find(' ', at) - at - 5);
-          const auto hp = line.find("http_port=");
-          if (hp != std::string::npos) http_port_ = std::stoi(line.substr(hp + 10));
-        }
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-    }
+    child_ = start_gpuqd(GPUQD_PATH, args, dir / "gpuqd.out", dir / "gpuqd.err", std::chrono::seconds(15));
+    address_ = child_.address;
+    http_port_ = child_.http_port;
     REQUIRE_MESSAGE(!address_.empty(), "gpuqd did not start; see " << (dir / "gpuqd.err"));
     auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
     jobs = v1::Jobs::NewStub(channel);
@@ -100,13 +73,7 @@ class Daemon {
     nodes.reset();
     stop(SIGTERM);
   }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void stop(int sig) { child_.stop(sig); }
 
   const std::string& address() const { return address_; }
   int http_port() const { return http_port_; }
@@ -134,7 +101,7 @@ class Daemon {
   std::unique_ptr<v1::Nodes::Stub> nodes;
 
  private:
-  pid_t pid_ = -1;
+  GpuqdChild child_;
   std::string address_;
   int http_port_ = 0;
 };

@@ -1,0 +1,73 @@
+#pragma once
+// A gpuqd child process, for the integration tests and daemon_bench: started with its stdout
+// and stderr in files, ready once it prints "gpuqd listening grpc=ADDR http_port=PORT".
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpuq::test {
+
+struct GpuqdChild {
+  pid_t pid = -1;
+  std::string address;  // empty: it exited or did not answer in time
+  int http_port = 0;
+  double start_seconds = 0;  // from exec to the listening line
+
+  void stop(int sig) {
+    if (pid <= 0) return;
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+  }
+};
+
+inline GpuqdChild start_gpuqd(const std::string& binary, const std::vector<std::string>& args,
+                              const std::filesystem::path& out, const std::filesystem::path& err,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const auto t0 = std::chrono::steady_clock::now();
+  GpuqdChild c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen(err.c_str(), "a", stderr);
+    std::vector<char*> argv{const_cast<char*>("gpuqd")};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  while (c.address.empty() && std::chrono::steady_clock::now() - t0 < timeout) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::ifstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto at = line.find("grpc=");
+      if (line.rfind("gpuqd listening", 0) != 0 || at == std::string::npos) continue;
+      c.address = line.substr(at + 5, line.find(' ', at) - at - 5);
+      const auto hp = line.find("http_port=");
+      if (hp != std::string::npos) c.http_port = std::stoi(line.substr(hp + 10));
+    }
+    int status = 0;
+    if (c.address.empty() && waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      c.pid = -1;
+      break;
+    }
+  }
+  c.start_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+}  // namespace gpuq::test
