@@ -178,7 +178,7 @@ class JobsService final : public v1::Jobs::CallbackService {
       return Reply::then([filter, resp](Core& c) {
         storage::JobFilter f = filter;
         f.limit = filter.limit + 1;  // one more: is there a next page?
-        auto jobs = c.jobs(f);
+        auto jobs = c.store().jobs(f);
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
         std::size_t n = std::min(jobs->size(), filter.limit);
         for (std::size_t i = 0; i < n; ++i) {

@@ -363,10 +363,6 @@ Result<v1::Job> Core::job(const std::string& id) {
   return to_proto(*on_disk.value());
 }
 
-Result<std::vector<storage::JobRecord>> Core::jobs(const storage::JobFilter& filter) {
-  return store_->jobs(filter);
-}
-
 v1::QueueStatus Core::queue_status(QueueIdx q) const {
   v1::QueueStatus s;
   const QueueSpec& spec = engine_->queue_spec(q);

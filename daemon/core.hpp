@@ -81,7 +81,6 @@ class Core {
 
   // Queries (engine thread).
   Result<v1::Job> job(const std::string& id);
-  Result<std::vector<storage::JobRecord>> jobs(const storage::JobFilter& filter);
   v1::QueueStatus queue_status(QueueIdx q) const;
   std::vector<v1::QueueStatus> queues() const;
   Result<v1::QueueStatus> queue(const std::string& name) const;
