@@ -64,6 +64,7 @@ Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
     if (p.min_runtime_seconds() != 0) pn["minRuntime"] = p.min_runtime_seconds();
     if (pn.size() > 0) y["preemption"] = pn;
   }
+  if (q.max_pending_jobs() != 0) y["maxPendingJobs"] = q.max_pending_jobs();
   return parsed<QueueSpec>([&] { return sim::parse_queue(y, "spec", names); });
 }
 
@@ -78,45 +79,58 @@ Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names) {
   return parsed<NodeSpec>([&] { return sim::parse_node(y, "spec", names); });
 }
 
+// Read field by field (no YAML: this is every Submit's path), with the scenario reader's checks
+// and words (sim/spec_values.hpp), so errors name the same keys as `gpuq submit -f` files.
 Result<JobSpec> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes) {
-  YAML::Node y(YAML::NodeType::Map);
-  if (!j.id().empty()) y["id"] = j.id();
-  y["queue"] = j.queue();
-  if (!j.name().empty()) y["name"] = j.name();
-  if (!j.owner().empty()) y["owner"] = j.owner();
-  if (!j.priority().empty()) y["priority"] = j.priority();
-  YAML::Node pods(YAML::NodeType::Sequence);
-  for (const auto& s : j.pod_sets()) {
-    YAML::Node p(YAML::NodeType::Map);
-    if (!s.name().empty()) p["name"] = s.name();
-    if (s.count() != 0) p["count"] = s.count();
-    p["resources"] = resources(s.resources());
-    pods.push_back(p);
-  }
-  y["pods"] = pods;
-  if (j.flavors_size() > 0) {
-    YAML::Node fl(YAML::NodeType::Sequence);
-    for (const auto& f : j.flavors()) fl.push_back(f);
-    y["flavors"] = fl;
-  }
-  if (j.max_runtime_seconds() != 0) y["maxRuntime"] = j.max_runtime_seconds();
-  if (j.has_preemptible()) y["preemptible"] = j.preemptible();
-  if (j.has_grace_period_seconds()) y["gracePeriod"] = j.grace_period_seconds();
-  if (j.exclusive()) y["exclusive"] = true;
-  auto spec = parsed<JobSpec>([&] {
-    // The id is optional here (the daemon assigns one); the scenario format requires it.
-    if (!y["id"]) y["id"] = std::string("-");
-    return sim::parse_job(y, "spec", names, classes);
+  return parsed<JobSpec>([&] {
+    JobSpec out;
+    out.id = JobId(j.id());  // optional here: the daemon assigns one
+    if (j.queue().empty()) sim::spec_fail("spec.queue", "is required");
+    out.queue = QueueName(j.queue());
+    out.name = j.name();
+    out.owner = j.owner();
+    if (!j.priority().empty()) out.priority = sim::priority_value(j.priority(), "spec.priority", classes);
+    if (j.pod_sets_size() == 0) sim::spec_fail("spec.pods", "is required");
+    out.pod_sets.reserve(static_cast<std::size_t>(j.pod_sets_size()));
+    for (int i = 0; i < j.pod_sets_size(); ++i) {
+      const v1::PodSet& s = j.pod_sets(i);
+      const std::string at = "spec.pods[" + std::to_string(i) + "]";
+      PodSet ps;
+      ps.name = s.name();
+      if (s.count() != 0) {
+        sim::check_pod_count(s.count(), sim::quoted(std::to_string(s.count())), at + ".count");
+        ps.count = s.count();
+      }
+      const std::string res = at + ".resources";
+      for (const auto& [name, text] : s.resources()) {
+        const ResourceId r = sim::resource_value(name, res, names);
+        const std::string rp = res + "." + name;
+        ps.per_pod[r] = sim::quantity_value(text, rp, r);
+        if (ps.per_pod[r] < 0) sim::spec_fail(rp, sim::quoted(text) + " is negative; it must be >= 0");
+      }
+      out.pod_sets.push_back(std::move(ps));
+    }
+    for (int i = 0; i < j.flavors_size(); ++i) {
+      if (j.flavors(i).empty()) sim::spec_fail("spec.flavors[" + std::to_string(i) + "]", "is empty");
+      out.flavors.push_back(j.flavors(i));
+    }
+    if (j.max_runtime_seconds() != 0) {
+      sim::check_max_runtime(j.max_runtime_seconds(), sim::quoted(std::to_string(j.max_runtime_seconds())),
+                             "spec.maxRuntime");
+      out.max_runtime = j.max_runtime_seconds();
+    }
+    if (j.has_preemptible()) out.preemptible = j.preemptible();
+    if (j.has_grace_period_seconds()) {
+      sim::check_grace_period(j.grace_period_seconds(), sim::quoted(std::to_string(j.grace_period_seconds())),
+                              "spec.gracePeriod");
+      out.grace_period = j.grace_period_seconds();
+    }
+    out.exclusive = j.exclusive();
+    if (j.on_node_loss() == "Fail") out.on_node_loss = NodeLossPolicy::kFail;
+    else if (j.on_node_loss().empty() || j.on_node_loss() == "Requeue") out.on_node_loss = NodeLossPolicy::kRequeue;
+    else sim::spec_fail("spec.on_node_loss", sim::quoted(j.on_node_loss()) + " is not allowed; use Requeue or Fail");
+    return out;
   });
-  if (!spec) return spec;
-  JobSpec out = std::move(spec.value());
-  if (j.id().empty()) out.id = JobId{};
-  if (j.on_node_loss() == "Fail") out.on_node_loss = NodeLossPolicy::kFail;
-  else if (j.on_node_loss().empty() || j.on_node_loss() == "Requeue") out.on_node_loss = NodeLossPolicy::kRequeue;
-  else
-    return Error{"spec.on_node_loss: \"" + j.on_node_loss() + "\" is not allowed; use Requeue or Fail",
-                 ErrorCode::kInvalidArgument};
-  return out;
 }
 
 }  // namespace gpuq::api

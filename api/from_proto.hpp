@@ -1,6 +1,7 @@
 #pragma once
 // Requests to engine specs. Every check the scenario format makes is made here too, by the same
-// code (sim/spec_yaml): the message is converted to the scenario keys and parsed, so an error
+// code: a queue or node is converted to the scenario keys and parsed by sim/spec_yaml; a job
+// (every Submit) is read field by field with the same value readers (sim/spec_values). An error
 // names the field by its path under "spec" in the scenario's spelling
 // ("spec.quotas[0].resources.gpu.nominal: \"x\" is not a quantity ..."), the value, and what
 // is allowed.

@@ -58,8 +58,9 @@ grpc::Status unavailable(const Core::TurnResult& t) {
                                              "); nothing was changed; retry"};
 }
 
-// Runs `work` on the engine thread; `reply` fills the response after the turn is on disk and
-// returns the status to finish with. Errors from `work` finish at once (nothing changed).
+// Runs `work` on the engine thread; the reply's `fill` runs at the end of the turn (the state
+// the turn's write holds) and the reply is sent once that write is on disk. Errors from `work`
+// finish at once (nothing changed).
 template <class Work>
 void in_turn(Loop& loop, grpc::ServerUnaryReactor* reactor, Work work) {
   loop.post([reactor, work = std::move(work)](Core& core, Time now) mutable -> Loop::Done {
@@ -68,12 +69,10 @@ void in_turn(Loop& loop, grpc::ServerUnaryReactor* reactor, Work work) {
       reactor->Finish(reply.status);
       return nullptr;
     }
-    return [reactor, &core, fill = std::move(reply.fill)](const Core::TurnResult& t) {
-      if (!t.ok) {
-        reactor->Finish(unavailable(t));
-        return;
-      }
-      reactor->Finish(fill(core));
+    return [reactor, fill = std::move(reply.fill)](Core& c) -> Loop::Send {
+      return [reactor, status = fill(c)](const Core::TurnResult& t) {
+        reactor->Finish(t.ok ? status : unavailable(t));
+      };
     };
   });
 }
@@ -230,6 +229,9 @@ struct WatchState {
   bool finished = false;
   std::string queue_filter;
   std::string job_filter;
+  // The last event queued: history is read from the file and live events come as the Core
+  // takes commits back, so an event committed in between can come both ways; it is sent once.
+  std::uint64_t last_seq = 0;
 
   bool wants(const storage::EventRecord& e) const {
     return (queue_filter.empty() || e.queue == queue_filter) && (job_filter.empty() || e.job == job_filter);
@@ -258,6 +260,8 @@ class WatchHub {
     std::erase_if(states_, [&](const std::shared_ptr<WatchState>& s) {
       std::lock_guard l(s->mu);
       if (s->stream == nullptr || s->finished) return true;
+      if (e.seq <= s->last_seq) return false;
+      s->last_seq = e.seq;
       if (s->wants(e)) {
         s->queue.push_back(to_proto(e));
         s->write_next();
@@ -321,6 +325,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
     // History and registration in one step of the engine thread: nothing is missed or doubled.
     std::uint64_t after = from;
     std::lock_guard lock(state->mu);
+    state->last_seq = from;
     while (true) {
       auto batch = core.store().events_after(after, 10'000);
       if (!batch) {
@@ -329,6 +334,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
       }
       for (const auto& e : *batch)
         if (state->wants(e)) state->queue.push_back(to_proto(e));
+      if (!batch->empty()) state->last_seq = batch->back().seq;
       if (batch->size() < 10'000) break;
       after = batch->back().seq;
     }

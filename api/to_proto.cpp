@@ -75,6 +75,7 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   if (s.preemption.borrow_max_priority_threshold)
     p->set_max_priority_threshold(*s.preemption.borrow_max_priority_threshold);
   p->set_min_runtime_seconds(s.preemption.min_runtime);
+  out.set_max_pending_jobs(s.max_pending_jobs);
   return out;
 }
 

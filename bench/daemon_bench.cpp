@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -79,6 +82,7 @@ double pct(std::vector<double>& v, double p) {
   return v[i];
 }
 
+std::string g_client = "callback";  // --client
 std::string g_server;  // --server: load an already running gpuqd (e.g. under perf) instead
 
 void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
@@ -92,39 +96,89 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   std::vector<std::vector<double>> lat(static_cast<std::size_t>(clients));
   std::atomic<long> errors{0};
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-  std::vector<std::thread> threads;
   const std::string prefix = std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007) + "-";
+  auto request = [&](int c, long i) {
+    v1::SubmitJobRequest r;
+    r.mutable_spec()->set_id(prefix + "c" + std::to_string(c) + "-" + std::to_string(i));
+    r.mutable_spec()->set_queue("team");
+    (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
+    r.mutable_spec()->add_command("true");
+    return r;
+  };
+  // One channel per 8 clients: several HTTP/2 connections, as separate client processes would use.
+  auto channel_of = [&](int c) {
+    return c % 8 == 0 ? grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()) : channel;
+  };
+  std::vector<std::thread> threads;
   const auto t0 = Clock::now();
-  for (int c = 0; c < clients; ++c)
-    threads.emplace_back([&, c] {
-      // One channel per 8 clients: several HTTP/2 connections, as separate client processes would use.
-      auto ch = c % 8 == 0 ? grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()) : channel;
-      auto stub = v1::Jobs::NewStub(ch);
-      for (long i = 0; Clock::now() < until; ++i) {
-        v1::SubmitJobRequest r;
-        r.mutable_spec()->set_id(prefix + "c" + std::to_string(c) + "-" + std::to_string(i));
-        r.mutable_spec()->set_queue("team");
-        (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
-        r.mutable_spec()->add_command("true");
-        grpc::ClientContext ctx;
-        v1::SubmitJobResponse resp;
-        const auto s0 = Clock::now();
-        auto st = stub->Submit(&ctx, r, &resp);
-        if (!st.ok()) {
-          ++errors;
-          continue;
+  if (g_client == "callback") {
+    // Each client: one request in flight, the next sent from the completion of the last (gRPC's
+    // callback API: no thread per client, so the load generator takes less of the 2 cores).
+    struct Client {
+      std::unique_ptr<v1::Jobs::Stub> stub;
+      int c = 0;
+      long i = 0;
+      std::unique_ptr<grpc::ClientContext> ctx;  // one per call
+      v1::SubmitJobRequest req;
+      v1::SubmitJobResponse resp;
+      Clock::time_point sent;
+    };
+    std::vector<std::unique_ptr<Client>> all(static_cast<std::size_t>(clients));
+    std::mutex mu;
+    std::condition_variable cv;
+    int running = clients;
+    std::function<void(Client&)> send = [&](Client& cl) {
+      cl.ctx = std::make_unique<grpc::ClientContext>();
+      cl.req = request(cl.c, cl.i++);
+      cl.resp.Clear();
+      cl.sent = Clock::now();
+      cl.stub->async()->Submit(cl.ctx.get(), &cl.req, &cl.resp, [&, p = &cl](grpc::Status st) {
+        if (!st.ok()) ++errors;
+        else
+          lat[static_cast<std::size_t>(p->c)].push_back(
+              std::chrono::duration<double, std::milli>(Clock::now() - p->sent).count());
+        if (Clock::now() < until) {
+          send(*p);
+          return;
         }
-        lat[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
-      }
-    });
+        std::lock_guard lock(mu);
+        if (--running == 0) cv.notify_one();
+      });
+    };
+    for (int c = 0; c < clients; ++c) {
+      all[static_cast<std::size_t>(c)] = std::make_unique<Client>();
+      all[static_cast<std::size_t>(c)]->stub = v1::Jobs::NewStub(channel_of(c));
+      all[static_cast<std::size_t>(c)]->c = c;
+    }
+    for (auto& cl : all) send(*cl);
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return running == 0; });
+  } else {
+    for (int c = 0; c < clients; ++c)
+      threads.emplace_back([&, c] {
+        auto stub = v1::Jobs::NewStub(channel_of(c));
+        for (long i = 0; Clock::now() < until; ++i) {
+          v1::SubmitJobRequest r = request(c, i);
+          grpc::ClientContext ctx;
+          v1::SubmitJobResponse resp;
+          const auto s0 = Clock::now();
+          auto st = stub->Submit(&ctx, r, &resp);
+          if (!st.ok()) {
+            ++errors;
+            continue;
+          }
+          lat[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
+        }
+      });
+  }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   const double rate = static_cast<double>(all.size()) / wall;
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
-  std::printf("submits  clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
-              clients, all.size(), wall, rate, p50, p99, mx, errors.load());
+  std::printf("submits  %s clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
+              g_client.c_str(), clients, all.size(), wall, rate, p50, p99, mx, errors.load());
   if (g_server.empty()) d.stop(SIGTERM);
 }
 
@@ -189,6 +243,8 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent clients, one run each")->delimiter(',');
   app.add_option("--seconds", seconds, "per run");
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
+  app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
+      ->check(CLI::IsMember({"callback", "sync"}));
   bool keep = false;
   app.add_option("--server", g_server, "load this gpuqd (its config must have queue team) instead of starting one; ids are prefixed by the time");
   app.add_flag("--keep", keep, "keep the state files (restart.db for profiling a start)");

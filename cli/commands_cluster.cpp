@@ -42,13 +42,32 @@ int run_queues(Context& ctx, const QueuesOptions& o) {
   return 0;
 }
 
+int run_delete_queue(Context& ctx, const std::string& name) {
+  auto stub = v1::Queues::NewStub(ctx.channel());
+  v1::DeleteQueueRequest req;
+  req.set_name(name);
+  v1::DeleteQueueResponse resp;
+  auto call = ctx.call();
+  if (grpc::Status st = stub->Delete(call.get(), req, &resp); !st.ok()) return ctx.fail(st);
+  ctx.out << "queue/" << name << " deleted\n";
+  return 0;
+}
+
 void add_queues(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<QueuesOptions>();
-  auto* cmd = app.add_subcommand("queues", "List queues with quota, usage and fair share");
+  auto* cmd = app.add_subcommand("queues", "List queues with quota, usage and fair share, or delete one");
+  cmd->require_subcommand(0, 1);
   cmd->add_option("NAME", o->name, "only this queue");
   cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
-  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_queues(c, *o); }; });
+  auto target = std::make_shared<std::string>();
+  auto* del = cmd->add_subcommand("delete", "Delete a queue that has no unfinished jobs");
+  del->add_option("NAME", *target, "queue name")->required();
+  del->callback([&ctx, target] { ctx.action = [target](Context& c) { return run_delete_queue(c, *target); }; });
+  cmd->callback([&ctx, cmd, o] {
+    if (!cmd->get_subcommands().empty()) return;  // delete set the action
+    ctx.action = [o](Context& c) { return run_queues(c, *o); };
+  });
 }
 
 enum class NodeVerb { kCordon, kUncordon, kDrain };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -28,11 +29,14 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
   const auto t0 = std::chrono::steady_clock::now();
   auto names = std::make_unique<ResourceNames>();
-  auto store = storage::Store::open(config.state_file, *names);
+  auto store = storage::Store::open(config.state_file, *names, storage::Store::Check::kInBackground);
   if (!store) return Error{store.error(), store.code()};
   const auto t1 = std::chrono::steady_clock::now();
   std::unique_ptr<Core> core(new Core(config, std::move(names), std::move(store.value())));
-  if (auto r = core->rebuild(now); !r) return Error{r.error(), r.code()};
+  auto rebuilt = core->rebuild(now);
+  // A corrupt file is refused with what the integrity check found, also when loading failed.
+  if (auto c = core->store_->checked(); !c) return Error{c.error(), c.code()};
+  if (!rebuilt) return Error{rebuilt.error(), rebuilt.code()};
   const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   spdlog::info("event=state_loaded file={} unfinished_jobs={} open_s={:.2f} load_and_rebuild_s={:.2f}",
                config.state_file, core->unfinished_.size(), seconds(t0, t1),
@@ -45,11 +49,6 @@ Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
 // stopped (the preemptor's booking is not kept: it asks again). What is derived (usage, shares)
 // is recomputed by the engine.
 Result<void> Core::rebuild(Time now) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto loaded = store_->load();
-  if (!loaded) return Error{loaded.error(), loaded.code()};
-  spdlog::info("event=state_read jobs={} seconds={:.2f}", loaded->unfinished.size(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   engine_ = std::make_unique<Engine>(config_.engine);
   sync_names();
   queue_specs_.clear();
@@ -62,18 +61,45 @@ Result<void> Core::rebuild(Time now) {
     config_.start_specs(*names_, config_queues, config_nodes);
     sync_names();
   }
-  for (const QueueSpec& q : loaded->queues) {
+  std::size_t restore_failures = 0;
+  auto loaded = store_->load(
+      [&](storage::Loaded& meta) -> Result<void> {
+        sync_names();
+        if (auto r = apply_start_specs(meta, config_queues, config_nodes, now); !r) return r;
+        engine_->reserve_jobs(meta.unfinished_count);
+        unfinished_.reserve(meta.unfinished_count);
+        last_event_seq_ = meta.last_event_seq;
+        last_job_number_ = meta.last_job_number;
+        return Ok();
+      },
+      [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
+        sync_names();  // the reader may have met a resource name in a job
+        for (storage::JobRecord& rec : chunk) restore(rec, now, restore_failures);
+        return Ok();
+      });
+  if (!loaded) return Error{loaded.error(), loaded.code()};
+  if (restore_failures > 10)
+    spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
+  (void)engine_->take_events();  // restoring is not a transition
+  return Ok();
+}
+
+Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
+                                     const std::vector<NodeSpec>& config_nodes, Time now) {
+  for (const QueueSpec& q : loaded.queues) {
     if (auto r = engine_->apply_queue(q); !r)
       return Error{"state file: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kFailedPrecondition};
     queue_specs_[q.name.value] = q;
   }
+  config_queues_.clear();
   for (const QueueSpec& q : config_queues) {
+    config_queues_.insert(q.name.value);
     if (auto r = engine_->apply_queue(q); !r)
       return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
     queue_specs_[q.name.value] = q;
     batch_.queues.push_back(q);
   }
-  for (const NodeSpec& n : loaded->nodes) {
+  for (const NodeSpec& n : loaded.nodes) {
     if (auto r = engine_->upsert_node(n, now); !r)
       return Error{"state file: node \"" + n.name + "\": " + r.error(), ErrorCode::kFailedPrecondition};
     node_specs_[n.name] = n;
@@ -84,51 +110,45 @@ Result<void> Core::rebuild(Time now) {
     node_specs_[n.name] = n;
     batch_.nodes.push_back(n);
   }
-  std::size_t restore_failures = 0;
-  engine_->reserve_jobs(loaded->unfinished.size());
-  unfinished_.reserve(loaded->unfinished.size());
-  for (storage::JobRecord& rec : loaded.value().unfinished) {
-    Result<void> r = Ok();
-    if (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning) {
-      RunningPlacement where;
-      where.admitted_at = rec.admitted_at;
-      if (!rec.flavor.empty()) where.flavor = rec.flavor;
-      for (const PodPlacement& p : rec.placement)
-        if (!p.node.empty()) where.nodes.push_back(p.node);
-      r = engine_->restore_running(rec.spec, where, now);
-      if (r) rec.state = JobState::kRunning;
-    } else {
-      if (rec.state == JobState::kPreempting) {
-        rec.state = JobState::kPending;
-        rec.reason = "requeued at start: it was being preempted when gpuqd stopped";
-        ++rec.preemptions;
-        rec.placement.clear();
-        rec.flavor.clear();
-        rec.admitted_at = 0;
-        batch_.jobs.push_back(rec);
-      }
-      r = engine_->submit(rec.spec, now);
-    }
-    if (!r) {
-      // The cluster or the queues changed under it: it ends, with the reason, rather than
-      // blocking the start.
-      rec.state = JobState::kFailed;
-      rec.reason = "could not be restored at start: " + r.error();
-      rec.finished_at = now;
-      batch_.jobs.push_back(rec);
-      if (++restore_failures <= 10)
-        spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
-      continue;
-    }
-    std::string id = rec.spec.id.value;
-    unfinished_.emplace(std::move(id), std::move(rec));
-  }
-  if (restore_failures > 10)
-    spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
-  (void)engine_->take_events();  // restoring is not a transition
-  last_event_seq_ = loaded->last_event_seq;
-  last_job_number_ = loaded->last_job_number;
   return Ok();
+}
+
+// One unfinished job from the file. Jobs that held a placement are restored where they were; a
+// job stopping for a preemptor is taken as stopped (the preemptor's booking is not kept: it asks
+// again). One that no longer fits the cluster or the queues ends, with the reason, rather than
+// blocking the start.
+void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
+  Result<void> r = Ok();
+  if (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning) {
+    RunningPlacement where;
+    where.admitted_at = rec.admitted_at;
+    if (!rec.flavor.empty()) where.flavor = rec.flavor;
+    for (const PodPlacement& p : rec.placement)
+      if (!p.node.empty()) where.nodes.push_back(p.node);
+    r = engine_->restore_running(rec.spec, where, now);
+    if (r) rec.state = JobState::kRunning;
+  } else {
+    if (rec.state == JobState::kPreempting) {
+      rec.state = JobState::kPending;
+      rec.reason = "requeued at start: it was being preempted when gpuqd stopped";
+      ++rec.preemptions;
+      rec.placement.clear();
+      rec.flavor.clear();
+      rec.admitted_at = 0;
+      batch_.jobs.push_back(rec);
+    }
+    r = engine_->submit(rec.spec, now);
+  }
+  if (!r) {
+    rec.state = JobState::kFailed;
+    rec.reason = "could not be restored at start: " + r.error();
+    rec.finished_at = now;
+    batch_.jobs.push_back(rec);
+    if (++failures <= 10) spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
+    return;
+  }
+  std::string id = rec.spec.id.value;
+  unfinished_.emplace(std::move(id), std::move(rec));
 }
 
 Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now) {
@@ -137,8 +157,9 @@ Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storag
     do {
       spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
       if (unfinished_.count(spec.id.value) == 0 && !engine_->job(spec.id)) {
-        auto on_disk = store_->job(spec.id.value);
-        if (on_disk && !on_disk.value()) break;
+        auto on_disk = store_->has_job(spec.id.value);
+        if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
+        if (!on_disk.value()) break;
       }
       ++last_job_number_;  // taken by a client-supplied id: skip the number
     } while (true);
@@ -147,10 +168,24 @@ Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storag
       return Error{"spec.id: \"" + spec.id.value +
                        "\" is not allowed; use 1 to 63 letters, digits, '-', '_' or '.'",
                    ErrorCode::kInvalidArgument};
-    auto on_disk = store_->job(spec.id.value);
-    if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
-    if (unfinished_.count(spec.id.value) > 0 || on_disk.value())
+    bool taken = unfinished_.count(spec.id.value) > 0;
+    if (!taken) {
+      auto on_disk = store_->has_job(spec.id.value);
+      if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
+      taken = on_disk.value();
+    }
+    if (taken)
       return Error{"spec.id: job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  }
+  auto queue = queue_specs_.find(spec.queue.value);
+  if (queue == queue_specs_.end())
+    return Error{"spec.queue: queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kNotFound};
+  if (const std::int32_t limit = queue->second.max_pending_jobs; limit > 0) {
+    const auto q = engine_->queue_index(spec.queue);
+    if (q && engine_->pending_count(*q) >= static_cast<std::size_t>(limit))
+      return Error{"queue \"" + spec.queue.value + "\" already has " + std::to_string(engine_->pending_count(*q)) +
+                       " pending jobs, its maxPendingJobs limit; submit again once some are admitted",
+                   ErrorCode::kResourceExhausted};
   }
   spec.submitted_at = now;
   if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
@@ -179,6 +214,7 @@ Result<void> Core::apply_queue(const QueueSpec& spec) {
   sync_names();
   if (auto r = engine_->apply_queue(spec); !r) return r;
   queue_specs_[spec.name.value] = spec;
+  std::erase(batch_.deleted_queues, spec.name.value);
   batch_.queues.push_back(spec);
   return Ok();
 }
@@ -186,8 +222,15 @@ Result<void> Core::apply_queue(const QueueSpec& spec) {
 Result<void> Core::delete_queue(const std::string& name) {
   if (queue_specs_.count(name) == 0)
     return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
-  return Error{"queue \"" + name + "\": deleting queues is not supported yet; set its quotas to 0 instead",
-               ErrorCode::kFailedPrecondition};
+  if (config_queues_.count(name) > 0)
+    return Error{"queue \"" + name + "\" is declared in gpuqd's config (queues:), which applies it at every "
+                     "start; remove it there first",
+                 ErrorCode::kFailedPrecondition};
+  if (auto r = engine_->remove_queue(QueueName(name)); !r) return r;
+  queue_specs_.erase(name);
+  std::erase_if(batch_.queues, [&](const QueueSpec& q) { return q.name.value == name; });
+  batch_.deleted_queues.push_back(name);
+  return Ok();
 }
 
 Result<void> Core::apply_node(const NodeSpec& spec, Time now) {
@@ -288,8 +331,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
   }
 }
 
-Core::TurnResult Core::end_turn(Time now) {
-  TurnResult out;
+storage::Batch Core::close_turn(Time now) {
   // Admit; with the none binder admitted jobs start and victims stop at once, which can let
   // booked preemptors in: a few rounds until nothing more happens.
   const auto started = std::chrono::steady_clock::now();
@@ -302,26 +344,42 @@ Core::TurnResult Core::end_turn(Time now) {
   metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
-  if (batch_.empty()) return out;
+  return std::exchange(batch_, storage::Batch{});
+}
+
+Core::TurnResult Core::write(const storage::Batch& batch) {
+  TurnResult out;
+  if (batch.empty()) return out;
   out.committed = true;
-  out.jobs_written = batch_.jobs.size();
-  out.events_written = batch_.events.size();
-  const auto commit_started = std::chrono::steady_clock::now();
-  auto r = store_->commit(batch_);
-  out.commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started).count();
+  out.jobs_written = batch.jobs.size();
+  out.events_written = batch.events.size();
+  const auto started = std::chrono::steady_clock::now();
+  auto r = store_->commit(batch);
+  out.commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!r) {
     out.ok = false;
     out.error = r.error();
-    spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", r.error());
+  }
+  return out;
+}
+
+void Core::committed(const storage::Batch& batch, const TurnResult& result, Time now) {
+  if (!result.ok) {
+    spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", result.error);
     if (auto rb = rebuild(now); !rb) spdlog::critical("event=rebuild_failed error=\"{}\"", rb.error());
-    return out;
+    return;
   }
   if (sink_)
-    for (const auto& e : batch_.events) sink_(e);
-  for (const auto& rec : batch_.jobs)
+    for (const auto& e : batch.events) sink_(e);
+  for (const auto& rec : batch.jobs)
     if (is_finished(rec.state)) unfinished_.erase(rec.spec.id.value);
-  batch_ = {};
-  return out;
+}
+
+Core::TurnResult Core::end_turn(Time now) {
+  storage::Batch batch = close_turn(now);
+  TurnResult r = write(batch);
+  committed(batch, r, now);
+  return r;
 }
 
 v1::Job Core::to_proto(const storage::JobRecord& r) const {

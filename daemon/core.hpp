@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,8 +68,13 @@ class Core {
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);
   Result<void> delete_queue(const std::string& name);
 
-  // Schedule, bind, commit. `ok` false when the write failed (the turn's requests get
-  // UNAVAILABLE with `error`; the engine was rebuilt from the file).
+  // A turn ends in three steps, so that the write (and its fsync) can run on another thread
+  // while the engine thread goes on with the next turn (daemon/loop.cpp):
+  //  close_turn(): schedule, let the binder act, gather everything the turn changed (engine thread);
+  //  write(): commit it in one transaction (any one thread: it touches only the store's writer);
+  //  committed(): take the outcome back (engine thread): events to the sink and finished jobs
+  //  dropped from memory, or, when the write failed, the engine rebuilt from the file.
+  // Until committed() the turn's jobs stay in memory, so reads never miss a job being written.
   struct TurnResult {
     bool ok = true;
     bool committed = false;  // a transaction was written (or tried)
@@ -77,6 +83,10 @@ class Core {
     std::size_t jobs_written = 0;
     std::size_t events_written = 0;
   };
+  storage::Batch close_turn(Time now);
+  TurnResult write(const storage::Batch& batch);
+  void committed(const storage::Batch& batch, const TurnResult& result, Time now);
+  // The three in line (start-up).
   TurnResult end_turn(Time now);
 
   // Queries (engine thread).
@@ -97,6 +107,9 @@ class Core {
        std::unique_ptr<storage::Store> store);
   void sync_names() { engine_->resource_names() = *names_; }
   Result<void> rebuild(Time now);
+  Result<void> apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
+                                 const std::vector<NodeSpec>& config_nodes, Time now);
+  void restore(storage::JobRecord& rec, Time now, std::size_t& failures);
   void bind(const std::vector<Decision>& decisions, Time now);
   void record_changes(const std::vector<Event>& events, Time now);
 
@@ -106,6 +119,7 @@ class Core {
   std::unique_ptr<Engine> engine_;
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
+  std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
   storage::Batch batch_;
   std::uint64_t last_event_seq_ = 0;

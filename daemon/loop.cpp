@@ -17,17 +17,23 @@ Time Loop::now() {
 
 void Loop::start() {
   guard_.emplace(io_.get_executor());
+  store_guard_.emplace(store_io_.get_executor());
   arm_timer();
   thread_ = std::thread([this] { io_.run(); });
+  store_thread_ = std::thread([this] { store_io_.run(); });
 }
 
 void Loop::stop() {
   if (!thread_.joinable()) return;
+  // The engine thread ends once no write is in flight and nothing is left to run; then the
+  // store thread, with nothing left on it.
   boost::asio::post(io_, [this] {
     timer_.cancel();
     guard_.reset();
   });
   thread_.join();
+  store_guard_.reset();
+  store_thread_.join();
 }
 
 void Loop::arm_timer() {
@@ -63,23 +69,64 @@ void Loop::run_sync(const std::function<void(Core&)>& f) {
 
 void Loop::end_turn() {
   end_posted_ = false;
-  Core::TurnResult result = core_.end_turn(now());
-  std::vector<Done> done;
-  done.swap(done_);
+  if (writing_) {
+    turn_waiting_ = true;
+    return;
+  }
+  turn_waiting_ = false;
+  auto batch = std::make_shared<storage::Batch>(core_.close_turn(now()));
+  std::vector<Send> sends;
+  for (Done& d : done_)
+    if (Send s = d(core_)) sends.push_back(std::move(s));
+  const std::size_t requests = done_.size();
+  done_.clear();
   {
     std::lock_guard lock(stats_mu_);
     ++stats_.turns;
-    if (result.committed) {
+  }
+  if (batch->empty()) {
+    for (Send& s : sends) s(Core::TurnResult{});
+    return;
+  }
+  writing_ = true;
+  // Keep the engine thread's io_context running until the write is back.
+  auto work = boost::asio::make_work_guard(io_);
+  boost::asio::post(store_io_, [this, batch, requests, sends = std::move(sends), work]() mutable {
+    const Core::TurnResult result = core_.write(*batch);
+    {
+      std::lock_guard lock(stats_mu_);
       ++stats_.commits;
       stats_.last_commit_seconds = result.commit_seconds;
       stats_.commit_seconds_total += result.commit_seconds;
-      stats_.last_batch_requests = done.size();
+      stats_.last_batch_requests = requests;
+      if (!result.ok) ++stats_.commit_failures;
+      stats_.jobs_written += result.jobs_written;
+      stats_.events_written += result.events_written;
     }
-    if (!result.ok) ++stats_.commit_failures;
-    stats_.jobs_written += result.jobs_written;
-    stats_.events_written += result.events_written;
+    // Back to the engine thread first, so that a client's next request (after its reply) runs
+    // after the Core has taken the outcome.
+    boost::asio::post(io_, [this, batch, result, sends = std::move(sends), work = std::move(work)]() mutable {
+      written(batch, result, std::move(sends));
+    });
+  });
+}
+
+void Loop::written(const std::shared_ptr<storage::Batch>& batch, const Core::TurnResult& result,
+                   std::vector<Send> sends) {
+  writing_ = false;
+  core_.committed(*batch, result, now());
+  if (!result.ok) {
+    for (Send& s : sends) s(result);
+    // The open turn's requests changed the state that was just dropped: they fail too.
+    for (Done& d : done_)
+      if (Send s = d(core_)) s(result);
+    done_.clear();
+    turn_waiting_ = false;
+    return;
   }
-  for (Done& d : done) d(result);
+  // The next write first, so that it is on its way while these replies go out.
+  if (turn_waiting_ || !done_.empty()) end_turn();
+  for (Send& s : sends) s(result);
 }
 
 TurnStats Loop::stats() const {

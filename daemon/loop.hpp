@@ -1,11 +1,20 @@
 #pragma once
 // The engine thread: one boost::asio::io_context run by one thread, the only thread that touches
 // the Core. Work posted from any thread runs in order; the first work of a turn also posts the
-// turn's end, so everything posted before it shares one end_turn() (one transaction, one fsync:
-// group commit) and the turn's replies are sent only after it. A timer ends a turn every second
-// even when idle, so that time alone can move things (the none binder, minRuntime).
+// turn's end, so everything posted before it shares one transaction and one fsync (group commit),
+// and the turn's replies are sent only once it is on disk. A timer ends a turn every second even
+// when idle, so that time alone can move things (the none binder, minRuntime).
+//
+// The write runs on a second thread (the store thread) while the engine thread goes on with the
+// next turn; one write at a time, so a turn that ends while the last one is being written waits
+// for it and then goes out as one batch with everything that came in meanwhile. Replies are
+// filled at the end of their turn (the state the write holds) and sent by the engine thread once
+// the commit is back (after handing the next batch to the store thread). A failed write fails its turn and the open one (it was built on the state
+// that did not reach the disk) with UNAVAILABLE, and the Core rebuilds from the file.
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -31,9 +40,11 @@ struct TurnStats {
 
 class Loop {
  public:
-  // What to do once the turn is on disk (or failed); runs on the engine thread.
-  using Done = std::function<void(const Core::TurnResult&)>;
-  // Runs on the engine thread; returns what to do after the commit (or nothing).
+  // Sends a reply once its turn is on disk (or failed); runs on the store thread.
+  using Send = std::function<void(const Core::TurnResult&)>;
+  // At the end of the turn, before the write (engine thread): fills the reply, returns its Send.
+  using Done = std::function<Send(Core&)>;
+  // Runs on the engine thread; returns what to do at the end of the turn (or nothing).
   using Work = std::function<Done(Core&, Time now)>;
 
   explicit Loop(Core& core);
@@ -49,6 +60,8 @@ class Loop {
 
  private:
   void end_turn();
+  void written(const std::shared_ptr<storage::Batch>& batch, const Core::TurnResult& result,
+               std::vector<Send> sends);
   void arm_timer();
 
   Core& core_;
@@ -56,8 +69,13 @@ class Loop {
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   boost::asio::steady_timer timer_;
   std::thread thread_;
+  boost::asio::io_context store_io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> store_guard_;
+  std::thread store_thread_;
   std::vector<Done> done_;
   bool end_posted_ = false;
+  bool writing_ = false;      // a batch is on the store thread
+  bool turn_waiting_ = false;  // a turn ended while writing_: end it when the write is done
   mutable std::mutex stats_mu_;
   TurnStats stats_;
 };

@@ -93,6 +93,28 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
   return Ok();
 }
 
+Result<void> Engine::remove_queue(const QueueName& name) {
+  auto q = queue_index(name);
+  if (!q) return Error{"queue \"" + name.value + "\" does not exist", ErrorCode::kNotFound};
+  const QueueRec& rec = queues_[*q];
+  if (!rec.pending.empty() || !rec.holding.empty() || rec.admitted > 0)
+    return Error{"queue \"" + name.value + "\" has " + std::to_string(rec.pending.size()) + " pending and " +
+                     std::to_string(rec.holding.size()) +
+                     " admitted or running jobs; cancel them or wait for them to finish",
+                 ErrorCode::kFailedPrecondition};
+  for (NodeIdx n = 0; n < cluster_.size(); ++n)
+    if (cluster_.node(n).dedicated == *q)
+      return Error{"queue \"" + name.value + "\": node \"" + cluster_.node(n).name +
+                       "\" is dedicated to it; change the node's dedicatedTo first",
+                   ErrorCode::kFailedPrecondition};
+  QueueSpec emptied;
+  emptied.name = name;
+  queues_[*q].spec = emptied;
+  quota_.set_queue(*q, emptied, {});
+  queue_ids_.erase(name.value);
+  return Ok();
+}
+
 Result<void> Engine::set_usage_history(const QueueName& queue, const ResourceVec& average, Time now) {
   auto q = queue_index(queue);
   if (!q) return Error{"queue \"" + queue.value + "\" does not exist", ErrorCode::kNotFound};

@@ -13,6 +13,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include "preemption/victims.hpp"
 #include "scheduler/cluster.hpp"
 #include "scheduler/model.hpp"
@@ -117,6 +119,7 @@ class Engine {
 
   // Commands.
   Result<void> apply_queue(const QueueSpec& spec);
+  Result<void> remove_queue(const QueueName& name);
   Result<void> upsert_node(const NodeSpec& spec, Time now);
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);
   // Errors: kInvalidArgument (malformed), kAlreadyExists (id in use), kRejected (can never fit
@@ -138,7 +141,11 @@ class Engine {
   std::vector<const Job*> pending_in_submission_order() const;
   std::optional<QueueIdx> queue_index(const QueueName& name) const;
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
-  std::size_t queue_count() const { return queues_.size(); }
+  std::size_t queue_count() const { return queues_.size(); }  // removed ones included
+  std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size(); }
+  // Removes a queue that holds no job and has no node dedicated to it (FAILED_PRECONDITION
+  // otherwise, NOT_FOUND when there is none). Its index stays, with no quota and no cohort, so
+  // no index moves; the name is free for a new queue.
   const QuotaBook& quotas() const { return quota_; }
   const UsageHistory& usage_history() const { return history_; }
   const Cluster& cluster() const { return cluster_; }
@@ -258,7 +265,7 @@ class Engine {
   std::unordered_map<std::string, QueueIdx> queue_ids_;
 
   std::vector<Job> jobs_;
-  std::unordered_map<std::string, std::uint32_t> job_ids_;
+  boost::unordered_flat_map<std::string, std::uint32_t> job_ids_;  // open addressing: a million inserts at start-up
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
   std::set<std::uint32_t> preempting_;  // victims still stopping
   std::set<std::uint32_t> reserved_;    // preemptors holding a booking

@@ -70,6 +70,9 @@ struct QueueSpec {
   // capacity and ordered by the classic DRF share.
   std::vector<FlavorQuota> quotas;
   PreemptionSpec preemption;
+  // At most this many Pending jobs; a submission beyond it is refused (gpuqd: RESOURCE_EXHAUSTED).
+  // Jobs already pending stay when the limit is lowered. 0: no limit.
+  std::int32_t max_pending_jobs = 0;
 };
 
 struct NodeSpec {

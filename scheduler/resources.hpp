@@ -3,6 +3,7 @@
 // anything else as an integer count. A fixed small number of resource slots keeps the hot path
 // free of allocation; the first three slots are always gpu, cpu and memory.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,28 +66,42 @@ struct ResourceVec {
 };
 
 // Maps resource names to slots. gpu, cpu and memory are always present; other names (e.g.
-// "rdma/hca") are given the next free slot on first use.
+// "rdma/hca") are given the next free slot on first use. Names are only ever appended, into
+// fixed slots, and published by the count: one thread may intern while others read (gpuqd's
+// engine thread interns request names while its store thread encodes a batch).
 class ResourceNames {
  public:
-  ResourceNames() : names_{"gpu", "cpu", "memory"} {}
+  ResourceNames() : names_{"gpu", "cpu", "memory"}, size_(3) {}
+  ResourceNames(const ResourceNames& o) { *this = o; }
+  ResourceNames& operator=(const ResourceNames& o) {
+    if (this == &o) return *this;
+    const std::uint32_t n = o.size_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i) names_[i] = o.names_[i];
+    size_.store(n, std::memory_order_release);
+    return *this;
+  }
 
   std::optional<ResourceId> find(std::string_view name) const {
-    for (std::size_t i = 0; i < names_.size(); ++i)
+    const std::uint32_t n = size_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i)
       if (names_[i] == name) return static_cast<ResourceId>(i);
     return std::nullopt;
   }
-  // nullopt when all kMaxResources slots are taken.
+  // nullopt when all kMaxResources slots are taken. One interning thread at a time.
   std::optional<ResourceId> intern(std::string_view name) {
     if (auto id = find(name)) return id;
-    if (names_.size() == kMaxResources) return std::nullopt;
-    names_.emplace_back(name);
-    return static_cast<ResourceId>(names_.size() - 1);
+    const std::uint32_t n = size_.load(std::memory_order_relaxed);
+    if (n == kMaxResources) return std::nullopt;
+    names_[n] = std::string(name);
+    size_.store(n + 1, std::memory_order_release);
+    return static_cast<ResourceId>(n);
   }
   const std::string& name(ResourceId r) const { return names_[r]; }
-  std::size_t size() const { return names_.size(); }
+  std::size_t size() const { return size_.load(std::memory_order_acquire); }
 
  private:
-  std::vector<std::string> names_;
+  std::array<std::string, kMaxResources> names_;
+  std::atomic<std::uint32_t> size_{0};
 };
 
 }  // namespace gpuq

@@ -1,19 +1,13 @@
 #include "sim/spec_yaml.hpp"
 
-#include <cctype>
-
 #include <charconv>
 #include <cmath>
 #include <set>
 
-#include "scheduler/quantity.hpp"
-
 namespace gpuq::sim {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  throw SpecError(path + ": " + why);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& why) { spec_fail(path, why); }
 
 // The path of `key` inside the map at `path` ("" is the top level).
 std::string child(const std::string& path, const std::string& key) {
@@ -48,24 +42,8 @@ std::string_view numeric_text(const std::string& s) {
   return v;
 }
 
-// `parent` is the path of the map that names the resource.
-ResourceId resource_id(const std::string& name, const std::string& parent, ResourceNames& names) {
-  if (name.empty())
-    fail(parent, "\"\" is not a resource name; use a name such as gpu, cpu, memory");
-  auto r = names.intern(name);
-  if (!r)
-    fail(child(parent, name), "too many distinct resources (at most " +
-                                  std::to_string(kMaxResources) + "); \"" + name +
-                                  "\" does not fit");
-  return *r;
-}
-
 std::int32_t read_int32(const YAML::Node& node, const std::string& path) {
-  std::int64_t v = read_int(node, path);
-  if (v < INT32_MIN || v > INT32_MAX)
-    fail(path, shown(node) + " is out of the 32-bit integer range (" + std::to_string(INT32_MIN) +
-                   ".." + std::to_string(INT32_MAX) + ")");
-  return static_cast<std::int32_t>(v);
+  return int32_value(scalar(node, path, "an integer"), path);
 }
 
 std::optional<Quantity> optional_quantity(const YAML::Node& map, const char* key,
@@ -159,14 +137,7 @@ std::string read_string(const YAML::Node& node, const std::string& path) {
 }
 
 std::int64_t read_int(const YAML::Node& node, const std::string& path) {
-  const std::string_view s = numeric_text(scalar(node, path, "an integer"));
-  std::int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
-    fail(path, shown(node) + " is out of the 64-bit integer range");
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    fail(path, shown(node) + " is not an integer");
-  return v;
+  return int_value(scalar(node, path, "an integer"), path);
 }
 
 double read_number(const YAML::Node& node, const std::string& path) {
@@ -186,17 +157,7 @@ bool read_bool(const YAML::Node& node, const std::string& path) {
 }
 
 Quantity read_quantity(const YAML::Node& node, const std::string& path, ResourceId r) {
-  const std::string& text = scalar(node, path, "a quantity such as 2, 500m, 16Gi");
-  auto q = parse_quantity(text, scale_of(r));
-  if (!q) {
-    // A fraction of a resource that counts whole units ("100m" of memory): say which units.
-    if (scale_of(r) == UnitScale::kUnit && parse_quantity(text, UnitScale::kMilli))
-      fail(path, q.error() +
-                     "; this resource counts whole units (bytes for memory), e.g. 2, "
-                     "1.5Gi, 16Gi");
-    fail(path, q.error());
-  }
-  return *q;
+  return quantity_value(scalar(node, path, "a quantity such as 2, 500m, 16Gi"), path, r);
 }
 
 ResourceVec read_resources(const YAML::Node& node, const std::string& path, ResourceNames& names) {
@@ -206,7 +167,7 @@ ResourceVec read_resources(const YAML::Node& node, const std::string& path, Reso
   for (const auto& kv : node) {
     const std::string name = kv.first.Scalar();
     const std::string at = path + "." + name;
-    ResourceId r = resource_id(name, path, names);
+    ResourceId r = resource_value(name, path, names);
     v[r] = read_quantity(kv.second, at, r);
     if (v[r] < 0) fail(at, shown(kv.second) + " is negative; it must be >= 0");
   }
@@ -217,7 +178,8 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
   require_map(node, path);
   // usageHistory is read by the scenario loader (a queue's recent average use, not its spec).
   check_keys(node, path,
-             {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "usageHistory"});
+             {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
+              "usageHistory"});
   QueueSpec q;
   if (!node["name"]) fail(path + ".name", "is required");
   q.name = QueueName(read_string(node["name"], path + ".name"));
@@ -254,7 +216,7 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
       check_unique_keys(res, fp + ".resources");
       for (const auto& kv : res) {
         const std::string rp = fp + ".resources." + kv.first.Scalar();
-        ResourceId r = resource_id(kv.first.Scalar(), fp + ".resources", names);
+        ResourceId r = resource_value(kv.first.Scalar(), fp + ".resources", names);
         if (!kv.second.IsMap())
           fail(rp, "expected a map such as {nominal: 8, borrowingLimit: 4, lendingLimit: 4}, got " +
                        shown(kv.second));
@@ -275,6 +237,11 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
     }
   }
   if (node["preemption"]) q.preemption = parse_preemption(node["preemption"], path + ".preemption");
+  if (node["maxPendingJobs"]) {
+    q.max_pending_jobs = read_int32(node["maxPendingJobs"], path + ".maxPendingJobs");
+    if (q.max_pending_jobs < 0)
+      fail(path + ".maxPendingJobs", shown(node["maxPendingJobs"]) + " must be >= 0 (0: no limit)");
+  }
   return q;
 }
 
@@ -351,19 +318,7 @@ PriorityClasses parse_priority_classes(const YAML::Node& node, const std::string
 namespace {
 std::int32_t read_priority(const YAML::Node& node, const std::string& path,
                            const PriorityClasses& classes) {
-  if (node.IsScalar()) {
-    auto it = classes.by_name.find(node.Scalar());
-    if (it != classes.by_name.end()) return it->second;
-    const std::string& v = node.Scalar();
-    if (!v.empty() && std::isalpha(static_cast<unsigned char>(v[0]))) {
-      std::string names;
-      for (const auto& [name, value] : classes.by_name)
-        names += (names.empty() ? "" : ", ") + name + " (" + std::to_string(value) + ")";
-      fail(path, shown(node) + " is neither an integer nor a priority class; the classes are " +
-                     (names.empty() ? std::string("(none)") : names));
-    }
-  }
-  return read_int32(node, path);
+  return priority_value(scalar(node, path, "an integer or a priority class"), path, classes);
 }
 }  // namespace
 
@@ -393,7 +348,7 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
     if (pods[i]["name"]) s.name = read_string(pods[i]["name"], pp + ".name");
     if (pods[i]["count"]) {
       std::int64_t c = read_int(pods[i]["count"], pp + ".count");
-      if (c < 1 || c > 100000) fail(pp + ".count", shown(pods[i]["count"]) + " must be 1..100000");
+      check_pod_count(c, shown(pods[i]["count"]), pp + ".count");
       s.count = static_cast<std::int32_t>(c);
     }
     if (!pods[i]["resources"]) fail(pp + ".resources", "is required");
@@ -412,13 +367,11 @@ JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames
   if (node["exclusive"]) j.exclusive = read_bool(node["exclusive"], path + ".exclusive");
   if (node["maxRuntime"]) {
     j.max_runtime = read_int(node["maxRuntime"], path + ".maxRuntime");
-    if (*j.max_runtime <= 0)
-      fail(path + ".maxRuntime", shown(node["maxRuntime"]) + " must be > 0 seconds");
+    check_max_runtime(*j.max_runtime, shown(node["maxRuntime"]), path + ".maxRuntime");
   }
   if (node["gracePeriod"]) {
     j.grace_period = read_int(node["gracePeriod"], path + ".gracePeriod");
-    if (j.grace_period < 0)
-      fail(path + ".gracePeriod", shown(node["gracePeriod"]) + " must be >= 0 seconds");
+    check_grace_period(j.grace_period, shown(node["gracePeriod"]), path + ".gracePeriod");
   }
   return j;
 }

@@ -2,19 +2,14 @@
 // Queues, nodes and jobs from YAML, with the keys of the scenario format (shared/SCENARIOS.md);
 // `gpuq apply` will read the same keys. Every error names the field by its path
 // ("queues[0].quotas[1].resources.gpu.nominal"), the value and what is allowed.
-#include <stdexcept>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
 
 #include "scheduler/engine.hpp"
+#include "sim/spec_values.hpp"
 
 namespace gpuq::sim {
-
-class SpecError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names);
 NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names);

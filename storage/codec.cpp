@@ -113,6 +113,7 @@ std::string encode_queue(const QueueSpec& q, const ResourceNames& names) {
     p["borrow_max_priority_threshold"] = *q.preemption.borrow_max_priority_threshold;
   p["min_runtime"] = q.preemption.min_runtime;
   o["preemption"] = std::move(p);
+  if (q.max_pending_jobs != 0) o["max_pending_jobs"] = q.max_pending_jobs;
   return json::serialize(o);
 }
 
@@ -146,6 +147,7 @@ Result<QueueSpec> decode_queue(std::string_view text, ResourceNames& names) {
     if (const auto* t = p.if_contains("borrow_max_priority_threshold"))
       q.preemption.borrow_max_priority_threshold = t->to_number<std::int32_t>();
     q.preemption.min_runtime = p.at("min_runtime").to_number<std::int64_t>();
+    if (const auto* m = o.if_contains("max_pending_jobs")) q.max_pending_jobs = m->to_number<std::int32_t>();
     return q;
   });
 }

@@ -191,4 +191,71 @@ Result<std::vector<JobRecord>> read_all_jobs(Stmt& s, std::size_t expected, Reso
   return out;
 }
 
+Result<void> stream_all_jobs(Stmt& s, ResourceNames& names, const std::function<Error()>& failed,
+                             const Store::JobSink& sink) {
+  constexpr std::size_t kMaxReady = 32;  // chunks decoded ahead of the sink: bounds the memory
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<JobRecord>> ready;
+  bool produced = false;  // the helper is done (all rows, or an error)
+  bool stop = false;      // the sink failed: the helper stops
+  std::optional<Error> read_error;
+  std::thread helper([&] {
+    std::mutex names_mu;
+    ResourceInterner interner(names, names_mu);
+    std::vector<JobRecord> chunk;
+    chunk.reserve(kRowsPerChunk);
+    auto hand_over = [&] {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return ready.size() < kMaxReady || stop; });
+      if (stop) return false;
+      ready.push_back(std::move(chunk));
+      cv.notify_all();
+      return true;
+    };
+    std::optional<Error> error;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      if (auto r = decode_job(RowView::of(s), chunk.emplace_back(), interner); !r) {
+        error = Error{r.error(), r.code()};
+        break;
+      }
+      if (chunk.size() == kRowsPerChunk) {
+        if (!hand_over()) break;
+        chunk = {};
+        chunk.reserve(kRowsPerChunk);
+      }
+    }
+    if (!error && rc != SQLITE_DONE && rc != SQLITE_ROW) error = failed();
+    if (!error && !chunk.empty()) hand_over();
+    std::lock_guard lock(mu);
+    read_error = std::move(error);
+    produced = true;
+    cv.notify_all();
+  });
+  std::optional<Error> sink_error;
+  while (true) {
+    std::vector<JobRecord> chunk;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return !ready.empty() || produced; });
+      if (ready.empty()) break;
+      chunk = std::move(ready.front());
+      ready.pop_front();
+      cv.notify_all();
+    }
+    if (auto r = sink(chunk); !r) {
+      sink_error = Error{r.error(), r.code()};
+      std::lock_guard lock(mu);
+      stop = true;
+      cv.notify_all();
+      break;
+    }
+  }
+  helper.join();
+  if (sink_error) return std::move(*sink_error);
+  if (read_error) return std::move(*read_error);
+  return Ok();
+}
+
 }  // namespace gpuq::storage

@@ -47,4 +47,10 @@ Result<void> decode_job(const RowView& row, JobRecord& out, ResourceInterner& na
 Result<std::vector<JobRecord>> read_all_jobs(Stmt& s, std::size_t expected, ResourceNames& names,
                                              const std::function<Error()>& failed);
 
+// Steps `s` to its end on a helper thread that decodes the rows into chunks, while the calling
+// thread hands each chunk, in order, to `sink` (start-up: the engine takes jobs while SQLite
+// reads on). The first error of either side stops both and is returned.
+Result<void> stream_all_jobs(Stmt& s, ResourceNames& names, const std::function<Error()>& failed,
+                             const Store::JobSink& sink);
+
 }  // namespace gpuq::storage

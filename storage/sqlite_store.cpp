@@ -1,5 +1,6 @@
 // Store on one SQLite file: see README.md for the schema, the migrations and the guarantees.
 #include <algorithm>
+#include <future>
 #include <mutex>
 
 #include "storage/backup.hpp"
@@ -53,36 +54,54 @@ std::optional<std::string> query_text(Db& db, const char* sql, SqliteError& erro
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string path, Db db, ResourceNames& names)
-      : path_(std::move(path)), db_(std::move(db)), names_(names) {}
+  SqliteStore(std::string path, Db db, Db reader, ResourceNames& names)
+      : path_(std::move(path)), db_(std::move(db)), rdb_(std::move(reader)), names_(names) {}
 
   std::optional<SqliteError> prepare_statements();
 
-  Result<Loaded> load() override;
+  using Store::load;
+  Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) override;
   Result<void> commit(const Batch& batch) override;
   Result<std::optional<JobRecord>> job(const std::string& id) override;
+  Result<bool> has_job(const std::string& id) override;
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
   Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) override;
   Result<void> backup_to(const std::string& dest) override;
+  Result<void> checked() override {
+    std::lock_guard lock(check_mu_);
+    if (check_.valid()) check_result_ = check_.get();
+    return check_result_;
+  }
+  void check_in_background(std::future<Result<void>> check) { check_ = std::move(check); }
 
  private:
-  Error failed(const std::string& doing) const {
-    return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db_.get()),
-            ErrorCode::kUnavailable};
+  Error failed(const std::string& doing) const { return failed_on(db_, doing); }
+  Error read_failed(const std::string& doing) const { return failed_on(rdb_, doing); }
+  Error failed_on(const Db& db, const std::string& doing) const {
+    return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db.get()), ErrorCode::kUnavailable};
   }
   Result<void> write_batch(const Batch& batch);
-  Result<std::vector<JobRecord>> read_jobs(Stmt& s, std::size_t expected);
+  Result<std::vector<JobRecord>> read_jobs(Stmt& s, std::size_t expected, const Db& db);
 
-  std::mutex mu_;  // one statement user at a time: the cached statements are shared state
+  // Two connections, each with its statements and its lock: the writer (load, commit) and the
+  // reader (the API's reads), so a read never waits for a commit's fsync. Under WAL the reader
+  // sees the last committed state.
+  std::mutex check_mu_;
+  std::future<Result<void>> check_;  // the integrity check, when it runs in the background
+  Result<void> check_result_ = Ok();
+  std::mutex mu_;   // the writer's statements
+  std::mutex rmu_;  // the reader's statements
   std::string path_;
   Db db_;  // declared before the statements: they are finalized first
+  Db rdb_;
   ResourceNames& names_;
   std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
   Stmt begin_, begin_read_, commit_, rollback_;
   Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_;
   Stmt all_queues_, all_nodes_, count_unfinished_, unfinished_, last_seq_, last_number_;
-  Stmt job_by_id_, jobs_any_, jobs_in_queue_, events_after_, usage_;
+  // On the reader connection:
+  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_;
 };
 
 std::optional<SqliteError> SqliteStore::prepare_statements() {
@@ -126,7 +145,12 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&unfinished_, s_unfinished.c_str()},
       {&last_seq_, "SELECT COALESCE(MAX(seq), 0) FROM events"},
       {&last_number_, "SELECT COALESCE(MAX(number), 0) FROM jobs"},
+  };
+  for (const auto& [stmt, sql] : all)
+    if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
+  const std::pair<Stmt*, const char*> reads[] = {
       {&job_by_id_, s_by_id.c_str()},
+      {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
       {&jobs_any_, s_any.c_str()},
       {&jobs_in_queue_, s_queue.c_str()},
       {&events_after_,
@@ -142,23 +166,23 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
        "    AND (?3 = '' OR queue = ?3))"
        " WHERE e > s GROUP BY queue, flavor ORDER BY queue, flavor"},
   };
-  for (const auto& [stmt, sql] : all)
-    if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
+  for (const auto& [stmt, sql] : reads)
+    if (auto e = Stmt::prepare(rdb_, sql, *stmt)) return e;
   return std::nullopt;
 }
 
-Result<std::vector<JobRecord>> SqliteStore::read_jobs(Stmt& s, std::size_t expected) {
-  auto jobs = read_all_jobs(s, expected, names_, [&] { return failed("reading jobs"); });
+Result<std::vector<JobRecord>> SqliteStore::read_jobs(Stmt& s, std::size_t expected, const Db& db) {
+  auto jobs = read_all_jobs(s, expected, names_, [&] { return failed_on(db, "reading jobs"); });
   if (!jobs && jobs.code() == ErrorCode::kFailedPrecondition)
     return Error{"state file " + path_ + ": " + jobs.error(), jobs.code()};
   return jobs;
 }
 
-Result<Loaded> SqliteStore::load() {
+Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) {
   std::lock_guard lock(mu_);
-  // One read transaction: the five reads see the same committed state.
+  // One read transaction: every read sees the same committed state.
   if (Stmt::Reset r(begin_read_); begin_read_.step() != SQLITE_DONE) return failed("load");
-  auto result = [&]() -> Result<Loaded> {
+  auto result = [&]() -> Result<void> {
     Loaded out;
     int rc;
     {
@@ -179,25 +203,23 @@ Result<Loaded> SqliteStore::load() {
       }
       if (rc != SQLITE_DONE) return failed("reading nodes");
     }
-    {
-      std::size_t count = 0;
-      {
-        Stmt::Reset reset_count(count_unfinished_);
-        if (count_unfinished_.step() != SQLITE_ROW) return failed("counting unfinished jobs");
-        count = static_cast<std::size_t>(count_unfinished_.int64(0));
-      }
-      Stmt::Reset r(unfinished_);
-      auto jobs = read_jobs(unfinished_, count);
-      if (!jobs) return Error{jobs.error(), jobs.code()};
-      out.unfinished = std::move(jobs).value();
-    }
     for (auto [stmt, field] : {std::pair{&last_seq_, &out.last_event_seq},
                                std::pair{&last_number_, &out.last_job_number}}) {
       Stmt::Reset r(*stmt);
       if (stmt->step() != SQLITE_ROW) return failed("reading counters");
       *field = static_cast<std::uint64_t>(stmt->int64(0));
     }
-    return out;
+    {
+      Stmt::Reset reset_count(count_unfinished_);
+      if (count_unfinished_.step() != SQLITE_ROW) return failed("counting unfinished jobs");
+      out.unfinished_count = static_cast<std::size_t>(count_unfinished_.int64(0));
+    }
+    if (auto m = meta(out); !m) return m;
+    Stmt::Reset r(unfinished_);
+    auto streamed = stream_all_jobs(unfinished_, names_, [&] { return failed("reading jobs"); }, jobs);
+    if (!streamed && streamed.code() == ErrorCode::kFailedPrecondition)
+      return Error{"state file " + path_ + ": " + streamed.error(), streamed.code()};
+    return streamed;
   }();
   Stmt::Reset r(commit_);
   commit_.step();  // ends the read transaction; nothing to write
@@ -205,6 +227,7 @@ Result<Loaded> SqliteStore::load() {
 }
 
 Result<void> SqliteStore::commit(const Batch& batch) {
+  if (auto c = checked(); !c) return c;
   std::lock_guard lock(mu_);
   if (batch.empty()) return Ok();
   {
@@ -296,12 +319,12 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
 }
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(rmu_);
   Stmt::Reset r(job_by_id_);
   job_by_id_.bind(1, id);
   const int rc = job_by_id_.step();
   if (rc == SQLITE_DONE) return std::optional<JobRecord>();
-  if (rc != SQLITE_ROW) return failed("reading job " + id);
+  if (rc != SQLITE_ROW) return read_failed("reading job " + id);
   std::optional<JobRecord> j(std::in_place);
   ResourceInterner interner(names_, names_mu_);
   if (auto d = decode_job(RowView::of(job_by_id_), *j, interner); !d)
@@ -309,8 +332,18 @@ Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
   return j;
 }
 
+Result<bool> SqliteStore::has_job(const std::string& id) {
+  std::lock_guard lock(rmu_);
+  Stmt::Reset r(job_exists_);
+  job_exists_.bind(1, id);
+  const int rc = job_exists_.step();
+  if (rc == SQLITE_DONE) return false;
+  if (rc != SQLITE_ROW) return read_failed("looking up job " + id);
+  return true;
+}
+
 Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(rmu_);
   std::int64_t mask = 0;
   for (auto st : filter.states) mask |= std::int64_t{1} << state_code(st);
   Stmt& s = filter.queue.empty() ? jobs_any_ : jobs_in_queue_;
@@ -320,11 +353,11 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
   s.bind(3, mask);
   s.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? kDefaultListLimit : filter.limit));
   if (!filter.queue.empty()) s.bind(5, filter.queue);
-  return read_jobs(s, std::min<std::size_t>(filter.limit, 1000));
+  return read_jobs(s, std::min<std::size_t>(filter.limit, 1000), rdb_);
 }
 
 Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, std::size_t limit) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(rmu_);
   Stmt& s = events_after_;
   Stmt::Reset r(s);
   s.bind(1, static_cast<std::int64_t>(seq));
@@ -347,12 +380,12 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
     e.reason = s.text(6);
     out.push_back(std::move(e));
   }
-  if (rc != SQLITE_DONE) return failed("reading events");
+  if (rc != SQLITE_DONE) return read_failed("reading events");
   return out;
 }
 
 Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std::string& queue) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(rmu_);
   std::vector<QueueUsage> out;
   if (to <= from) return out;
   Stmt& s = usage_;
@@ -370,7 +403,7 @@ Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std
     u.jobs = s.int64(3);
     out.push_back(std::move(u));
   }
-  if (rc != SQLITE_DONE) return failed("computing usage");
+  if (rc != SQLITE_DONE) return read_failed("computing usage");
   return out;
 }
 
@@ -379,8 +412,17 @@ Result<void> SqliteStore::backup_to(const std::string& dest) {
   return backup_file(path_, dest);
 }
 
-// The checks run before anything is written, so a file with a problem is never changed.
-Result<int> identify(Db& db, const std::string& path) {
+Result<void> quick_check(Db& db, const std::string& path) {
+  SqliteError e;
+  auto check = query_text(db, "PRAGMA quick_check", e);
+  if (!check) return read_failure(path, e);
+  if (*check != "ok") return not_ours(path, "corrupt: quick_check says " + *check);
+  return Ok();
+}
+
+// The checks run before anything is written, so a file with a problem is never changed; the
+// integrity check only when `full` (else the caller runs it).
+Result<int> identify(Db& db, const std::string& path, bool full) {
   SqliteError e;
   auto app_id = query_text(db, "PRAGMA application_id", e);
   if (!app_id) return read_failure(path, e);
@@ -390,9 +432,8 @@ Result<int> identify(Db& db, const std::string& path) {
   if (*app_id != std::to_string(kApplicationId))
     return not_ours(path, "a SQLite database of another program: application_id " + *app_id +
                               ", " + *tables + " tables");
-  auto check = query_text(db, "PRAGMA quick_check", e);
-  if (!check) return read_failure(path, e);
-  if (*check != "ok") return not_ours(path, "corrupt: quick_check says " + *check);
+  if (full)
+    if (auto c = quick_check(db, path); !c) return Error{c.error(), c.code()};
   auto version = query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'", e);
   if (!version)
     return e.code == SQLITE_ERROR ? not_ours(path, "no schema_version: " + e.message)
@@ -414,7 +455,23 @@ Result<int> identify(Db& db, const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceNames& names) {
+Result<Loaded> Store::load() {
+  Loaded all;
+  auto r = load(
+      [&](Loaded& meta) {
+        all = std::move(meta);
+        all.unfinished.reserve(all.unfinished_count);
+        return Result<void>(Ok());
+      },
+      [&](std::vector<JobRecord>& chunk) {
+        for (JobRecord& j : chunk) all.unfinished.push_back(std::move(j));
+        return Result<void>(Ok());
+      });
+  if (!r) return Error{r.error(), r.code()};
+  return all;
+}
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceNames& names, Check check) {
   SqliteError e;
   // NOMUTEX: SQLite's own per-call locking is redundant under the store's mutex (and costs ~10% of
   // load()); the backup thread has a connection of its own.
@@ -426,8 +483,13 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
     return Error{"state file " + path + " can only be opened read-only; gpuqd must write it: "
                  "check its permissions and those of its directory",
                  ErrorCode::kUnavailable};
-  auto version = identify(db, path);
+  auto version = identify(db, path, check == Check::kBeforeOpen);
   if (!version) return Error{version.error(), version.code()};
+  // A file to migrate is checked first, whatever was asked: a migration must not write into a
+  // corrupt file.
+  const bool background = check == Check::kInBackground && *version == kSchemaVersion;
+  if (check == Check::kInBackground && !background)
+    if (auto c = quick_check(db, path); !c) return Error{c.error(), c.code()};
   auto mode = query_text(db, "PRAGMA journal_mode = WAL", e);
   if (!mode) return unavailable(path, "cannot switch to WAL", e);
   if (*mode != "wal")
@@ -437,8 +499,19 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
   if (*version < kSchemaVersion)
     if (auto err = migrate(db, *version, kSchemaVersion, migrations()))
       return unavailable(path, "migrating from schema " + std::to_string(*version), *err);
-  auto store = std::make_unique<SqliteStore>(path, std::move(db), names);
+  Db reader = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, e);
+  if (!reader) return unavailable(path, "cannot open a second connection for reads", e);
+  sqlite3_busy_timeout(reader.get(), kBusyTimeoutMs);
+  if (auto err = reader.exec("PRAGMA query_only = 1")) return unavailable(path, "query_only", *err);
+  auto store = std::make_unique<SqliteStore>(path, std::move(db), std::move(reader), names);
   if (auto err = store->prepare_statements()) return unavailable(path, "preparing statements", *err);
+  if (background)
+    store->check_in_background(std::async(std::launch::async, [path]() -> Result<void> {
+      SqliteError e;
+      Db db = Db::open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, e);
+      if (!db) return unavailable(path, "cannot open for the integrity check", e);
+      return quick_check(db, path);
+    }));
   return std::unique_ptr<Store>(std::move(store));
 }
 

@@ -8,6 +8,7 @@
 // runs, state, placement while it holds one, how it ended); every job event with its sequence
 // number (Watch replays them); the next event sequence number and job number.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +75,7 @@ struct Loaded {
   std::vector<QueueSpec> queues;        // by name
   std::vector<NodeSpec> nodes;          // by name
   std::vector<JobRecord> unfinished;    // Pending, Admitted, Running, Preempting; by number
+  std::size_t unfinished_count = 0;     // how many there are (also when streamed)
   std::uint64_t last_event_seq = 0;     // 0: none yet
   std::uint64_t last_job_number = 0;
 };
@@ -93,9 +95,10 @@ struct QueueUsage {
   std::int64_t jobs = 0;
 };
 
-// Thread safety: methods may be called from any thread; they serialize on one internal lock
-// (commits and reads share the connection's cached statements). backup_to() uses a connection of
-// its own and does not wait for a commit in progress.
+// Thread safety: methods may be called from any thread. load() and commit() share the writer
+// connection and its lock; the reads (job, has_job, jobs, events_after, usage) have a connection
+// and a lock of their own, so a read does not wait for a commit's fsync and sees the last
+// committed state. backup_to() uses a connection of its own.
 class Store {
  public:
   // Opens (creating when missing) and migrates to kSchemaVersion. Errors (kFailedPrecondition
@@ -103,10 +106,24 @@ class Store {
   // written by a newer gpuqd (schema_version > kSchemaVersion: "upgrade gpuqd or restore a
   // backup"), one that cannot be opened or written (kUnavailable). The message names the path
   // and says what to do; gpuqd refuses to start on any of them.
-  static Result<std::unique_ptr<Store>> open(const std::string& path, ResourceNames& names);
+  //
+  // kInBackground: the integrity check (quick_check, a read of the whole file) runs on its own
+  // connection while the caller goes on loading; checked() waits for it and gives the same
+  // refusal open() would have given. commit() writes nothing before the check passed.
+  enum class Check { kBeforeOpen, kInBackground };
+  static Result<std::unique_ptr<Store>> open(const std::string& path, ResourceNames& names,
+                                             Check check = Check::kBeforeOpen);
   virtual ~Store() = default;
+  virtual Result<void> checked() = 0;
 
-  virtual Result<Loaded> load() = 0;
+  // In one read transaction: queues, nodes and counters to `meta` (with `unfinished` empty),
+  // then the unfinished jobs in submission order to `jobs`, a chunk at a time, decoded on another
+  // thread while `jobs` takes the last chunk (start-up: the engine restores jobs while SQLite
+  // reads on). An error from either callback stops the load and is returned.
+  using JobSink = std::function<Result<void>(std::vector<JobRecord>& chunk)>;
+  virtual Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) = 0;
+  // All of it in memory.
+  Result<Loaded> load();
   // One transaction; on any failure nothing of the batch is written (kUnavailable + why; a job
   // with number 0: kInvalidArgument) and the store stays usable. Order inside the transaction:
   // queues, deleted queues, nodes, jobs, events.
@@ -114,6 +131,8 @@ class Store {
 
   // Reads for the API (any job, finished ones included; events for Watch).
   virtual Result<std::optional<JobRecord>> job(const std::string& id) = 0;
+  // Whether a job with this id was ever accepted (reads the id index only).
+  virtual Result<bool> has_job(const std::string& id) = 0;
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
   // GPU-hours held per (queue, flavor) within [from, to), from the jobs' admitted and finished

@@ -296,3 +296,93 @@ TEST_CASE("gpuqd: /metrics, /healthz and /readyz") {
   CHECK(m.find("gpuq_store_commits_total") != std::string::npos);
   CHECK(m.find("gpuq_last_cycle_seconds") != std::string::npos);
 }
+
+namespace {
+
+grpc::Status apply_queue(Daemon& d, const std::string& name, int max_pending) {
+  grpc::ClientContext ctx;
+  v1::ApplyQueueRequest r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->set_max_pending_jobs(max_pending);
+  auto* fq = r.mutable_spec()->add_quotas();
+  fq->set_flavor("h100");
+  (*fq->mutable_resources())["gpu"].set_nominal("1");  // no cohort: one 1-GPU job runs, the rest wait
+  v1::ApplyQueueResponse resp;
+  return d.queues->Apply(&ctx, r, &resp);
+}
+
+grpc::Status delete_queue(Daemon& d, const std::string& name) {
+  grpc::ClientContext ctx;
+  v1::DeleteQueueRequest r;
+  r.set_name(name);
+  v1::DeleteQueueResponse resp;
+  return d.queues->Delete(&ctx, r, &resp);
+}
+
+grpc::Status cancel(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest r;
+  r.set_id(id);
+  v1::CancelJobResponse resp;
+  return d.jobs->Cancel(&ctx, r, &resp);
+}
+
+}  // namespace
+
+TEST_CASE("gpuqd: a queue's pending limit, and deleting a queue") {
+  TempDir dir;
+  {
+    Daemon d(dir.path);
+    REQUIRE(apply_queue(d, "tmp", 2).ok());
+    REQUIRE(submit(d, job("t0", "tmp", "1")).ok());
+    CHECK(get(d, "t0").state() == v1::JOB_STATE_RUNNING);
+    REQUIRE(submit(d, job("t1", "tmp", "1")).ok());
+    REQUIRE(submit(d, job("t2", "tmp", "1")).ok());
+    CHECK(get(d, "t1").state() == v1::JOB_STATE_PENDING);
+    auto full = submit(d, job("t3", "tmp", "1"));
+    CHECK(full.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    CHECK(full.error_message().find("maxPendingJobs") != std::string::npos);
+    CHECK(full.error_message().find("\"tmp\"") != std::string::npos);
+    // The refused job was not kept, so its id is free.
+    {
+      grpc::ClientContext ctx;
+      v1::GetJobRequest r;
+      r.set_id("t3");
+      v1::GetJobResponse resp;
+      CHECK(d.jobs->Get(&ctx, r, &resp).error_code() == grpc::StatusCode::NOT_FOUND);
+    }
+    // Other queues have no limit.
+    CHECK(submit(d, job("p1", "prod", "1")).ok());
+
+    auto busy = delete_queue(d, "tmp");
+    CHECK(busy.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(busy.error_message().find("2 pending") != std::string::npos);
+    auto declared = delete_queue(d, "research");
+    CHECK(declared.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(declared.error_message().find("config") != std::string::npos);
+
+    REQUIRE(cancel(d, "t1").ok());
+    REQUIRE(submit(d, job("t3", "tmp", "1")).ok());  // room again
+    REQUIRE(cancel(d, "t0").ok());
+    REQUIRE(cancel(d, "t2").ok());
+    REQUIRE(cancel(d, "t3").ok());
+    REQUIRE(delete_queue(d, "tmp").ok());
+    CHECK(delete_queue(d, "tmp").error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK(submit(d, job("t4", "tmp", "1")).error_code() == grpc::StatusCode::NOT_FOUND);
+    // Its finished jobs stay readable.
+    CHECK(get(d, "t1").state() == v1::JOB_STATE_CANCELLED);
+  }
+  {
+    // The deletion is on disk; the name can be used again.
+    Daemon d(dir.path, /*with_config=*/false);
+    grpc::ClientContext ctx;
+    v1::ListQueuesResponse qs;
+    REQUIRE(d.queues->List(&ctx, v1::ListQueuesRequest{}, &qs).ok());
+    CHECK(qs.queues_size() == 2);
+    REQUIRE(apply_queue(d, "tmp", 0).ok());
+    REQUIRE(submit(d, job("t5", "tmp", "1")).ok());
+    CHECK(get(d, "t5").state() == v1::JOB_STATE_RUNNING);
+    // Without the config, research is an ordinary queue: with no jobs, it can go.
+    CHECK(delete_queue(d, "research").error_code() == grpc::StatusCode::OK);
+  }
+}

@@ -75,6 +75,7 @@ inline QueueSpec make_queue(ResourceNames& names) {
   q.preemption.borrow_within_cohort = BorrowWithinCohortPolicy::kLowerPriority;
   q.preemption.borrow_max_priority_threshold = 50;
   q.preemption.min_runtime = 600;
+  q.max_pending_jobs = 5000;
   return q;
 }
 
@@ -171,6 +172,7 @@ inline void check_same(const QueueSpec& a, const QueueSpec& b) {
   CHECK(a.preemption.borrow_within_cohort == b.preemption.borrow_within_cohort);
   CHECK(a.preemption.borrow_max_priority_threshold == b.preemption.borrow_max_priority_threshold);
   CHECK(a.preemption.min_runtime == b.preemption.min_runtime);
+  CHECK(a.max_pending_jobs == b.max_pending_jobs);
 }
 
 inline void check_same(const NodeSpec& a, const NodeSpec& b) {

@@ -71,6 +71,33 @@ TEST_CASE("a corrupt gpuq file is refused") {
   CHECK(r.code() == ErrorCode::kFailedPrecondition);
   CHECK(r.error().find(path) != std::string::npos);
   CHECK(r.error().find("gpuq admin backup") != std::string::npos);
+  // With the check in the background (gpuqd's start), the same refusal comes from checked(),
+  // and nothing can be written before it.
+  {
+    auto bg = Store::open(path, names, Store::Check::kInBackground);
+    REQUIRE(bg.ok());  // the damage is past the pages open() reads
+    auto c = (*bg)->checked();
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.code() == ErrorCode::kFailedPrecondition);
+    CHECK(c.error().find("corrupt") != std::string::npos);
+    Batch b;
+    b.jobs.push_back(make_job(1000));
+    CHECK_FALSE((*bg)->commit(b).ok());
+  }
+  CHECK(read_all(path) == bytes);  // the file is as it was
+}
+
+TEST_CASE("a sound file passes the background check") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  { open_ok(path, names); }
+  auto bg = Store::open(path, names, Store::Check::kInBackground);
+  REQUIRE(bg.ok());
+  CHECK((*bg)->checked().ok());
+  Batch b;
+  b.jobs.push_back(make_job(1));
+  CHECK((*bg)->commit(b).ok());
 }
 
 TEST_CASE("a state file that cannot be created is unavailable") {
@@ -341,3 +368,52 @@ TEST_CASE("load of many jobs (decoded on two threads) keeps number order and eve
   CHECK(bad.error().find(path) != std::string::npos);
 }
 
+
+TEST_CASE("streamed load: chunks in submission order, and an error from the taker stops it") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  constexpr std::uint64_t kJobs = 10'000;
+  auto store = open_ok(path, names);
+  {
+    Batch b;
+    for (std::uint64_t n = 1; n <= kJobs; ++n) b.jobs.push_back(make_job(n));
+    REQUIRE(store->commit(b).ok());
+  }
+  std::size_t counted = 0, chunks = 0;
+  std::uint64_t last = 0;
+  bool ordered = true;
+  auto all = store->load(
+      [&](Loaded& meta) {
+        counted = meta.unfinished_count;
+        return Result<void>(Ok());
+      },
+      [&](std::vector<JobRecord>& chunk) {
+        ++chunks;
+        for (const JobRecord& j : chunk) {
+          ordered = ordered && j.number == last + 1;
+          last = j.number;
+        }
+        return Result<void>(Ok());
+      });
+  REQUIRE(all.ok());
+  CHECK(counted == kJobs);
+  CHECK(last == kJobs);
+  CHECK(ordered);
+  CHECK(chunks > 1);
+
+  std::size_t taken = 0;
+  auto stopped = store->load([](Loaded&) { return Result<void>(Ok()); },
+                             [&](std::vector<JobRecord>& chunk) -> Result<void> {
+                               taken += chunk.size();
+                               if (taken > 3000) return Error{"taker is full", ErrorCode::kResourceExhausted};
+                               return Ok();
+                             });
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.error() == "taker is full");
+  CHECK(taken < kJobs);
+  // The store is usable after it.
+  Batch b;
+  b.jobs.push_back(make_job(kJobs + 1));
+  CHECK(store->commit(b).ok());
+}
