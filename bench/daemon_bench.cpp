@@ -83,6 +83,7 @@ double pct(std::vector<double>& v, double p) {
 }
 
 std::string g_client = "callback";  // --client
+std::string g_ids = "client";       // --ids
 std::string g_server;  // --server: load an already running gpuqd (e.g. under perf) instead
 
 void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
@@ -99,7 +100,7 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   const std::string prefix = std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007) + "-";
   auto request = [&](int c, long i) {
     v1::SubmitJobRequest r;
-    r.mutable_spec()->set_id(prefix + "c" + std::to_string(c) + "-" + std::to_string(i));
+    if (g_ids == "client") r.mutable_spec()->set_id(prefix + "c" + std::to_string(c) + "-" + std::to_string(i));
     r.mutable_spec()->set_queue("team");
     (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
     r.mutable_spec()->add_command("true");
@@ -177,8 +178,8 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   const double rate = static_cast<double>(all.size()) / wall;
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
-  std::printf("submits  %s clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
-              g_client.c_str(), clients, all.size(), wall, rate, p50, p99, mx, errors.load());
+  std::printf("submits  %s %s-ids clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
+              g_client.c_str(), g_ids.c_str(), clients, all.size(), wall, rate, p50, p99, mx, errors.load());
   if (g_server.empty()) d.stop(SIGTERM);
 }
 
@@ -245,6 +246,8 @@ int main(int argc, char** argv) {
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
       ->check(CLI::IsMember({"callback", "sync"}));
+  app.add_option("--ids", g_ids, "client: each Submit names its job id (checked for duplicates); server: gpuqd assigns them")
+      ->check(CLI::IsMember({"client", "server"}));
   bool keep = false;
   app.add_option("--server", g_server, "load this gpuqd (its config must have queue team) instead of starting one; ids are prefixed by the time");
   app.add_flag("--keep", keep, "keep the state files (restart.db for profiling a start)");

@@ -18,9 +18,11 @@ Time Loop::now() {
 void Loop::start() {
   guard_.emplace(io_.get_executor());
   store_guard_.emplace(store_io_.get_executor());
+  reply_guard_.emplace(reply_io_.get_executor());
   arm_timer();
   thread_ = std::thread([this] { io_.run(); });
   store_thread_ = std::thread([this] { store_io_.run(); });
+  reply_thread_ = std::thread([this] { reply_io_.run(); });
 }
 
 void Loop::stop() {
@@ -34,6 +36,8 @@ void Loop::stop() {
   thread_.join();
   store_guard_.reset();
   store_thread_.join();
+  reply_guard_.reset();
+  reply_thread_.join();
 }
 
 void Loop::arm_timer() {
@@ -126,7 +130,9 @@ void Loop::written(const std::shared_ptr<storage::Batch>& batch, const Core::Tur
   }
   // The next write first, so that it is on its way while these replies go out.
   if (turn_waiting_ || !done_.empty()) end_turn();
-  for (Send& s : sends) s(result);
+  boost::asio::post(reply_io_, [sends = std::move(sends), result]() mutable {
+    for (Send& s : sends) s(result);
+  });
 }
 
 TurnStats Loop::stats() const {

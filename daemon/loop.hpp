@@ -8,8 +8,9 @@
 // The write runs on a second thread (the store thread) while the engine thread goes on with the
 // next turn; one write at a time, so a turn that ends while the last one is being written waits
 // for it and then goes out as one batch with everything that came in meanwhile. Replies are
-// filled at the end of their turn (the state the write holds) and sent by the engine thread once
-// the commit is back (after handing the next batch to the store thread). A failed write fails its turn and the open one (it was built on the state
+// filled at the end of their turn (the state the write holds) and, once the commit is back,
+// sent by a third thread (the reply thread: gRPC does the sending in the caller's thread), so
+// the engine thread goes straight on with the next turn. A failed write fails its turn and the open one (it was built on the state
 // that did not reach the disk) with UNAVAILABLE, and the Core rebuilds from the file.
 #include <chrono>
 #include <functional>
@@ -40,7 +41,7 @@ struct TurnStats {
 
 class Loop {
  public:
-  // Sends a reply once its turn is on disk (or failed); runs on the store thread.
+  // Sends a reply once its turn is on disk (or failed); runs on the reply thread.
   using Send = std::function<void(const Core::TurnResult&)>;
   // At the end of the turn, before the write (engine thread): fills the reply, returns its Send.
   using Done = std::function<Send(Core&)>;
@@ -72,6 +73,9 @@ class Loop {
   boost::asio::io_context store_io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> store_guard_;
   std::thread store_thread_;
+  boost::asio::io_context reply_io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> reply_guard_;
+  std::thread reply_thread_;
   std::vector<Done> done_;
   bool end_posted_ = false;
   bool writing_ = false;      // a batch is on the store thread

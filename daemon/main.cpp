@@ -9,6 +9,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "api/services.hpp"
@@ -18,6 +19,21 @@
 #include "daemon/metrics.hpp"
 
 using namespace gpuq;
+
+namespace {
+
+// stdout through stdio's buffer (spdlog's console sinks flush every line).
+class BufferedStdout final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+  void flush_() override { std::fflush(stdout); }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpuqd: the gpuq fair-share GPU batch scheduler daemon"};
@@ -34,7 +50,12 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Logs go to stdout, buffered: a line per job state change must not cost a write() each.
+  // Warnings and errors are flushed at once, the rest at least every second.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("gpuqd", std::make_shared<BufferedStdout>()));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e level=%l %v");
+  spdlog::flush_on(spdlog::level::warn);
+  spdlog::flush_every(std::chrono::seconds(1));
 
   daemon::Config config;
   try {
@@ -125,5 +146,6 @@ int main(int argc, char** argv) {
   spdlog::info("event=stopping stage=http_done");
   loop.stop();
   spdlog::info("event=stopped");
+  spdlog::shutdown();  // flushes
   return 0;
 }

@@ -77,7 +77,17 @@ class SqliteStore final : public Store {
 
  private:
   Error failed(const std::string& doing) const { return failed_on(db_, doing); }
-  Error read_failed(const std::string& doing) const { return failed_on(rdb_, doing); }
+  // With rmu_ held. The transaction is ended, so the next read starts afresh.
+  Error read_failed(const std::string& doing) {
+    Error e = failed_on(rdb_, doing);
+    if (reading_) {
+      Stmt::Reset r(end_snapshot_);
+      end_snapshot_.step();
+      reading_ = false;
+    }
+    return e;
+  }
+  std::optional<Error> read_snapshot();
   Error failed_on(const Db& db, const std::string& doing) const {
     return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db.get()), ErrorCode::kUnavailable};
   }
@@ -91,7 +101,19 @@ class SqliteStore final : public Store {
   std::future<Result<void>> check_;  // the integrity check, when it runs in the background
   Result<void> check_result_ = Ok();
   std::mutex mu_;   // the writer's statements
-  std::mutex rmu_;  // the reader's statements
+  std::mutex rmu_;  // the reader's statements and its transaction
+  // The reads share one read transaction (a snapshot) from the first read after a commit to
+  // the next commit, which ends it: a read after commit() returned sees the commit, a stream of
+  // reads between two commits (Submit's id checks) does not pay for a new snapshot and a cold
+  // page cache each time, and no snapshot outlives a commit (it would hold the WAL back).
+  bool reading_ = false;
+  void end_snapshot() {
+    std::lock_guard lock(rmu_);
+    if (!reading_) return;
+    Stmt::Reset r(end_snapshot_);
+    end_snapshot_.step();
+    reading_ = false;
+  }
   std::string path_;
   Db db_;  // declared before the statements: they are finalized first
   Db rdb_;
@@ -101,6 +123,7 @@ class SqliteStore final : public Store {
   Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_;
   Stmt all_queues_, all_nodes_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
+  Stmt begin_snapshot_, end_snapshot_;
   Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_;
 };
 
@@ -149,6 +172,8 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
   for (const auto& [stmt, sql] : all)
     if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
   const std::pair<Stmt*, const char*> reads[] = {
+      {&begin_snapshot_, "BEGIN DEFERRED"},
+      {&end_snapshot_, "COMMIT"},
       {&job_by_id_, s_by_id.c_str()},
       {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
       {&jobs_any_, s_any.c_str()},
@@ -238,6 +263,7 @@ Result<void> SqliteStore::commit(const Batch& batch) {
   if (written) {
     Stmt::Reset r(commit_);
     if (commit_.step() != SQLITE_DONE) written = failed("commit");
+    else end_snapshot();
   }
   if (!written && sqlite3_get_autocommit(db_.get()) == 0) {
     // After some errors (a full disk, I/O) SQLite has already rolled back; otherwise do it here.
@@ -320,6 +346,7 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
   std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
   Stmt::Reset r(job_by_id_);
   job_by_id_.bind(1, id);
   const int rc = job_by_id_.step();
@@ -332,8 +359,17 @@ Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
   return j;
 }
 
+std::optional<Error> SqliteStore::read_snapshot() {
+  if (reading_) return std::nullopt;
+  Stmt::Reset r(begin_snapshot_);
+  if (begin_snapshot_.step() != SQLITE_DONE) return read_failed("starting a read");
+  reading_ = true;
+  return std::nullopt;
+}
+
 Result<bool> SqliteStore::has_job(const std::string& id) {
   std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
   Stmt::Reset r(job_exists_);
   job_exists_.bind(1, id);
   const int rc = job_exists_.step();
@@ -344,6 +380,7 @@ Result<bool> SqliteStore::has_job(const std::string& id) {
 
 Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
   std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
   std::int64_t mask = 0;
   for (auto st : filter.states) mask |= std::int64_t{1} << state_code(st);
   Stmt& s = filter.queue.empty() ? jobs_any_ : jobs_in_queue_;
@@ -358,6 +395,7 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
 
 Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, std::size_t limit) {
   std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
   Stmt& s = events_after_;
   Stmt::Reset r(s);
   s.bind(1, static_cast<std::int64_t>(seq));
@@ -386,6 +424,7 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
 
 Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std::string& queue) {
   std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
   std::vector<QueueUsage> out;
   if (to <= from) return out;
   Stmt& s = usage_;

@@ -97,8 +97,9 @@ struct QueueUsage {
 
 // Thread safety: methods may be called from any thread. load() and commit() share the writer
 // connection and its lock; the reads (job, has_job, jobs, events_after, usage) have a connection
-// and a lock of their own, so a read does not wait for a commit's fsync and sees the last
-// committed state. backup_to() uses a connection of its own.
+// and a lock of their own, so a read does not wait for a commit's fsync; they share one
+// snapshot, which each commit ends, so a read sees every commit that returned before it.
+// backup_to() uses a connection of its own.
 class Store {
  public:
   // Opens (creating when missing) and migrates to kSchemaVersion. Errors (kFailedPrecondition
