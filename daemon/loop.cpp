@@ -28,7 +28,7 @@ void Loop::start() {
 void Loop::stop() {
   if (!thread_.joinable()) return;
   // The engine thread ends once no write is in flight and nothing is left to run; then the
-  // store thread, with nothing left on it.
+  // store and reply threads, with nothing left on them but what the engine thread posted last.
   boost::asio::post(io_, [this] {
     timer_.cancel();
     guard_.reset();
@@ -107,8 +107,8 @@ void Loop::end_turn() {
       stats_.jobs_written += result.jobs_written;
       stats_.events_written += result.events_written;
     }
-    // Back to the engine thread first, so that a client's next request (after its reply) runs
-    // after the Core has taken the outcome.
+    // Back to the engine thread: the Core takes the outcome, then the replies go out (so a
+    // client's next request always finds the Core past this write).
     boost::asio::post(io_, [this, batch, result, sends = std::move(sends), work = std::move(work)]() mutable {
       written(batch, result, std::move(sends));
     });
