@@ -1,10 +1,19 @@
-// The real command line against a real gpuqd: what a user types, what they see.
+// The real command line against a real gpuqd: what a user types, what they see, and what the
+// daemon then holds (checked through the command line too).
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "tests/integration/daemon_process.hpp"
 
 using namespace gpuq::test;
+namespace json = boost::json;
 
 namespace {
 
@@ -22,6 +31,122 @@ Run gpuq_cmd(const Daemon& d, std::vector<std::string> args) {
   r.err = err.str();
   return r;
 }
+
+json::value parse_json(const std::string& text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  REQUIRE_MESSAGE(!ec, "not JSON (" << ec.message() << "): " << text.substr(0, 500));
+  return v;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// The line of a table whose first column is `name`; empty when there is none.
+std::string row_of(const std::string& table, const std::string& name) {
+  for (const std::string& l : lines_of(table))
+    if (l.rfind(name + " ", 0) == 0) return l;
+  return "";
+}
+
+// "job/ID submitted (STATE)\n" -> ID.
+std::string submitted_id(const Run& r) {
+  const std::string prefix = "job/", suffix = " submitted (";
+  const auto end = r.out.find(suffix);
+  REQUIRE_MESSAGE((r.out.rfind(prefix, 0) == 0 && end != std::string::npos), r.out << r.err);
+  return r.out.substr(prefix.size(), end - prefix.size());
+}
+
+std::string str(const json::value& v) { return std::string(v.as_string()); }
+
+// The ids (spec.id) of `ls -o json`'s jobs.
+std::set<std::string> listed_ids(const Run& r) {
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json::value v = parse_json(r.out);
+  CHECK(v.at("next_page_token").as_string().empty());  // every page merged
+  std::set<std::string> ids;
+  for (const auto& j : v.at("jobs").as_array()) ids.insert(str(j.at("spec").at("id")));
+  CHECK(ids.size() == v.at("jobs").as_array().size());  // none twice
+  return ids;
+}
+
+std::set<std::string> names_of(const Daemon& d, const char* what, const char* list) {
+  const Run r = gpuq_cmd(d, {what, "-o", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  std::set<std::string> names;
+  const json::value v = parse_json(r.out);
+  for (const auto& x : v.at(list).as_array()) names.insert(str(x.at("spec").at("name")));
+  return names;
+}
+
+// Output written from another thread (a watch running while the test looks at what it printed).
+class SharedText : public std::streambuf {
+ public:
+  std::string text() const {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) {
+      std::lock_guard lock(mu_);
+      text_.push_back(static_cast<char>(c));
+    }
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::lock_guard lock(mu_);
+    text_.append(s, static_cast<std::size_t>(n));
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::string text_;
+};
+
+// `gpuq watch ...` on a thread of its own. gpuqd ends every watch stream (status OK) when it
+// stops on SIGTERM, and watch has no option that ends it sooner, so the end is stopping the
+// daemon; the destructor does it too, so a failed check cannot leave the thread waiting.
+class Watch {
+ public:
+  Watch(Daemon& d, std::vector<std::string> args) : d_(d) {
+    args.insert(args.begin(), {"--server", d.address(), "watch"});
+    thread_ = std::thread([this, args] { rc_ = gpuq::cli::run_cli(args, out_, err_); });
+  }
+  ~Watch() { finish(); }
+  // Waits (at most 10 s) until it has printed `n` lines.
+  bool wait_lines(std::size_t n) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (lines_of(out_text_.text()).size() < n) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  // Stops gpuqd (every watch on it ends) and waits for the command to return.
+  int finish() {
+    d_.stop(SIGTERM);
+    if (thread_.joinable()) thread_.join();
+    return rc_;
+  }
+  std::string out() const { return out_text_.text(); }
+  std::string err() const { return err_text_.text(); }
+
+ private:
+  Daemon& d_;
+  SharedText out_text_, err_text_;
+  std::ostream out_{&out_text_}, err_{&err_text_};
+  std::atomic<int> rc_{-1};
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -82,4 +207,301 @@ TEST_CASE("gpuq against gpuqd: submit, ls, show, queues, nodes, apply, cancel, u
   INFO(r.err);
   CHECK(r.rc == 0);
   CHECK(fs::file_size(copy) > 0);
+}
+
+TEST_CASE("submit: the flags reach gpuqd as typed; a taken --id is ALREADY_EXISTS; -f job.yaml") {
+  TempDir dir;
+  Daemon d(dir.path);
+  auto r = gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "0.5", "--replicas", "2", "--owner",
+                        "al", "--preemptible=false", "--", "python", "-c", "print(1)"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const std::string id = submitted_id(r);
+  CHECK(r.out == "job/" + id + " submitted (Running)\n");  // the none binder: it fits, it runs
+
+  // What gpuqd holds, not what the command line meant to send.
+  r = gpuq_cmd(d, {"show", id, "-o", "json"});
+  REQUIRE(r.rc == 0);
+  const json::value job = parse_json(r.out);
+  const json::value& spec = job.at("spec");
+  CHECK(str(spec.at("queue")) == "research");
+  CHECK(str(spec.at("pod_sets").at(0).at("resources").at("gpu")) == "500m");
+  CHECK(spec.at("pod_sets").at(0).at("count").to_number<int>() == 2);
+  CHECK(str(spec.at("owner")) == "al");
+  CHECK(spec.at("preemptible").as_bool() == false);
+  CHECK(spec.at("command") == json::array{"python", "-c", "print(1)"});
+
+  r = gpuq_cmd(d, {"submit", "-q", "research", "--id", "taken", "--gpus", "1", "--", "true"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out == "job/taken submitted (Running)\n");
+  r = gpuq_cmd(d, {"submit", "-q", "research", "--id", "taken", "--gpus", "1", "--", "true"});
+  CHECK(r.rc == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "gpuq: spec.id: job \"taken\" already exists (ALREADY_EXISTS)\n");
+
+  // A priority class by name (gpuqd's config lists none, so the defaults: critical = 1000).
+  const fs::path file = dir.path / "job.yaml";
+  std::ofstream(file) << "queue: research\npriority: critical\npods: [{resources: {gpu: 1}}]\n"
+                         "command: [sleep, '1']\n";
+  r = gpuq_cmd(d, {"submit", "-f", file.string(), "-o", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json::value filed = parse_json(r.out);
+  CHECK(str(filed.at("spec").at("priority")) == "critical");
+  CHECK(filed.at("priority").to_number<int>() == 1000);
+  CHECK(str(filed.at("state")) == "JOB_STATE_RUNNING");
+  CHECK(filed.at("spec").at("command") == json::array{"sleep", "1"});
+}
+
+TEST_CASE("ls follows pages, hides finished jobs unless --all, stops at --limit, --state") {
+  TempDir dir;
+  Daemon d(dir.path);
+  // A queue of 1 GPU without a cohort: one job runs, the others stay Pending.
+  const fs::path file = dir.path / "paged.yaml";
+  std::ofstream(file) << "queues:\n  - name: paged\n    quotas:\n      - flavor: h100\n"
+                         "        resources: {gpu: {nominal: 1}}\n";
+  auto r = gpuq_cmd(d, {"apply", "-f", file.string()});
+  REQUIRE(r.rc == 0);
+
+  // gpuqd gives at most 1000 jobs a page (and the command line asks for that many), so more
+  // than 1000 are needed for a second page. Submitted from a few threads: gpuqd commits the
+  // requests that arrive together in one write.
+  constexpr int kJobs = 1100, kThreads = 8;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = t; i < kJobs; i += kThreads)
+        if (gpuq_cmd(d, {"submit", "-q", "paged", "--gpus", "1", "--id", "p" + std::to_string(i),
+                         "--", "true"})
+                .rc != 0)
+          ++failures;
+    });
+  for (auto& t : threads) t.join();
+  REQUIRE(failures == 0);
+  std::set<std::string> all;
+  for (int i = 0; i < kJobs; ++i) all.insert("p" + std::to_string(i));
+
+  const std::vector<std::string> cancelled = {"p10", "p500", "p1050"};
+  r = gpuq_cmd(d, {"cancel", "p10", "p500", "p1050"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out ==
+        "job/p10 cancelled (Cancelled)\njob/p500 cancelled (Cancelled)\n"
+        "job/p1050 cancelled (Cancelled)\n");
+  std::set<std::string> unfinished = all;
+  for (const auto& id : cancelled) unfinished.erase(id);
+
+  // Default: unfinished jobs only, every page.
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "-o", "json"})) == unfinished);
+  // --all: the cancelled ones too.
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--all", "-o", "json"})) == all);
+  // --limit across a page boundary: 1000, then 50 of the next page.
+  CHECK(
+      listed_ids(gpuq_cmd(d, {"ls", "--all", "--queue", "paged", "--limit", "1050", "-o", "json"}))
+          .size() == 1050);
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--queue", "research", "-o", "json"})).empty());
+
+  r = gpuq_cmd(d, {"ls", "--limit", "120"});
+  REQUIRE(r.rc == 0);
+  auto lines = lines_of(r.out);
+  CHECK(lines.size() == 121);  // header + 120
+  CHECK(lines.at(0).rfind("ID", 0) == 0);
+
+  // --state: what it names, from every page.
+  r = gpuq_cmd(d, {"ls", "--state", "failed", "--state", "Cancelled"});
+  REQUIRE(r.rc == 0);
+  lines = lines_of(r.out);
+  REQUIRE(lines.size() == 1 + cancelled.size());
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    CHECK(lines[i].find("Cancelled") != std::string::npos);
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--state", "cancelled", "-o", "json"})) ==
+        std::set<std::string>(cancelled.begin(), cancelled.end()));
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--state", "running", "-o", "json"})).size() == 1);
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--state", "pending", "-o", "json"})).size() ==
+        unfinished.size() - 1);
+}
+
+TEST_CASE("cancel tries every id and exits 1 when any failed") {
+  TempDir dir;
+  Daemon d(dir.path);
+  for (const char* id : {"a", "b", "c"})
+    REQUIRE(gpuq_cmd(d, {"submit", "-q", "research", "--id", id, "--gpus", "1", "--", "true"}).rc ==
+            0);
+
+  auto r = gpuq_cmd(d, {"cancel", "a", "missing", "b"});
+  CHECK(r.rc == 1);
+  CHECK(r.out == "job/a cancelled (Cancelled)\njob/b cancelled (Cancelled)\n");
+  CHECK(r.err == "gpuq: job \"missing\" does not exist (NOT_FOUND)\n");
+  for (const char* id : {"a", "b"}) {
+    r = gpuq_cmd(d, {"show", id, "-o", "json"});
+    REQUIRE(r.rc == 0);
+    CHECK(str(parse_json(r.out).at("state")) == "JOB_STATE_CANCELLED");
+  }
+  r = gpuq_cmd(d, {"show", "c", "-o", "json"});
+  CHECK(str(parse_json(r.out).at("state")) == "JOB_STATE_RUNNING");
+
+  r = gpuq_cmd(d, {"cancel", "c"});
+  CHECK(r.rc == 0);
+  CHECK(r.out == "job/c cancelled (Cancelled)\n");
+  CHECK(r.err.empty());
+  // Once more: gpuqd says it already ended.
+  r = gpuq_cmd(d, {"cancel", "a"});
+  CHECK(r.rc == 1);
+  CHECK(r.err == "gpuq: job \"a\" already ended (Cancelled) (FAILED_PRECONDITION)\n");
+}
+
+TEST_CASE("apply: in file order; gpuqd's refusal stops it; a bad document applies nothing") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const fs::path file = dir.path / "apply.yaml";
+  // The node is dedicated to the queue before it (queues come before nodes within a document):
+  // gpuqd takes it only if that queue is already there.
+  std::ofstream(file) << "queues:\n  - name: a\nnodes:\n"
+                         "  - {name: n5, flavor: h100, capacity: {gpu: 8}, dedicatedTo: a}\n"
+                         "---\nkind: Queue\nname: b\n";
+  auto r = gpuq_cmd(d, {"apply", "-f", file.string()});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out == "queue/a applied\nnode/n5 applied\nqueue/b applied\n");
+  CHECK(names_of(d, "queues", "queues") == std::set<std::string>{"a", "b", "prod", "research"});
+  CHECK(names_of(d, "nodes", "nodes") == std::set<std::string>{"n0", "n1", "n5"});
+
+  // The second object names a queue that does not exist: the file's syntax is fine, gpuqd
+  // refuses it, and nothing after it is sent.
+  std::ofstream(file) << "queues:\n  - name: c\nnodes:\n"
+                         "  - {name: n6, flavor: h100, capacity: {gpu: 8}, dedicatedTo: nosuch}\n"
+                         "---\nkind: Queue\nname: d\n";
+  r = gpuq_cmd(d, {"apply", "-f", file.string()});
+  CHECK(r.rc == 1);
+  CHECK(r.out == "queue/c applied\n");
+  CHECK(r.err.find("gpuq: node/n6 not applied\n") == 0);
+  CHECK(r.err.find("dedicatedTo names queue \"nosuch\", which does not exist (INVALID_ARGUMENT)") !=
+        std::string::npos);
+  CHECK(names_of(d, "queues", "queues") ==
+        std::set<std::string>{"a", "b", "c", "prod", "research"});
+  CHECK(names_of(d, "nodes", "nodes") == std::set<std::string>{"n0", "n1", "n5"});
+
+  // A mistake in the second document: the whole file is checked before anything is sent.
+  std::ofstream(file) << "queues:\n  - name: e\n---\nqueues:\n  - name: f\n    weight: -1\n";
+  r = gpuq_cmd(d, {"apply", "-f", file.string()});
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("document 2: queues[0].weight") != std::string::npos);
+  CHECK(names_of(d, "queues", "queues") ==
+        std::set<std::string>{"a", "b", "c", "prod", "research"});
+}
+
+TEST_CASE("queues table, nodes cordon, usage with --from/--to/--queue, admin backup") {
+  TempDir dir;
+  Daemon d(dir.path);
+  auto r =
+      gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "0.5", "--replicas", "3", "--", "true"});
+  REQUIRE(r.rc == 0);
+  REQUIRE(gpuq_cmd(d, {"submit", "-q", "prod", "--gpus", "2", "--", "true"}).rc == 0);
+
+  r = gpuq_cmd(d, {"queues"});
+  REQUIRE(r.rc == 0);
+  CHECK(lines_of(r.out).at(0).find("GPU NOMINAL/USED/BORROWED") != std::string::npos);
+  const std::string research = row_of(r.out, "research");
+  CHECK(research.find(" lab ") != std::string::npos);
+  CHECK(research.find(" 8/1.5/0 ") != std::string::npos);
+  CHECK(row_of(r.out, "prod").find(" 8/2/0 ") != std::string::npos);
+
+  r = gpuq_cmd(d, {"nodes", "cordon", "n1"});
+  CHECK(r.rc == 0);
+  CHECK(r.out == "node/n1 cordoned (Cordoned)\n");
+  r = gpuq_cmd(d, {"nodes"});
+  CHECK(row_of(r.out, "n1").find("Cordoned") != std::string::npos);
+  CHECK(row_of(r.out, "n0").find("Ready") != std::string::npos);
+  r = gpuq_cmd(d, {"nodes", "cordon", "n7"});
+  CHECK(r.rc == 1);
+  CHECK(r.err == "gpuq: node \"n7\" does not exist (NOT_FOUND)\n");
+
+  // --from/--to as gpuqd took them: Unix seconds and a date (midnight UTC).
+  r = gpuq_cmd(
+      d, {"usage", "--from", "100", "--to", "2024-01-01", "--queue", "research", "-o", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json::value period = parse_json(r.out);
+  CHECK(str(period.at("from")) == "100");
+  CHECK(str(period.at("to")) == "1704067200");
+  CHECK(period.at("usage").as_array().empty());  // nothing ran in 2023
+
+  // A running job counts until --to: 1.5 GPUs for the hour from now (give or take a second).
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  r = gpuq_cmd(
+      d, {"usage", "--from", "-1h", "--to", std::to_string(now + 3600), "--queue", "research"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("GPU-HOURS") != std::string::npos);
+  const std::string row = row_of(r.out, "research");
+  CHECK(row.find(" h100 ") != std::string::npos);
+  CHECK(row.find(" 1.50 ") != std::string::npos);
+  CHECK(row_of(r.out, "prod").empty());  // --queue research
+  CHECK(row_of(r.out, "TOTAL").find(" 1.50 ") != std::string::npos);
+
+  const fs::path dest = dir.path / "backup" / "state.db";
+  fs::create_directories(dest.parent_path());
+  r = gpuq_cmd(d, {"admin", "backup", dest.string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto size = fs::file_size(dest);
+  CHECK(size > 0);
+  CHECK(r.out == "wrote " + std::to_string(size) + " bytes to " + dest.string() + "\n");
+  CHECK_FALSE(fs::exists(dest.string() + ".tmp"));
+  std::string magic(16, '\0');
+  std::ifstream(dest, std::ios::binary).read(magic.data(), 16);
+  CHECK(magic == std::string("SQLite format 3\0", 16));
+}
+
+TEST_CASE("watch prints the events after --from of the --queue until gpuqd ends the stream") {
+  TempDir dir;
+  Daemon d(dir.path);
+  for (auto [id, queue] : {std::pair{"w1", "research"}, {"w2", "prod"}, {"w3", "research"}})
+    REQUIRE(gpuq_cmd(d, {"submit", "-q", queue, "--id", id, "--gpus", "1", "--", "true"}).rc == 0);
+
+  // Every event from the start, one JSON object a line. A submit's reply comes once its events
+  // are written, so all of them are history by now: Pending, Admitted, Running for each job.
+  Watch all(d, {"-o", "json"});
+  REQUIRE(all.wait_lines(9));
+  struct Event {
+    std::uint64_t seq;
+    std::string job, queue, to;
+  };
+  std::vector<Event> events;
+  for (const std::string& l : lines_of(all.out())) {
+    const json::value e = parse_json(l);
+    events.push_back(
+        {std::stoull(str(e.at("seq"))), str(e.at("job_id")), str(e.at("queue")), str(e.at("to"))});
+  }
+  REQUIRE(events.size() == 9);
+  CHECK(events.front().seq == 1);
+  CHECK(events.front().job == "w1");
+  CHECK(events.front().to == "JOB_STATE_PENDING");
+  std::uint64_t last_w1 = 0;
+  std::vector<std::uint64_t> want;  // research's events after w1's
+  for (const Event& e : events) {
+    if (e.job == "w1")
+      last_w1 = e.seq;
+    else if (e.queue == "research")
+      want.push_back(e.seq);
+  }
+  REQUIRE(want.size() == 3);
+
+  Watch after(d, {"--from", std::to_string(last_w1), "--queue", "research"});
+  REQUIRE(after.wait_lines(want.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing more is coming
+  CHECK(after.finish() == 0);  // gpuqd stopped: the stream ended, status OK
+  CHECK(all.finish() == 0);
+  CHECK(after.err().empty());
+  const auto lines = lines_of(after.out());
+  REQUIRE(lines.size() == want.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    CHECK(lines[i].rfind(std::to_string(want[i]) + " ", 0) == 0);
+    CHECK(lines[i].find(" job/w3 queue/research ") != std::string::npos);
+  }
+  CHECK(lines[0].find(" submitted -> Pending") != std::string::npos);
+  CHECK(lines[2].find(" Admitted -> Running") != std::string::npos);
 }
