@@ -124,7 +124,10 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
     where.admitted_at = rec.admitted_at;
     if (!rec.flavor.empty()) where.flavor = rec.flavor;
     for (const PodPlacement& p : rec.placement)
-      if (!p.node.empty()) where.nodes.push_back(p.node);
+      if (!p.node.empty()) {
+        where.nodes.push_back(p.node);
+        where.gpus.emplace_back(p.gpus.begin(), p.gpus.end());  // the same GPUs again
+      }
     r = engine_->restore_running(rec.spec, where, now);
     if (r) rec.state = JobState::kRunning;
   } else {

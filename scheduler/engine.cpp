@@ -303,6 +303,35 @@ Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where
   return Ok();
 }
 
+// The slot of a restored pod on exactly the GPUs it held, if they and the rest of its resources
+// are free on node n.
+Result<PodSlot> Engine::exact_slot(NodeIdx n, const ResourceVec& pod, const std::vector<int>& gpus,
+                                   const Job& job) const {
+  const Node& node = cluster_.node(n);
+  const GpuAsk ask = GpuAsk::of(pod[kGpu]);
+  const std::size_t want = ask.fraction > 0 ? 1 : static_cast<std::size_t>(ask.whole);
+  if (gpus.size() != want)
+    return Error{"holds " + std::to_string(gpus.size()) + " GPU indices for " + std::to_string(want) + " GPUs"};
+  PodSlot slot;
+  slot.node = n;
+  slot.resources = pod;
+  slot.queue = job.queue;
+  slot.exclusive = job.spec.exclusive;
+  slot.milli_per_gpu = static_cast<std::int16_t>(ask.fraction > 0 ? ask.fraction : kMilliPerGpu);
+  for (int g : gpus) {
+    if (g < 0 || g >= node.gpu_count()) return Error{"GPU " + std::to_string(g) + " does not exist"};
+    if (std::find(slot.gpus.begin(), slot.gpus.end(), g) != slot.gpus.end())
+      return Error{"GPU " + std::to_string(g) + " is listed twice"};
+    if (node.gpu_free[static_cast<std::size_t>(g)] < slot.milli_per_gpu)
+      return Error{"GPU " + std::to_string(g) + " is already taken"};
+    slot.gpus.push_back(static_cast<std::uint8_t>(g));
+  }
+  for (ResourceId r = 0; r < kMaxResources; ++r)
+    if (r != kGpu && node.capacity[r] - node.used[r] < pod[r])
+      return Error{"not enough " + resources_.name(r) + " free"};
+  return slot;
+}
+
 Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const RunningPlacement& where,
                                                     FlavorId f) {
   std::vector<PodSlot> slots;
@@ -329,7 +358,15 @@ Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const Runnin
       else if (cluster_.node(*n).flavor != f)
         err.message = who + "its pods are on nodes of different flavors";
       // Taken as it is: state and dedication do not matter, physical room does.
-      else if (cluster_.fits_physically(*n, s.per_pod)) {
+      else if (i < where.gpus.size() && !where.gpus[i].empty()) {
+        auto slot = exact_slot(*n, s.per_pod, where.gpus[i], job);
+        if (slot) {
+          cluster_.retake(slot.value());
+          slots.push_back(std::move(slot.value()));
+          continue;
+        }
+        err.message = who + "pod " + std::to_string(i) + " on node " + where.nodes[i] + ": " + slot.error();
+      } else if (cluster_.fits_physically(*n, s.per_pod)) {
         slots.push_back(cluster_.take(*n, s.per_pod, job.queue, job.spec.exclusive,
                                       config_.placement));
         continue;

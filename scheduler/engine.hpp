@@ -98,6 +98,10 @@ struct RunningPlacement {
   Time admitted_at = 0;
   std::optional<std::string> flavor;
   std::vector<std::string> nodes;  // one per pod, or empty to let the engine place them
+  // Per pod (with `nodes`), the GPU indices it holds on its node: taken exactly these, so a
+  // process that runs on them keeps them across a restart. Empty (or a pod's list empty): the
+  // engine chooses them again.
+  std::vector<std::vector<int>> gpus;
 };
 
 // What the last schedule() call did, for metrics and benchmarks. A decision is one pending job
@@ -236,6 +240,8 @@ class Engine {
   void rebuild_topology_if_needed();
   Result<std::vector<PodSlot>> place_restored(const Job& job, const RunningPlacement& where,
                                               FlavorId f);
+  Result<PodSlot> exact_slot(NodeIdx n, const ResourceVec& pod, const std::vector<int>& gpus,
+                             const Job& job) const;
 
   EngineConfig config_;
   ResourceNames resources_;

@@ -2,7 +2,9 @@
 // over real gRPC. Restarts reuse the state file.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -385,4 +387,32 @@ TEST_CASE("gpuqd: a queue's pending limit, and deleting a queue") {
     // Without the config, research is an ordinary queue: with no jobs, it can go.
     CHECK(delete_queue(d, "research").error_code() == grpc::StatusCode::OK);
   }
+}
+
+TEST_CASE("gpuqd: a running job keeps its GPU indices across a restart") {
+  TempDir dir;
+  std::vector<int> before;
+  {
+    Daemon d(dir.path);
+    REQUIRE(submit(d, job("wide", "research", "4")).ok());
+    REQUIRE(submit(d, job("kept", "research", "2")).ok());
+    const v1::Job kept = get(d, "kept");
+    REQUIRE(kept.state() == v1::JOB_STATE_RUNNING);
+    REQUIRE(kept.placement_size() == 1);
+    before.assign(kept.placement(0).gpus().begin(), kept.placement(0).gpus().end());
+    // Free the GPUs before it on its node: chosen afresh, the restored job would move there.
+    REQUIRE(cancel(d, "wide").ok());
+  }
+  Daemon d(dir.path);
+  const v1::Job kept = get(d, "kept");
+  REQUIRE(kept.state() == v1::JOB_STATE_RUNNING);
+  REQUIRE(kept.placement_size() == 1);
+  const std::vector<int> after(kept.placement(0).gpus().begin(), kept.placement(0).gpus().end());
+  CHECK(after == before);
+  // The freed GPUs go to the next job, not the restored job's.
+  v1::SubmitJobResponse resp;
+  REQUIRE(submit(d, job("next", "research", "2"), &resp).ok());
+  const v1::Job next = get(d, "next");
+  if (next.placement(0).node() == kept.placement(0).node())
+    for (int g : next.placement(0).gpus()) CHECK(std::find(after.begin(), after.end(), g) == after.end());
 }

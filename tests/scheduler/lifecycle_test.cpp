@@ -177,3 +177,42 @@ TEST_CASE("quantities beyond 2^52 base units are refused, so sums cannot overflo
   two_sets.pod_sets.push_back(PodSet{"more", 1, res(0, 0, kMaxQuantity)});
   CHECK(e.submit(two_sets, 0).code() == ErrorCode::kInvalidArgument);
 }
+
+TEST_CASE("a restored running job keeps exactly its GPUs; a GPU is never restored twice") {
+  Engine e = small_cluster();
+  RunningPlacement where;
+  where.nodes = {"n1"};
+  where.gpus = {{2, 3}};
+  REQUIRE(e.restore_running(job("a", "a", res(gpus(2))), where, 0).ok());
+  const auto& slot_a = e.job(JobId("a"))->slots.at(0);
+  CHECK(std::vector<int>(slot_a.gpus.begin(), slot_a.gpus.end()) == std::vector<int>{2, 3});
+
+  // A second job claiming GPU 3 of n1 is refused, and nothing of it is kept.
+  RunningPlacement clash;
+  clash.nodes = {"n1"};
+  clash.gpus = {{3}};
+  auto r = e.restore_running(job("b", "a", res(gpus(1))), clash, 0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().find("GPU 3 is already taken") != std::string::npos);
+  CHECK(e.job(JobId("b")) == nullptr);
+  // Indices that do not exist, or the wrong number of them, are refused too.
+  clash.gpus = {{7}};
+  CHECK(e.restore_running(job("c", "a", res(gpus(1))), clash, 0).error().find("GPU 7 does not exist") !=
+        std::string::npos);
+  clash.gpus = {{0, 1}};
+  CHECK(e.restore_running(job("c", "a", res(gpus(1))), clash, 0).error().find("holds 2 GPU indices") !=
+        std::string::npos);
+
+  // Shared GPUs: two half-GPU pods on the same index fit, a third does not.
+  where.gpus = {{1}};
+  REQUIRE(e.restore_running(job("h1", "a", res(gpus(0.5))), where, 0).ok());
+  REQUIRE(e.restore_running(job("h2", "a", res(gpus(0.5))), where, 0).ok());
+  CHECK_FALSE(e.restore_running(job("h3", "a", res(gpus(0.5))), where, 0).ok());
+
+  // What is left on n1 (GPU 0) is what a new job gets.
+  REQUIRE(e.submit(job("new", "a", res(gpus(1))), 1).ok());
+  REQUIRE(e.schedule(1).size() == 1);
+  const auto& slot_new = e.job(JobId("new"))->slots.at(0);
+  CHECK(e.cluster().node(slot_new.node).name == "n1");
+  CHECK(std::vector<int>(slot_new.gpus.begin(), slot_new.gpus.end()) == std::vector<int>{0});
+}
