@@ -24,7 +24,13 @@ bool valid_id(const std::string& id) {
 
 Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
            std::unique_ptr<storage::Store> store)
-    : config_(config), names_(std::move(names)), store_(std::move(store)) {}
+    : config_(config),
+      names_(std::move(names)),
+      store_(std::move(store)),
+      binder_(std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) {
+        if (auto r = engine_->observe(fact, bind_now_); !r)
+          spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
+      })) {}
 
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -253,14 +259,17 @@ Result<void> Core::set_node_state(const std::string& node, NodeState state, Time
   return Ok();
 }
 
-// The `none` binder: an admitted job is running at once; a victim has stopped at once. (The
-// local and Kubernetes binders report these facts when they happen.)
+// The engine's decisions to the binder (config `binder`; only `none` so far), whose facts go
+// back to the engine at this turn's time.
 void Core::bind(const std::vector<Decision>& decisions, Time now) {
+  bind_now_ = now;
   for (const Decision& d : decisions) {
     if (const auto* a = std::get_if<Admission>(&d)) {
-      (void)engine_->observe(JobStarted{a->job}, now);
+      auto it = unfinished_.find(a->job.value);
+      binder_->bind(*a, it != unfinished_.end() ? it->second.run : storage::RunSpec{});
     } else {
-      (void)engine_->observe(JobStopped{std::get<Preemption>(d).job}, now);
+      const auto& p = std::get<Preemption>(d);
+      binder_->stop(p.job, p.grace_period);
     }
   }
 }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "binder/binder.hpp"
 #include "gpuq/v1/gpuq.pb.h"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
@@ -117,6 +118,8 @@ class Core {
   std::unique_ptr<ResourceNames> names_;
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<binder::Binder> binder_;  // reports its facts to the engine at bind_now_
+  Time bind_now_ = 0;
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
