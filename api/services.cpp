@@ -85,16 +85,16 @@ struct Reply {
   static Reply then(std::function<grpc::Status(Core&)> f) { return Reply{grpc::Status::OK, std::move(f)}; }
 };
 
-JobState from_proto_state(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_ADMITTED: return JobState::kAdmitted;
-    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
-    case v1::JOB_STATE_PREEMPTING: return JobState::kPreempting;
-    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
-    case v1::JOB_STATE_FAILED: return JobState::kFailed;
-    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
-    default: return JobState::kPending;
-  }
+// A reply that is one object looked up at the end of the turn: `lookup(core)` gives a Result
+// whose value goes to `*out` (or whose error is the reply).
+template <class M, class Lookup>
+Reply answer(M* out, Lookup lookup) {
+  return Reply::then([out, lookup = std::move(lookup)](Core& c) {
+    auto found = lookup(c);
+    if (!found) return failed(found);
+    *out = std::move(found.value());
+    return grpc::Status::OK;
+  });
 }
 
 v1::JobEvent to_proto(const storage::EventRecord& e) {
@@ -127,12 +127,7 @@ class JobsService final : public v1::Jobs::CallbackService {
       run.working_dir = req->spec().working_dir();
       auto id = core.submit(std::move(spec.value()), req->spec().priority(), std::move(run), now);
       if (!id) return Reply::error(failed(id));
-      return Reply::then([resp, id = id.value()](Core& c) {
-        auto job = c.job(id);
-        if (!job) return failed(job);
-        *resp->mutable_job() = std::move(job.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
     });
     return reactor;
   }
@@ -141,12 +136,7 @@ class JobsService final : public v1::Jobs::CallbackService {
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return Reply::then([req, resp](Core& c) {
-        auto job = c.job(req->id());
-        if (!job) return failed(job);
-        *resp->mutable_job() = std::move(job.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -157,7 +147,8 @@ class JobsService final : public v1::Jobs::CallbackService {
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
-    for (int s : req->states()) filter.states.push_back(from_proto_state(static_cast<v1::JobState>(s)));
+    for (int s : req->states())
+      filter.states.push_back(api::from_proto(static_cast<v1::JobState>(s)).value_or(JobState::kPending));
     if (req->page_size() < 0 || req->page_size() > 1000) {
       reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
                        "page_size: " + std::to_string(req->page_size()) + " is not allowed; use 0 to 1000"});
@@ -180,12 +171,8 @@ class JobsService final : public v1::Jobs::CallbackService {
         auto jobs = c.store().jobs(f);
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
         std::size_t n = std::min(jobs->size(), filter.limit);
-        for (std::size_t i = 0; i < n; ++i) {
-          const storage::JobRecord& rec = (*jobs)[i];
-          // An unfinished job from memory (its live pending reason); a finished one as stored.
-          auto live = is_finished(rec.state) ? Result<v1::Job>(Error{""}) : c.job(rec.spec.id.value);
-          *resp->add_jobs() = live ? std::move(live.value()) : c.to_proto(rec);
-        }
+        for (std::size_t i = 0; i < n; ++i)
+          *resp->add_jobs() = c.listed((*jobs)[i]);
         if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
         return grpc::Status::OK;
       });
@@ -198,12 +185,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
       if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
-      return Reply::then([req, resp](Core& c) {
-        auto job = c.job(req->id());
-        if (!job) return failed(job);
-        *resp->mutable_job() = std::move(job.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -358,12 +340,7 @@ class QueuesService final : public v1::Queues::CallbackService {
       auto spec = from_proto(req->spec(), core.names());
       if (!spec) return Reply::error(failed(spec));
       if (auto r = core.apply_queue(spec.value()); !r) return Reply::error(failed(r));
-      return Reply::then([name = spec->name.value, resp](Core& c) {
-        auto q = c.queue(name);
-        if (!q) return failed(q);
-        *resp->mutable_queue() = std::move(q.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_queue(), [name = spec->name.value](Core& c) { return c.queue(name); });
     });
     return reactor;
   }
@@ -372,12 +349,7 @@ class QueuesService final : public v1::Queues::CallbackService {
                                 v1::GetQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return Reply::then([req, resp](Core& c) {
-        auto q = c.queue(req->name());
-        if (!q) return failed(q);
-        *resp->mutable_queue() = std::move(q.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
     });
     return reactor;
   }
@@ -419,12 +391,7 @@ class NodesService final : public v1::Nodes::CallbackService {
       auto spec = from_proto(req->spec(), core.names());
       if (!spec) return Reply::error(failed(spec));
       if (auto r = core.apply_node(spec.value(), now); !r) return Reply::error(failed(r));
-      return Reply::then([name = spec->name, resp](Core& c) {
-        auto n = c.node(name);
-        if (!n) return failed(n);
-        *resp->mutable_node() = std::move(n.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_node(), [name = spec->name](Core& c) { return c.node(name); });
     });
     return reactor;
   }
@@ -460,12 +427,7 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
-      return Reply::then([req, resp](Core& c) {
-        auto n = c.node(req->name());
-        if (!n) return failed(n);
-        *resp->mutable_node() = std::move(n.value());
-        return grpc::Status::OK;
-      });
+      return answer(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
     });
     return reactor;
   }
@@ -474,7 +436,8 @@ class NodesService final : public v1::Nodes::CallbackService {
 };
 
 // Backup: a consistent copy made through the store's own connection on a thread of its own (the
-// engine thread keeps serving), then streamed in 1 MiB chunks and removed.
+// engine thread keeps serving), then streamed from that file in 1 MiB chunks, one in memory at a
+// time; the file is unlinked once open.
 class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
  public:
   explicit BackupStream(storage::Store& store) {
@@ -499,30 +462,36 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
       Finish(to_status(ErrorCode::kUnavailable, "backup failed: " + r.error()));
       return;
     }
-    std::ifstream in(path, std::ios::binary);
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::error_code ec;
+    total_ = std::filesystem::file_size(path, ec);
+    in_.open(path, std::ios::binary);
     std::filesystem::remove(path, ec);
-    constexpr std::size_t kChunk = 1 << 20;
-    for (std::size_t off = 0; off < all.size() || off == 0; off += kChunk) {
-      v1::BackupChunk c;
-      c.set_data(all.substr(off, kChunk));
-      if (off == 0) c.set_total_bytes(all.size());
-      chunks_.push_back(std::move(c));
-      if (all.empty()) break;
+    if (!in_) {
+      Finish(to_status(ErrorCode::kUnavailable, "backup failed: cannot read the copy " + path.string()));
+      return;
     }
     next();
   }
   void next() {
-    if (sent_ == chunks_.size()) {
+    constexpr std::size_t kChunk = 1 << 20;
+    std::string data(kChunk, '\0');
+    in_.read(data.data(), static_cast<std::streamsize>(kChunk));
+    data.resize(static_cast<std::size_t>(in_.gcount()));
+    if (data.empty() && !first_) {
       Finish(grpc::Status::OK);
       return;
     }
-    StartWrite(&chunks_[sent_++]);
+    chunk_.Clear();
+    if (first_) chunk_.set_total_bytes(total_);  // the first chunk, even of an empty copy
+    first_ = false;
+    chunk_.set_data(std::move(data));
+    StartWrite(&chunk_);
   }
 
-  std::vector<v1::BackupChunk> chunks_;
-  std::size_t sent_ = 0;
+  std::ifstream in_;
+  std::uint64_t total_ = 0;
+  bool first_ = true;
+  v1::BackupChunk chunk_;
 };
 
 class AdminService final : public v1::Admin::CallbackService {

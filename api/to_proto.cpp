@@ -4,51 +4,21 @@ namespace gpuq::api {
 
 namespace {
 
-const char* name_of(WithinQueuePolicy p) {
-  switch (p) {
-    case WithinQueuePolicy::kNever:
-      return "Never";
-    case WithinQueuePolicy::kLowerPriority:
-      return "LowerPriority";
-    case WithinQueuePolicy::kLowerOrNewerEqualPriority:
-      return "LowerOrNewerEqualPriority";
-  }
-  return "Never";
-}
-
-const char* name_of(ReclaimPolicy p) {
-  switch (p) {
-    case ReclaimPolicy::kNever:
-      return "Never";
-    case ReclaimPolicy::kLowerPriority:
-      return "LowerPriority";
-    case ReclaimPolicy::kAny:
-      return "Any";
-  }
-  return "Never";
-}
-
-const char* name_of(BorrowWithinCohortPolicy p) {
-  return p == BorrowWithinCohortPolicy::kLowerPriority ? "LowerPriority" : "Never";
-}
-
 // Non-zero components only: a zero request and an absent one mean the same.
 void put_resources(const ResourceVec& v, const ResourceNames& names,
                    google::protobuf::Map<std::string, std::string>* out) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto r = static_cast<ResourceId>(i);
-    if (v[r] != 0) (*out)[names.name(r)] = format_quantity(v[r], r, names);
+    if (v[r] != 0) (*out)[names.name(r)] = format_quantity(v[r], r);
   }
 }
 
 }  // namespace
 
-std::string format_quantity(Quantity q, ResourceId r, const ResourceNames& names) {
+std::string format_quantity(Quantity q, ResourceId r) {
   // Only memory uses the binary suffixes; "other" resources are plain counts even when they
   // happen to be multiples of 1024.
-  if (r == kGpu || r == kCpu) return gpuq::format_quantity(q, UnitScale::kMilli);
-  if (r == kMemory) return gpuq::format_quantity(q, UnitScale::kUnit);
-  (void)names;  // the slot fixes the unit; kept in the signature for resources named later
+  if (r == kMemory || scale_of(r) == UnitScale::kMilli) return gpuq::format_quantity(q, scale_of(r));
   return std::to_string(q);
 }
 
@@ -63,15 +33,15 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
     q->set_flavor(fq.flavor);
     for (const auto& [r, rq] : fq.resources) {
       v1::ResourceQuota& p = (*q->mutable_resources())[names.name(r)];
-      p.set_nominal(format_quantity(rq.nominal, r, names));
-      if (rq.borrowing_limit) p.set_borrowing_limit(format_quantity(*rq.borrowing_limit, r, names));
-      if (rq.lending_limit) p.set_lending_limit(format_quantity(*rq.lending_limit, r, names));
+      p.set_nominal(format_quantity(rq.nominal, r));
+      if (rq.borrowing_limit) p.set_borrowing_limit(format_quantity(*rq.borrowing_limit, r));
+      if (rq.lending_limit) p.set_lending_limit(format_quantity(*rq.lending_limit, r));
     }
   }
   v1::PreemptionPolicy* p = out.mutable_preemption();
-  p->set_within_queue(name_of(s.preemption.within_queue));
-  p->set_reclaim_within_cohort(name_of(s.preemption.reclaim_within_cohort));
-  p->set_borrow_within_cohort(name_of(s.preemption.borrow_within_cohort));
+  p->set_within_queue(to_string(s.preemption.within_queue));
+  p->set_reclaim_within_cohort(to_string(s.preemption.reclaim_within_cohort));
+  p->set_borrow_within_cohort(to_string(s.preemption.borrow_within_cohort));
   if (s.preemption.borrow_max_priority_threshold)
     p->set_max_priority_threshold(*s.preemption.borrow_max_priority_threshold);
   p->set_min_runtime_seconds(s.preemption.min_runtime);
@@ -110,6 +80,19 @@ v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
   out.set_exclusive(s.exclusive);
   out.set_on_node_loss(s.on_node_loss == NodeLossPolicy::kFail ? "Fail" : "Requeue");
   return out;
+}
+
+std::optional<JobState> from_proto(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_PENDING: return JobState::kPending;
+    case v1::JOB_STATE_ADMITTED: return JobState::kAdmitted;
+    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
+    case v1::JOB_STATE_PREEMPTING: return JobState::kPreempting;
+    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED: return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
+    default: return std::nullopt;
+  }
 }
 
 v1::JobState to_proto(JobState s) {

@@ -26,14 +26,7 @@ std::string read_file_arg(const std::string& path) {
 namespace {
 
 int run_scenario_file(Context& ctx, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    ctx.err << "gpuq: " << path << ": cannot open the file\n";
-    return 2;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  ctx.out << sim::to_pretty_json(sim::run_scenario(text.str(), path));
+  ctx.out << sim::to_pretty_json(sim::run_scenario(read_file_arg(path), path));
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "api/to_proto.hpp"
 #include "cli/requests.hpp"
 #include "scheduler/quantity.hpp"
 
@@ -145,24 +146,8 @@ std::string human_age(std::int64_t s) {
 }
 
 std::string state_name(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_PENDING:
-      return "Pending";
-    case v1::JOB_STATE_ADMITTED:
-      return "Admitted";
-    case v1::JOB_STATE_RUNNING:
-      return "Running";
-    case v1::JOB_STATE_PREEMPTING:
-      return "Preempting";
-    case v1::JOB_STATE_SUCCEEDED:
-      return "Succeeded";
-    case v1::JOB_STATE_FAILED:
-      return "Failed";
-    case v1::JOB_STATE_CANCELLED:
-      return "Cancelled";
-    default:
-      return "-";
-  }
+  const auto state = api::from_proto(s);
+  return state ? to_string(*state) : "-";
 }
 
 v1::JobState parse_state(const std::string& text) {
@@ -177,7 +162,8 @@ v1::JobState parse_state(const std::string& text) {
 }
 
 bool is_finished(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+  const auto state = api::from_proto(s);
+  return state && gpuq::is_finished(*state);
 }
 
 std::string truncate(const std::string& s, std::size_t width) {

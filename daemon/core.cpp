@@ -284,13 +284,14 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     e.from = ev.from;
     e.to = ev.to;
     e.reason = ev.reason;
-    if (const Job* j = engine_->job(ev.job)) e.queue = j->spec.queue.value;
+    const Job* job = engine_->job(ev.job);
+    if (job) e.queue = job->spec.queue.value;
     batch_.events.push_back(std::move(e));
     changed.insert(ev.job.value);
     if (ev.to == JobState::kAdmitted) {
       ++metrics_.admissions;
-      if (const Job* j = engine_->job(ev.job)) {
-        const double wait = static_cast<double>(ev.at - j->spec.submitted_at);
+      if (job) {
+        const double wait = static_cast<double>(ev.at - job->spec.submitted_at);
         ++metrics_.wait_count;
         metrics_.wait_sum += wait;
         for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
@@ -362,9 +363,7 @@ storage::Batch Core::close_turn(Time now) {
 Core::TurnResult Core::write(const storage::Batch& batch) {
   TurnResult out;
   if (batch.empty()) return out;
-  out.committed = true;
   out.jobs_written = batch.jobs.size();
-  out.events_written = batch.events.size();
   const auto started = std::chrono::steady_clock::now();
   auto r = store_->commit(batch);
   out.commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -433,6 +432,12 @@ Result<v1::Job> Core::job(const std::string& id) {
   return to_proto(*on_disk.value());
 }
 
+v1::Job Core::listed(const storage::JobRecord& rec) const {
+  if (!is_finished(rec.state))
+    if (auto it = unfinished_.find(rec.spec.id.value); it != unfinished_.end()) return to_proto(it->second);
+  return to_proto(rec);
+}
+
 v1::QueueStatus Core::queue_status(QueueIdx q) const {
   v1::QueueStatus s;
   const QueueSpec& spec = engine_->queue_spec(q);
@@ -456,21 +461,11 @@ v1::QueueStatus Core::queue_status(QueueIdx q) const {
       share = std::max(share, engine_->quotas().borrowing_share(q, static_cast<FlavorId>(f), nullptr));
   }
   s.set_share(share);
-  int pending = 0, admitted = 0, running = 0, preempting = 0;
-  for (const auto& [id, rec] : unfinished_) {
-    if (rec.spec.queue != spec.name) continue;
-    switch (rec.state) {
-      case JobState::kPending: ++pending; break;
-      case JobState::kAdmitted: ++admitted; break;
-      case JobState::kRunning: ++running; break;
-      case JobState::kPreempting: ++preempting; break;
-      default: break;
-    }
-  }
-  s.set_pending(pending);
-  s.set_admitted(admitted);
-  s.set_running(running);
-  s.set_preempting(preempting);
+  const auto counts = engine_->job_counts(q);
+  s.set_pending(static_cast<std::int32_t>(counts.pending));
+  s.set_admitted(static_cast<std::int32_t>(counts.admitted));
+  s.set_running(static_cast<std::int32_t>(counts.running));
+  s.set_preempting(static_cast<std::int32_t>(counts.preempting));
   return s;
 }
 

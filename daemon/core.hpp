@@ -78,11 +78,9 @@ class Core {
   // Until committed() the turn's jobs stay in memory, so reads never miss a job being written.
   struct TurnResult {
     bool ok = true;
-    bool committed = false;  // a transaction was written (or tried)
     double commit_seconds = 0;  // the transaction alone
     std::string error;
     std::size_t jobs_written = 0;
-    std::size_t events_written = 0;
   };
   storage::Batch close_turn(Time now);
   TurnResult write(const storage::Batch& batch);
@@ -92,6 +90,9 @@ class Core {
 
   // Queries (engine thread).
   Result<v1::Job> job(const std::string& id);
+  // A row of a listing: an unfinished job as it is in memory now (with its live pending reason),
+  // a finished one as stored.
+  v1::Job listed(const storage::JobRecord& rec) const;
   v1::QueueStatus queue_status(QueueIdx q) const;
   std::vector<v1::QueueStatus> queues() const;
   Result<v1::QueueStatus> queue(const std::string& name) const;

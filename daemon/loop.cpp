@@ -105,7 +105,6 @@ void Loop::end_turn() {
       stats_.last_batch_requests = requests;
       if (!result.ok) ++stats_.commit_failures;
       stats_.jobs_written += result.jobs_written;
-      stats_.events_written += result.events_written;
     }
     // Back to the engine thread: the Core takes the outcome, then the replies go out (so a
     // client's next request always finds the Core past this write).

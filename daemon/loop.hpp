@@ -33,7 +33,6 @@ struct TurnStats {
   std::uint64_t commits = 0;
   std::uint64_t commit_failures = 0;
   std::uint64_t jobs_written = 0;
-  std::uint64_t events_written = 0;
   double last_commit_seconds = 0;
   double commit_seconds_total = 0;
   std::uint64_t last_batch_requests = 0;

@@ -93,6 +93,16 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
   return Ok();
 }
 
+Engine::QueueJobCounts Engine::job_counts(QueueIdx q) const {
+  QueueJobCounts c;
+  c.pending = queues_[q].pending.size();
+  for (const HoldingKey& k : queues_[q].holding)
+    ++(jobs_[std::get<3>(k)].state == JobState::kAdmitted ? c.admitted : c.running);
+  for (std::uint32_t v : preempting_)
+    if (jobs_[v].queue == q) ++c.preempting;
+  return c;
+}
+
 Result<void> Engine::remove_queue(const QueueName& name) {
   auto q = queue_index(name);
   if (!q) return Error{"queue \"" + name.value + "\" does not exist", ErrorCode::kNotFound};

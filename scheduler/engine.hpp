@@ -147,6 +147,11 @@ class Engine {
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }  // removed ones included
   std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size(); }
+  // A queue's unfinished jobs by state, from the engine's indexes (no walk over pending jobs).
+  struct QueueJobCounts {
+    std::size_t pending = 0, admitted = 0, running = 0, preempting = 0;
+  };
+  QueueJobCounts job_counts(QueueIdx q) const;
   // Removes a queue that holds no job and has no node dedicated to it (FAILED_PRECONDITION
   // otherwise, NOT_FOUND when there is none). Its index stays, with no quota and no cohort, so
   // no index moves; the name is free for a new queue.

@@ -18,6 +18,28 @@ const char* to_string(QueueingStrategy s) {
 
 const char* to_string(PlacementPolicy p) { return p == PlacementPolicy::kPack ? "pack" : "spread"; }
 
+const char* to_string(WithinQueuePolicy p) {
+  switch (p) {
+    case WithinQueuePolicy::kNever: return "Never";
+    case WithinQueuePolicy::kLowerPriority: return "LowerPriority";
+    case WithinQueuePolicy::kLowerOrNewerEqualPriority: return "LowerOrNewerEqualPriority";
+  }
+  return "?";
+}
+
+const char* to_string(ReclaimPolicy p) {
+  switch (p) {
+    case ReclaimPolicy::kNever: return "Never";
+    case ReclaimPolicy::kLowerPriority: return "LowerPriority";
+    case ReclaimPolicy::kAny: return "Any";
+  }
+  return "?";
+}
+
+const char* to_string(BorrowWithinCohortPolicy p) {
+  return p == BorrowWithinCohortPolicy::kLowerPriority ? "LowerPriority" : "Never";
+}
+
 const char* to_string(JobState s) {
   switch (s) {
     case JobState::kPending: return "Pending";

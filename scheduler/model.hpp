@@ -42,6 +42,10 @@ inline bool is_finished(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 const char* to_string(PlacementPolicy p);
+// The names the scenario format and the API use ("LowerPriority", ...).
+const char* to_string(WithinQueuePolicy p);
+const char* to_string(ReclaimPolicy p);
+const char* to_string(BorrowWithinCohortPolicy p);
 
 // Named priorities, as Kubernetes' PriorityClass: a job may give a class name instead of an
 // integer. A configuration that lists classes replaces these defaults.

@@ -19,10 +19,14 @@ std::string quoted(std::string_view text) {
   return out;
 }
 
+std::string_view numeric_text(const std::string& text) {
+  std::string_view v = text;
+  if (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
+  return v;
+}
+
 std::int64_t int_value(const std::string& text, const std::string& path) {
-  std::string_view s = text;
-  // YAML allows a leading "+".
-  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
+  const std::string_view s = numeric_text(text);
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range && end == s.data() + s.size())

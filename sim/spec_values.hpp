@@ -22,6 +22,8 @@ class SpecError : public std::runtime_error {
 // "\"text\"": how a scalar value is shown in an error.
 std::string quoted(std::string_view text);
 
+// The digits of a number's text; YAML allows a leading "+", which from_chars does not.
+std::string_view numeric_text(const std::string& text);
 std::int64_t int_value(const std::string& text, const std::string& path);
 std::int32_t int32_value(const std::string& text, const std::string& path);
 // A Kubernetes quantity in resource r's base units ("2", "500m", "16Gi").

@@ -35,12 +35,6 @@ const std::string& scalar(const YAML::Node& node, const std::string& path, const
   return node.Scalar();
 }
 
-// Digits with an optional sign; YAML allows a leading "+".
-std::string_view numeric_text(const std::string& s) {
-  std::string_view v = s;
-  if (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+') v.remove_prefix(1);
-  return v;
-}
 
 std::int32_t read_int32(const YAML::Node& node, const std::string& path) {
   return int32_value(scalar(node, path, "an integer"), path);

@@ -1,7 +1,7 @@
 #pragma once
-// Reading job rows: one row into a JobRecord, or all rows of a query with the decoding spread
-// over two threads (load() at start-up: a million rows; SQLite's stepping and the decoding each
-// take about a second, so the calling thread steps while a helper decodes).
+// Reading job rows: one row into a JobRecord, all rows of a (short) query, or all rows streamed
+// in chunks from a helper thread while the caller takes them (load() at start-up: a million
+// rows; stepping and decoding on the helper run beside the engine's restore).
 #include <array>
 #include <functional>
 #include <mutex>

@@ -56,14 +56,14 @@ Run run(const std::vector<std::string>& args) {
 TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the same value") {
   ResourceNames names;
   const auto other = *names.intern("rdma/hca");
-  CHECK(api::format_quantity(2000, kGpu, names) == "2");
-  CHECK(api::format_quantity(500, kGpu, names) == "500m");
-  CHECK(api::format_quantity(4000, kCpu, names) == "4");
-  CHECK(api::format_quantity(250, kCpu, names) == "250m");
-  CHECK(api::format_quantity(Quantity{64} << 30, kMemory, names) == "64Gi");
-  CHECK(api::format_quantity(1536, kMemory, names) == "1536");  // 1.5Ki: not exact in Ki, so bytes
-  CHECK(api::format_quantity(1000, kMemory, names) == "1000");
-  CHECK(api::format_quantity(2048, other, names) == "2048");
+  CHECK(api::format_quantity(2000, kGpu) == "2");
+  CHECK(api::format_quantity(500, kGpu) == "500m");
+  CHECK(api::format_quantity(4000, kCpu) == "4");
+  CHECK(api::format_quantity(250, kCpu) == "250m");
+  CHECK(api::format_quantity(Quantity{64} << 30, kMemory) == "64Gi");
+  CHECK(api::format_quantity(1536, kMemory) == "1536");  // 1.5Ki: not exact in Ki, so bytes
+  CHECK(api::format_quantity(1000, kMemory) == "1000");
+  CHECK(api::format_quantity(2048, other) == "2048");
   const Quantity values[] = {0,
                              1,
                              7,
@@ -80,7 +80,7 @@ TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the 
                              kMaxQuantity};
   for (ResourceId r : {kGpu, kCpu, kMemory, other})
     for (Quantity q : values) {
-      const std::string text = api::format_quantity(q, r, names);
+      const std::string text = api::format_quantity(q, r);
       auto back = parse_quantity(text, scale_of(r));
       INFO(text);
       REQUIRE(back.ok());

@@ -184,24 +184,6 @@ std::string serialize(Time now, const std::vector<Decision>& ds, const std::vect
   return out.str();
 }
 
-const char* to_string(WithinQueuePolicy p) {
-  switch (p) {
-    case WithinQueuePolicy::kNever: return "Never";
-    case WithinQueuePolicy::kLowerPriority: return "LowerPriority";
-    case WithinQueuePolicy::kLowerOrNewerEqualPriority: return "LowerOrNewerEqualPriority";
-  }
-  return "?";
-}
-
-const char* to_string(ReclaimPolicy p) {
-  switch (p) {
-    case ReclaimPolicy::kNever: return "Never";
-    case ReclaimPolicy::kLowerPriority: return "LowerPriority";
-    case ReclaimPolicy::kAny: return "Any";
-  }
-  return "?";
-}
-
 // The run's configuration, queues and nodes, and every job with its state: a reproduction.
 std::string describe_world(const Engine& e, const std::vector<std::string>& ids) {
   std::ostringstream out;
@@ -218,7 +200,7 @@ std::string describe_world(const Engine& e, const std::vector<std::string>& ids)
     out << "queue " << q << " " << s.name.value << " cohort=" << s.cohort << " weight=" << s.weight
         << " " << to_string(s.strategy) << " within=" << to_string(p.within_queue)
         << " reclaim=" << to_string(p.reclaim_within_cohort) << " borrowWithin="
-        << (p.borrow_within_cohort == BorrowWithinCohortPolicy::kNever ? "Never" : "LowerPriority");
+        << to_string(p.borrow_within_cohort);
     if (p.borrow_max_priority_threshold) out << "(<=" << *p.borrow_max_priority_threshold << ")";
     out << " minRuntime=" << p.min_runtime << " quotas:";
     for (const FlavorQuota& fq : s.quotas) {

@@ -50,8 +50,6 @@ bool within_nominal(const Nominal& n, const ResourceVec& used, const ResourceVec
 // One cycle's decisions and events as text (the determinism check compares these).
 std::string serialize(Time now, const std::vector<Decision>& ds, const std::vector<Event>& events);
 
-const char* to_string(WithinQueuePolicy p);
-const char* to_string(ReclaimPolicy p);
 // The run's configuration, queues and nodes, and every job with its state: a reproduction.
 std::string describe_world(const Engine& e, const std::vector<std::string>& ids);
 

@@ -320,11 +320,11 @@ TEST_CASE("a backup taken while the engine thread commits opens and loads consis
   CHECK(store->backup_to(path).code() == ErrorCode::kInvalidArgument);
 }
 
-TEST_CASE("load of many jobs (decoded on two threads) keeps number order and every field") {
+TEST_CASE("load of many jobs (streamed in many chunks from a helper thread) keeps number order and every field") {
   TempDir dir;
   const auto path = dir.file("s.db");
   ResourceNames names;
-  constexpr std::uint64_t kJobs = 25'000;  // above the threshold for the two-thread decode
+  constexpr std::uint64_t kJobs = 25'000;  // a dozen chunks of 2,048
   {
     auto store = open_ok(path, names);
     Batch b;
