@@ -99,7 +99,7 @@ Engine::QueueJobCounts Engine::job_counts(QueueIdx q) const {
   for (const HoldingKey& k : queues_[q].holding)
     ++(jobs_[std::get<3>(k)].state == JobState::kAdmitted ? c.admitted : c.running);
   for (std::uint32_t v : preempting_)
-    if (jobs_[v].queue == q) ++c.preempting;
+    if (jobs_[v].queue == q && !jobs_[v].draining) ++c.preempting;
   return c;
 }
 
@@ -399,7 +399,10 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
     else
       remove_pending(it->second);
   } else if (job.holds_resources()) {
-    release(job, now);
+    if (config_.stops_confirmed)
+      start_draining(it->second, now);
+    else
+      release(job, now);
   } else {
     return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
                  ErrorCode::kFailedPrecondition};
@@ -430,9 +433,19 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
+  if (job.draining) {
+    // Cancelled while it ran: whatever the binder says now, its processes are gone (unless it
+    // only says they started, which a cancel can overtake).
+    if (!std::holds_alternative<JobStarted>(fact)) drained(it->second);
+    return Ok();
+  }
   if (!job.holds_resources())
     return Error{"job \"" + id.value + "\" is " + to_string(job.state) + ", not admitted",
                  ErrorCode::kFailedPrecondition};
+  if (const auto* lost = std::get_if<JobLost>(&fact)) {
+    lose_job(it->second, now, lost->reason);
+    return Ok();
+  }
   if (std::holds_alternative<JobStarted>(fact)) {
     if (job.state == JobState::kAdmitted) {
       job.state = JobState::kRunning;
@@ -461,27 +474,41 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
   return Ok();
 }
 
+// A job whose node (or whose processes alone) vanished: a victim that was stopping anyway is
+// preempted as it would have been; otherwise its on_node_loss decides.
+void Engine::lose_job(std::uint32_t j, Time now, const std::string& reason) {
+  Job& job = jobs_[j];
+  const bool was_preempting = job.state == JobState::kPreempting;
+  release(job, now);
+  if (was_preempting)
+    requeue(j, now, "preempted by " + job.preempted_by.value + " (" + to_string(job.preempt_reason) + "); " +
+                        reason);
+  else if (job.spec.on_node_loss == NodeLossPolicy::kRequeue)
+    requeue(j, now, reason);
+  else
+    finish(j, JobState::kFailed, now, reason);
+}
+
 void Engine::lose_node(NodeIdx n, Time now) {
   std::vector<std::uint32_t> hit;
   for (const auto& [seq, j] : active_)
-    for (const PodSlot& s : jobs_[j].slots)
+    if (!jobs_[j].draining)
+      for (const PodSlot& s : jobs_[j].slots)
       if (s.node == n) {
         hit.push_back(j);
         break;
       }
   const std::string reason = "node " + cluster_.node(n).name + " lost";
-  for (std::uint32_t j : hit) {
-    Job& job = jobs_[j];
-    const bool was_preempting = job.state == JobState::kPreempting;
-    release(job, now);
-    if (was_preempting)  // it was stopping anyway: preempted, as it would have been
-      requeue(j, now, "preempted by " + job.preempted_by.value + " (" +
-                          to_string(job.preempt_reason) + "); " + reason);
-    else if (job.spec.on_node_loss == NodeLossPolicy::kRequeue)
-      requeue(j, now, reason);
-    else
-      finish(j, JobState::kFailed, now, reason);
-  }
+  for (std::uint32_t j : hit) lose_job(j, now, reason);
+  // Cancelled jobs still stopping there have stopped with their node.
+  std::vector<std::uint32_t> drained_here;
+  for (std::uint32_t j : draining_)
+    for (const PodSlot& s : jobs_[j].slots)
+      if (s.node == n) {
+        drained_here.push_back(j);
+        break;
+      }
+  for (std::uint32_t j : drained_here) drained(j);
   // A preemptor booked on the lost node gives its booking up and goes back to its queue.
   std::vector<std::uint32_t> booked;
   for (std::uint32_t j : reserved_)
@@ -519,15 +546,44 @@ void Engine::release(Job& job, Time now) {
     victim_stopped(j, now);  // its quota went when it was chosen; its residual slots go now
     return;
   }
+  release_quota(job, now);
+  release_slots(job);
+}
+
+// What an Admitted or Running job holds, but its place on the nodes.
+void Engine::release_quota(Job& job, Time now) {
+  auto j = static_cast<std::uint32_t>(&job - jobs_.data());
   queues_[job.queue].holding.erase(holding_key(j));
   history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
-  for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
-  job.slots.clear();
   if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
   queues_[job.queue].usage_all_flavors -= job.total;
   --queues_[job.queue].admitted;
   active_.erase({admission_seq_[j], j});
   job.flavor = kNoFlavor;
+}
+
+void Engine::release_slots(Job& job) {
+  for (auto it = job.slots.rbegin(); it != job.slots.rend(); ++it) cluster_.release(*it);
+  job.slots.clear();
+}
+
+// Cancelled while holding a placement, with a binder that confirms stops: its quota is free now
+// (a Preempting victim's went when it was chosen), its slots when the binder says it is gone.
+void Engine::start_draining(std::uint32_t j, Time now) {
+  Job& job = jobs_[j];
+  if (job.state != JobState::kPreempting) release_quota(job, now);
+  job.draining = true;
+  draining_.insert(j);
+}
+
+void Engine::drained(std::uint32_t j) {
+  Job& job = jobs_[j];
+  if (preempting_.count(j) > 0)
+    victim_stopped(j, 0);  // its residual slots go and its preemptors stop waiting on it
+  else
+    release_slots(job);
+  job.draining = false;
+  draining_.erase(j);
 }
 
 void Engine::requeue(std::uint32_t j, Time now, const std::string& reason) {

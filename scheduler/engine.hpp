@@ -36,6 +36,11 @@ struct EngineConfig {
   Time usage_half_life = 0;
   // Kueue's fair-sharing preemption (strategies); off: the classic rules.
   FairSharingConfig fair_sharing;
+  // A binder with real processes (the local executor): a cancelled job that holds a placement is
+  // Cancelled at once, but its nodes and GPUs stay taken ("draining") until the binder reports
+  // that its processes are gone (JobStopped or JobFinished). Off (scenarios, the none binder):
+  // they are free at once.
+  bool stops_confirmed = false;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -76,6 +81,9 @@ struct Job {
   std::int32_t preemptions = 0;  // times preempted
   WaitReason wait;
   std::string end_reason;
+  // Cancelled (or ended) while its processes still run: its slots stay taken until the binder
+  // says they are gone (EngineConfig::stops_confirmed). Holds no quota and is no victim.
+  bool draining = false;
   // As a preemptor: while `reserved`, it is still Pending but its quota is charged and its
   // placement (slots, flavor) booked; it is admitted there once every job in waiting_on stopped.
   bool reserved = false;
@@ -231,6 +239,10 @@ class Engine {
   AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
   void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);
   void release(Job& job, Time now);
+  void release_quota(Job& job, Time now);
+  void release_slots(Job& job);
+  void start_draining(std::uint32_t j, Time now);
+  void drained(std::uint32_t j);
   ResourceVec history_basis() const;
   void requeue(std::uint32_t j, Time now, const std::string& reason);
   void finish(std::uint32_t j, JobState to, Time now, std::string reason);
@@ -242,6 +254,7 @@ class Engine {
   bool room_for_gpu_pod(FlavorId f, Quantity milli) const;
   Admission describe_admission(const Job& job) const;
   void lose_node(NodeIdx n, Time now);
+  void lose_job(std::uint32_t j, Time now, const std::string& reason);
   void rebuild_topology_if_needed();
   Result<std::vector<PodSlot>> place_restored(const Job& job, const RunningPlacement& where,
                                               FlavorId f);
@@ -280,6 +293,7 @@ class Engine {
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
   std::set<std::uint32_t> preempting_;  // victims still stopping
   std::set<std::uint32_t> reserved_;    // preemptors holding a booking
+  std::set<std::uint32_t> draining_;    // cancelled, processes still stopping (stops_confirmed)
   std::vector<std::uint64_t> admission_seq_;                 // by job
   std::uint64_t next_order_ = 0;
   std::uint64_t next_admission_ = 0;

@@ -161,7 +161,13 @@ struct JobStopped {
 struct NodeLost {
   std::string node;
 };
-using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost>;
+// The job's processes vanished without a word (the local executor found them gone after a
+// restart): handled as a loss of its node for that job alone (on_node_loss: requeued or Failed).
+struct JobLost {
+  JobId job;
+  std::string reason;
+};
+using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost, JobLost>;
 
 }  // namespace gpuq
 

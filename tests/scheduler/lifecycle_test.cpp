@@ -216,3 +216,65 @@ TEST_CASE("a restored running job keeps exactly its GPUs; a GPU is never restore
   CHECK(e.cluster().node(slot_new.node).name == "n1");
   CHECK(std::vector<int>(slot_new.gpus.begin(), slot_new.gpus.end()) == std::vector<int>{0});
 }
+
+TEST_CASE("with stops confirmed, a cancelled running job keeps its GPUs until its processes are gone") {
+  EngineConfig config;
+  config.stops_confirmed = true;
+  Engine e(config);
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(4))), 0).ok());
+  REQUIRE(e.submit(job("run", "a", res(gpus(4))), 0).ok());
+  REQUIRE(admitted_ids(e.schedule(0)) == std::vector<std::string>{"run"});
+  REQUIRE(e.observe(JobStarted{JobId("run")}, 1).ok());
+  REQUIRE(e.submit(job("next", "a", res(gpus(4))), 2).ok());
+  REQUIRE(e.cancel(JobId("run"), 3).ok());
+  const Job* run = e.job(JobId("run"));
+  CHECK(run->state == JobState::kCancelled);
+  CHECK(run->draining);
+  CHECK(e.quotas().usage(0, *e.flavor_id("h100")).is_zero());  // its quota is free at once
+  CHECK_FALSE(e.cluster().node(0).used.is_zero());            // its GPUs are not
+  CHECK(e.schedule(4).empty());
+  CHECK(e.cancel(JobId("run"), 4).code() == ErrorCode::kFailedPrecondition);
+  CHECK(e.observe(JobStarted{JobId("run")}, 5).ok());  // a late start report changes nothing
+  CHECK(e.schedule(5).empty());
+  REQUIRE(e.observe(JobStopped{JobId("run")}, 6).ok());
+  CHECK_FALSE(e.job(JobId("run"))->draining);
+  CHECK(e.job(JobId("run"))->state == JobState::kCancelled);
+  CHECK(e.cluster().node(0).used.is_zero());
+  CHECK(admitted_ids(e.schedule(7)) == std::vector<std::string>{"next"});
+  CHECK(e.observe(JobStopped{JobId("run")}, 8).code() == ErrorCode::kFailedPrecondition);
+}
+
+TEST_CASE("with stops confirmed, a lost node frees the GPUs of a cancelled job still stopping there") {
+  EngineConfig config;
+  config.stops_confirmed = true;
+  Engine e(config);
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(4))), 0).ok());
+  REQUIRE(e.submit(job("run", "a", res(gpus(4))), 0).ok());
+  REQUIRE(e.schedule(0).size() == 1);
+  REQUIRE(e.cancel(JobId("run"), 1).ok());
+  REQUIRE(e.observe(NodeLost{"n1"}, 2).ok());
+  CHECK_FALSE(e.job(JobId("run"))->draining);
+  CHECK(e.job(JobId("run"))->state == JobState::kCancelled);
+  CHECK(e.cluster().node(0).used.is_zero());
+}
+
+TEST_CASE("a job whose processes were lost is requeued or failed, by its node-loss policy") {
+  Engine e = small_cluster();
+  JobSpec keep = job("keep", "a", res(gpus(4)));
+  JobSpec drop = job("drop", "a", res(gpus(4)));
+  drop.on_node_loss = NodeLossPolicy::kFail;
+  REQUIRE(e.submit(keep, 0).ok());
+  REQUIRE(e.submit(drop, 0).ok());
+  REQUIRE(e.schedule(0).size() == 2);
+  REQUIRE(e.observe(JobLost{JobId("keep"), "lost"}, 1).ok());
+  REQUIRE(e.observe(JobLost{JobId("drop"), "lost"}, 1).ok());
+  CHECK(e.job(JobId("keep"))->state == JobState::kPending);
+  CHECK(e.job(JobId("keep"))->attempts == 1);
+  CHECK(e.job(JobId("drop"))->state == JobState::kFailed);
+  CHECK(e.job(JobId("drop"))->end_reason == "lost");
+  CHECK(e.cluster().node(0).used.is_zero());
+  CHECK(e.cluster().node(1).used.is_zero());
+  CHECK(e.observe(JobLost{JobId("drop"), "lost"}, 2).code() == ErrorCode::kFailedPrecondition);
+}

@@ -166,3 +166,23 @@ TEST_CASE("minRuntime protects a young job; preemptible false protects any job")
         std::string::npos);
   CHECK(preempted_ids(e.schedule(150)) == std::vector<std::string>{"young by high InQueue"});
 }
+
+TEST_CASE("with stops confirmed, a victim cancelled while stopping ends Cancelled; its preemptor runs once it is gone") {
+  EngineConfig config;
+  config.stops_confirmed = true;
+  Engine e(config);
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(16)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  REQUIRE(e.apply_queue(q).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(e.submit(job("low", "q", res(gpus(8)), 1, 0), 0).ok());
+  REQUIRE(admitted_ids(e.schedule(1)).size() == 1);
+  REQUIRE(e.submit(job("high", "q", res(gpus(8)), 1, 10), 10).ok());
+  REQUIRE(preempted_ids(e.schedule(10)) == std::vector<std::string>{"low by high InQueue"});
+  REQUIRE(e.cancel(JobId("low"), 11).ok());
+  CHECK(e.job(JobId("low"))->state == JobState::kCancelled);
+  CHECK(e.schedule(12).empty());  // high still waits for low's processes
+  REQUIRE(e.observe(JobFinished{JobId("low"), 143, {}}, 13).ok());
+  CHECK(e.job(JobId("low"))->state == JobState::kCancelled);  // not requeued
+  CHECK(admitted_ids(e.schedule(14)) == std::vector<std::string>{"high"});
+}
