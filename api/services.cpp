@@ -1,5 +1,7 @@
 #include "api/services.hpp"
 
+#include "api/logs.hpp"
+
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -192,6 +194,9 @@ class JobsService final : public v1::Jobs::CallbackService {
 
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
                                                 const v1::WatchJobsRequest* req) override;
+  grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext*, const v1::LogsRequest* req) override {
+    return start_log_stream(loop_, *req);
+  }
 
  private:
   Loop& loop_;

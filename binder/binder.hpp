@@ -5,9 +5,11 @@
 // period). What the binder then observes (started, finished with an exit code, stopped, node
 // lost) comes back as BinderFacts through the Report it was given, which feeds them to the
 // engine (the none binder reports at once, inside the call; a binder with real processes or pods
-// reports later, by posting to the engine thread). The local executor (issue 5) and the
-// Kubernetes binder implement the same interface.
+// reports later, from its own thread, and the Core posts the facts to the engine thread). The
+// local executor (binder/local) and, later, the Kubernetes binder implement the same interface.
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "scheduler/model.hpp"
@@ -20,10 +22,49 @@ using Report = std::function<void(const BinderFact&)>;
 class Binder {
  public:
   virtual ~Binder() = default;
-  // Starts an admitted job's pods where the engine placed them (nodes, GPU indices).
-  virtual void bind(const Admission& admission, const storage::RunSpec& run) = 0;
-  // Stops a job, giving it `grace` seconds before it is killed; JobStopped when it has.
+  // Starts an admitted job's pods where the engine placed them (nodes, GPU indices), running
+  // what its record says (command, environment, working directory, max runtime, grace period).
+  virtual void bind(const Admission& admission, const storage::JobRecord& job) = 0;
+  // Stops a job, giving it `grace` seconds before it is killed; JobStopped once every process
+  // of it is gone.
   virtual void stop(const JobId& job, Time grace) = 0;
+
+  // A binder with real processes acts only on decisions that are on disk: bind() and stop()
+  // calls made before turn_closed() take effect at turn_written(true), and are dropped at
+  // turn_written(false) (the write failed; the Core rebuilds from the file and adopts again).
+  virtual void turn_closed() {}
+  virtual void turn_written(bool ok) { (void)ok; }
+  // Start-up (and a rebuild after a failed write), for a job the state file says holds a
+  // placement: nullopt when its processes run on (adopted, or started now when they never
+  // were); otherwise what became of them while gpuqd was not watching.
+  virtual std::optional<BinderFact> adopt(const storage::JobRecord& job) {
+    (void)job;
+    return std::nullopt;
+  }
+  // After adopt() for every such job: stops at once whatever still runs for any other job (a
+  // cancelled job that was stopping, a preemption victim, a job started by a turn that never
+  // reached the disk) and waits for it, so that no GPU is handed out twice.
+  virtual void stop_strays() {}
+  // The turn that recorded its last fact about `job` is on disk: what it kept for it can go.
+  virtual void forget(const JobId& job) { (void)job; }
+  // Begins reporting facts (from a thread of its own; the Core posts them to the engine thread),
+  // and stops (its thread ends before the engine thread's loop goes; what runs, runs on).
+  virtual void start() {}
+  virtual void halt() {}
+  // Whether a cancelled job keeps its GPUs until the binder says it stopped
+  // (EngineConfig::stops_confirmed); the none binder stops jobs at once.
+  virtual bool confirms_stops() const { return false; }
+  // Where a pod's output is kept (any thread); nullopt: this binder keeps none.
+  virtual std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const {
+    (void)job;
+    (void)pod;
+    return std::nullopt;
+  }
+  // What a job must give to run here; an error names the field (checked at submit).
+  virtual Result<void> check_run(const storage::RunSpec& run) const {
+    (void)run;
+    return Ok();
+  }
 };
 
 // No processes: an admitted job is running at once and a stopped job has stopped at once. The
@@ -31,7 +72,7 @@ class Binder {
 class NoneBinder final : public Binder {
  public:
   explicit NoneBinder(Report report) : report_(std::move(report)) {}
-  void bind(const Admission& admission, const storage::RunSpec&) override { report_(JobStarted{admission.job}); }
+  void bind(const Admission& admission, const storage::JobRecord&) override { report_(JobStarted{admission.job}); }
   void stop(const JobId& job, Time) override { report_(JobStopped{job}); }
 
  private:

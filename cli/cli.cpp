@@ -51,7 +51,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.fallthrough();  // --server and --timeout may follow the subcommand
   app.add_option("--server", ctx.server_flag,
                  "HOST:PORT of gpuqd; default $GPUQ_SERVER, then 127.0.0.1:7433");
-  app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch: none)")
+  app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch and logs -f: none)")
       ->check(CLI::NonNegativeNumber);
   add_job_commands(app, ctx);
   add_cluster_commands(app, ctx);

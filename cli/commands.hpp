@@ -7,7 +7,7 @@
 
 namespace gpuq::cli {
 
-void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch
+void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch, logs
 void add_cluster_commands(CLI::App& app, Context& ctx);  // queues, nodes, apply
 void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, usage
 

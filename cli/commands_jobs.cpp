@@ -1,4 +1,4 @@
-// submit, ls, show, cancel, watch.
+// submit, ls, show, cancel, watch, logs.
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -77,7 +77,8 @@ void add_submit(CLI::App& app, Context& ctx) {
   flag_opts.push_back(
       cmd->add_option("--env", o->flags.env, "NAME=VALUE for the command (repeatable)"));
   flag_opts.push_back(
-      cmd->add_option("--workdir", o->flags.workdir, "working directory of the command"));
+      cmd->add_option("--workdir", o->flags.workdir,
+                      "working directory of the command; default: the current directory"));
   flag_opts.push_back(cmd->add_option("command", o->flags.command, "the command, after --"));
   cmd->add_option("--owner", o->flags.owner, "owner; default $USER");
   cmd->add_option("-o,--output", o->output, "table (default), json or yaml")
@@ -254,6 +255,39 @@ void add_watch(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_watch(c, *o); }; });
 }
 
+struct LogsOptions {
+  std::string id;
+  std::int32_t pod = 0;
+  bool follow = false;
+};
+
+int run_logs(Context& ctx, const LogsOptions& o) {
+  const v1::LogsRequest req = logs_request(o.id, o.pod, o.follow);
+  auto stub = v1::Jobs::NewStub(ctx.channel());
+  auto call = ctx.call(/*stream_without_deadline=*/o.follow);
+  auto reader = stub->Logs(call.get(), req);
+  v1::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+    const std::string& data = chunk.data();  // raw bytes, as the pod wrote them
+    ctx.out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    ctx.out.flush();
+  }
+  grpc::Status st = reader->Finish();
+  return st.ok() ? 0 : ctx.fail(st);
+}
+
+void add_logs(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<LogsOptions>();
+  auto* cmd = app.add_subcommand(
+      "logs",
+      "Print a job's output (stdout and stderr of one pod); -f follows it until the job ends");
+  cmd->add_option("ID", o->id, "job id")->required();
+  cmd->add_option("--pod", o->pod, "pod index, 0 (default) .. pods-1, across the pod sets");
+  cmd->add_flag("-f,--follow", o->follow,
+                "keep printing output as it is written, until the job has finished");
+  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_logs(c, *o); }; });
+}
+
 }  // namespace
 
 void add_job_commands(CLI::App& app, Context& ctx) {
@@ -262,6 +296,7 @@ void add_job_commands(CLI::App& app, Context& ctx) {
   add_show(app, ctx);
   add_cancel(app, ctx);
   add_watch(app, ctx);
+  add_logs(app, ctx);
 }
 
 }  // namespace gpuq::cli

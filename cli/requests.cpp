@@ -7,7 +7,9 @@
 #include <cctype>
 #include <charconv>
 #include <ctime>
+#include <filesystem>
 #include <sstream>
+#include <system_error>
 
 #include "api/to_proto.hpp"
 #include "scheduler/quantity.hpp"
@@ -29,6 +31,16 @@ std::optional<std::int64_t> to_int(const std::string& s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
+}
+
+// The current directory; UsageError when it cannot be had (e.g. it was removed).
+std::filesystem::path current_dir(const std::string& what) {
+  std::error_code ec;
+  std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (ec)
+    throw UsageError("cannot get the current directory for " + what + ": " + ec.message() +
+                     "; give an absolute --workdir");
+  return cwd;
 }
 
 std::string trim(std::string s) {
@@ -81,8 +93,23 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
       throw UsageError("--env \"" + kv + "\": expected NAME=VALUE");
     (*out.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  out.set_working_dir(f.workdir);
+  if (f.workdir.empty()) {
+    if (!f.command.empty()) out.set_working_dir(current_dir("the working directory").string());
+  } else if (std::filesystem::path(f.workdir).is_relative()) {
+    out.set_working_dir((current_dir("--workdir \"" + f.workdir + "\"") / f.workdir).string());
+  } else {
+    out.set_working_dir(f.workdir);
+  }
   for (const std::string& c : f.command) out.add_command(c);
+  return req;
+}
+
+v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follow) {
+  if (pod < 0) throw UsageError("--pod " + std::to_string(pod) + " must be >= 0");
+  v1::LogsRequest req;
+  req.set_id(id);
+  req.set_pod(pod);
+  req.set_follow(follow);
   return req;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// Requests built from flags and files, with no server involved: what `gpuq submit`, `gpuq apply`
-// and `gpuq usage` send. Errors in what the user typed throw UsageError (exit 2); errors in a
-// file throw sim::SpecError naming the file and the field path (exit 2).
+// Requests built from flags and files, with no server involved: what `gpuq submit`, `gpuq apply`,
+// `gpuq logs` and `gpuq usage` send. Errors in what the user typed throw UsageError (exit 2);
+// errors in a file throw sim::SpecError naming the file and the field path (exit 2).
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -33,11 +33,17 @@ struct SubmitFlags {
   std::int64_t max_runtime = 0;
   bool exclusive = false;
   std::vector<std::string> env;  // K=V
-  std::string workdir;
+  std::string workdir;           // empty: the current directory when there is a command
   std::vector<std::string> command;
 };
 
+// The working directory sent is absolute, as the local executor needs: --workdir made absolute
+// against the current directory, or, without --workdir, the current directory itself when there
+// is a command (the job runs where it was submitted, as with sbatch).
 v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f);
+
+// What `gpuq logs ID --pod N [-f]` sends; --pod must be >= 0.
+v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follow);
 
 // A job in the scenario format's keys (id optional, priority an integer or a class name) plus
 // `command` (a list), `env` (a map), `workingDir` and `onNodeLoss`. `owner` defaults to

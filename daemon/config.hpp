@@ -4,7 +4,18 @@
 //   grpc: 127.0.0.1:7433          # gRPC listen address
 //   http: 127.0.0.1:7434          # /metrics, /healthz, /readyz
 //   stateFile: gpuqd.db           # SQLite state; relative to the working directory
-//   binder: none                  # none (admitted jobs are marked running); local and kubernetes later
+//   binder: none                  # none (admitted jobs are marked running) | local (processes here)
+//   local:                        # the local executor (binder: local); every key optional
+//     node: gpu-box               # the node's name (default: the host name)
+//     flavor: default             # the node's flavor, as the queues' quotas name it
+//     labels: {zone: a}
+//     nvidiaSmi: nvidia-smi       # GPUs from it when it runs; "" to skip
+//     gpus: 8                     # else this many virtual GPUs
+//     model: virtual              # their model name
+//     reserve: {cpu: 1, memory: 2Gi}  # kept for the machine itself
+//     logDir: var/logs            # <logDir>/<job>/pod-<i>.log
+//     runDir: var/run             # pid and status files of the running pods
+//     shim: /usr/lib/gpuq/gpuq-shim   # default: next to gpuqd
 //   placement: pack               # pack | spread
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
@@ -17,6 +28,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "binder/local/local_binder.hpp"
 #include "daemon/core.hpp"
 
 namespace gpuq::daemon {
@@ -25,6 +37,7 @@ struct Config {
   std::string grpc_address = "127.0.0.1:7433";
   std::string http_address = "127.0.0.1:7434";
   std::string binder = "none";
+  binder::LocalConfig local;
   int max_request_bytes = 4 << 20;
   CoreConfig core;
   // Applied at start; parsed (and checked) at load, parsed again into the Core's resource
@@ -38,6 +51,10 @@ struct StartSpecs {
   std::vector<NodeSpec> nodes;
 };
 StartSpecs specs_at_start(const Config& c, ResourceNames& names);
+
+// binder: local: finds the machine's GPUs, CPUs and memory, makes the log and run directories
+// (absolute from here on), and sets config.core.make_binder. Returns the machine's node.
+Result<NodeSpec> prepare_local(Config& config);
 
 // Throws std::runtime_error naming the file, the field and what is allowed.
 Config load_config(const std::string& path);

@@ -12,8 +12,9 @@
 namespace gpuq::daemon {
 namespace {
 
+// Ids name the local executor's files and directories: no '/', and no leading '.' ("..").
 bool valid_id(const std::string& id) {
-  if (id.empty() || id.size() > 63) return false;
+  if (id.empty() || id.size() > 63 || id.front() == '.') return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_' || c == '.';
@@ -24,13 +25,37 @@ bool valid_id(const std::string& id) {
 
 Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
            std::unique_ptr<storage::Store> store)
-    : config_(config),
-      names_(std::move(names)),
-      store_(std::move(store)),
-      binder_(std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) {
-        if (auto r = engine_->observe(fact, bind_now_); !r)
-          spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
-      })) {}
+    : config_(config), names_(std::move(names)), store_(std::move(store)) {
+  if (config_.make_binder) {
+    binder_ = config_.make_binder([this](const BinderFact& fact) { fact_post_(fact); });
+  } else {
+    binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) {
+      if (auto r = engine_->observe(fact, bind_now_); !r)
+        spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
+    });
+  }
+  config_.engine.stops_confirmed = binder_->confirms_stops();
+}
+
+void Core::start_binder(std::function<void(const BinderFact&)> post) {
+  fact_post_ = std::move(post);
+  binder_->start();
+}
+
+void Core::observe(const BinderFact& fact, Time now) {
+  if (auto r = engine_->observe(fact, now); !r) {
+    spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
+    return;
+  }
+  if (const auto* done = std::get_if<JobFinished>(&fact)) {
+    if (auto it = unfinished_.find(done->job.value); it != unfinished_.end()) it->second.exit_code = done->exit_code;
+    facts_open_.push_back(done->job);
+  } else if (const auto* stopped = std::get_if<JobStopped>(&fact)) {
+    facts_open_.push_back(stopped->job);
+  } else if (const auto* lost = std::get_if<JobLost>(&fact)) {
+    facts_open_.push_back(lost->job);
+  }
+}
 
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -87,6 +112,11 @@ Result<void> Core::rebuild(Time now) {
   if (restore_failures > 10)
     spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
   (void)engine_->take_events();  // restoring is not a transition
+  // What ended while gpuqd was not watching is a transition (written with the first turn).
+  binder_->stop_strays();
+  facts_open_.clear();
+  facts_closed_.clear();
+  for (const BinderFact& fact : std::exchange(adopted_facts_, {})) observe(fact, now);
   return Ok();
 }
 
@@ -135,7 +165,10 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
         where.gpus.emplace_back(p.gpus.begin(), p.gpus.end());  // the same GPUs again
       }
     r = engine_->restore_running(rec.spec, where, now);
-    if (r) rec.state = JobState::kRunning;
+    if (r) {
+      rec.state = JobState::kRunning;
+      if (auto fact = binder_->adopt(rec)) adopted_facts_.push_back(*fact);
+    }
   } else {
     if (rec.state == JobState::kPreempting) {
       rec.state = JobState::kPending;
@@ -162,6 +195,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
 
 Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now) {
   sync_names();
+  if (auto r = binder_->check_run(run); !r) return Error{r.error(), r.code()};
   if (spec.id.value.empty()) {
     do {
       spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
@@ -175,7 +209,7 @@ Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storag
   } else {
     if (!valid_id(spec.id.value))
       return Error{"spec.id: \"" + spec.id.value +
-                       "\" is not allowed; use 1 to 63 letters, digits, '-', '_' or '.'",
+                       "\" is not allowed; use 1 to 63 letters, digits, '-', '_' or '.', not starting with '.'",
                    ErrorCode::kInvalidArgument};
     bool taken = unfinished_.count(spec.id.value) > 0;
     if (!taken) {
@@ -216,7 +250,10 @@ Result<void> Core::cancel(const std::string& id, Time now) {
                    ErrorCode::kFailedPrecondition};
     return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
   }
-  return engine_->cancel(JobId(id), now);
+  if (auto r = engine_->cancel(JobId(id), now); !r) return r;
+  // Cancelled while it runs: its processes are stopped, and its GPUs free once they are gone.
+  if (const Job* job = engine_->job(JobId(id)); job && job->draining) binder_->stop(job->spec.id, job->spec.grace_period);
+  return Ok();
 }
 
 Result<void> Core::apply_queue(const QueueSpec& spec) {
@@ -266,7 +303,7 @@ void Core::bind(const std::vector<Decision>& decisions, Time now) {
   for (const Decision& d : decisions) {
     if (const auto* a = std::get_if<Admission>(&d)) {
       auto it = unfinished_.find(a->job.value);
-      binder_->bind(*a, it != unfinished_.end() ? it->second.run : storage::RunSpec{});
+      if (it != unfinished_.end()) binder_->bind(*a, it->second);
     } else {
       const auto& p = std::get<Preemption>(d);
       binder_->stop(p.job, p.grace_period);
@@ -357,7 +394,20 @@ storage::Batch Core::close_turn(Time now) {
   metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
-  return std::exchange(batch_, storage::Batch{});
+  binder_->turn_closed();
+  facts_closed_ = std::exchange(facts_open_, {});
+  storage::Batch batch = std::exchange(batch_, storage::Batch{});
+  if (batch.empty()) turn_done(true);  // nothing to write: as good as written
+  return batch;
+}
+
+// The binder acts on the turn's decisions once they are on disk, and drops what it kept for jobs
+// whose last fact is.
+void Core::turn_done(bool written) {
+  if (written)
+    for (const JobId& id : facts_closed_) binder_->forget(id);
+  facts_closed_.clear();
+  binder_->turn_written(written);
 }
 
 Core::TurnResult Core::write(const storage::Batch& batch) {
@@ -375,6 +425,7 @@ Core::TurnResult Core::write(const storage::Batch& batch) {
 }
 
 void Core::committed(const storage::Batch& batch, const TurnResult& result, Time now) {
+  if (!batch.empty()) turn_done(result.ok);
   if (!result.ok) {
     spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", result.error);
     if (auto rb = rebuild(now); !rb) spdlog::critical("event=rebuild_failed error=\"{}\"", rb.error());

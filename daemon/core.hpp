@@ -30,6 +30,9 @@ struct CoreConfig {
   // the file's before any job is restored (and written with the first turn). Throws on a bad
   // spec (the config was checked when loaded).
   std::function<void(ResourceNames&, std::vector<QueueSpec>&, std::vector<NodeSpec>&)> start_specs;
+  // The binder (config `binder`); unset: the none binder. It is given the Report through which
+  // it sends its facts from its own thread (they reach the engine through start_binder's post).
+  std::function<std::unique_ptr<binder::Binder>(binder::Report)> make_binder;
 };
 
 // Counters for /metrics (engine thread; read through Loop::run_sync).
@@ -88,6 +91,13 @@ class Core {
   // The three in line (start-up).
   TurnResult end_turn(Time now);
 
+  // A binder's fact, in a turn on the engine thread (posted there by start_binder's `post`).
+  void observe(const BinderFact& fact, Time now);
+  // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn.
+  void start_binder(std::function<void(const BinderFact&)> post);
+  void halt_binder() { binder_->halt(); }
+  const binder::Binder& binder() const { return *binder_; }
+
   // Queries (engine thread).
   Result<v1::Job> job(const std::string& id);
   // A row of a listing: an unfinished job as it is in memory now (with its live pending reason),
@@ -113,14 +123,20 @@ class Core {
                                  const std::vector<NodeSpec>& config_nodes, Time now);
   void restore(storage::JobRecord& rec, Time now, std::size_t& failures);
   void bind(const std::vector<Decision>& decisions, Time now);
+  void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<binder::Binder> binder_;  // reports its facts to the engine at bind_now_
+  std::unique_ptr<binder::Binder> binder_;  // the none binder reports its facts at bind_now_
   Time bind_now_ = 0;
+  std::function<void(const BinderFact&)> fact_post_;  // set before the binder's thread starts
+  // Jobs whose last binder fact came in this turn / the turn being written: forgotten by the
+  // binder once that turn is on disk.
+  std::vector<JobId> facts_open_, facts_closed_;
+  std::vector<BinderFact> adopted_facts_;  // from adopt() while rebuilding, applied after
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API

@@ -68,11 +68,21 @@ int main(int argc, char** argv) {
   if (!grpc_address.empty()) config.grpc_address = grpc_address;
   if (!http_address.empty()) config.http_address = http_address;
 
-  config.core.start_specs = [&config](ResourceNames& names, std::vector<QueueSpec>& queues,
-                                      std::vector<NodeSpec>& nodes) {
+  std::optional<NodeSpec> local_node;
+  if (config.binder == "local") {
+    if (auto r = daemon::prepare_local(config); !r) {
+      std::cerr << "gpuqd: " << r.error() << "\n";
+      return 2;
+    } else {
+      local_node = r.value();
+    }
+  }
+  config.core.start_specs = [&config, &local_node](ResourceNames& names, std::vector<QueueSpec>& queues,
+                                                   std::vector<NodeSpec>& nodes) {
     auto specs = daemon::specs_at_start(config, names);
     queues = std::move(specs.queues);
     nodes = std::move(specs.nodes);
+    if (local_node) nodes.push_back(*local_node);
   };
   Result<std::unique_ptr<daemon::Core>> core = Error{"not opened"};
   try {
@@ -101,6 +111,15 @@ int main(int argc, char** argv) {
     loop.stop();
     return 1;
   }
+  // The binder's facts (a pod exited) come from its thread; each is applied in a turn.
+  loop.run_sync([&](daemon::Core& c) {
+    c.start_binder([&loop](const BinderFact& fact) {
+      loop.post([fact](daemon::Core& core, Time now) -> daemon::Loop::Done {
+        core.observe(fact, now);
+        return {};
+      });
+    });
+  });
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -145,6 +164,7 @@ int main(int argc, char** argv) {
   http.stop();
   spdlog::info("event=stopping stage=http_done");
   loop.stop();
+  core.value()->halt_binder();  // before the loop goes: it posts the binder's facts there
   spdlog::info("event=stopped");
   spdlog::shutdown();  // flushes
   return 0;

@@ -1,23 +1,85 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and starts gpuqd with the example configuration
-# (examples/gpuqd.yaml: two queues in a cohort, four 8-GPU nodes, its own state file
-# gpuqd-example.db in the working directory). Stop it with Ctrl-C; the state stays on disk.
-# Extra arguments go to gpuqd (e.g. --grpc 127.0.0.1:7533).
+# Installs what is missing, builds, and starts gpuqd in the background with the local executor
+# (examples/standalone.yaml: this machine's GPUs, or 8 virtual ones; three queues in a cohort;
+# state, logs and pid files under ./var/). Then submits a few demo jobs from two queues, shows
+# the queues and the jobs, and says how to go on and how to stop it.
+#
+# Run it again at any time: a gpuqd it started before is stopped (SIGTERM; its jobs keep
+# running) and the new build is started on the same state, adopting them.
+# Extra arguments go to gpuqd (e.g. --grpc 127.0.0.1:7533 --http 127.0.0.1:7534).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
 
 scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build --target gpuqd gpuq
+cmake --build build --target gpuqd gpuq gpuq-shim
 
-cat <<'MSG'
+mkdir -p var
+PIDFILE=var/gpuqd.pid
+GPUQD_LOG=var/gpuqd.log
 
-gpuqd is starting (gRPC 127.0.0.1:7433, metrics http://127.0.0.1:7434/metrics). In another terminal:
-  build/cli/gpuq queues
-  build/cli/gpuq submit --queue research --gpus 2 --name train -- python train.py
-  build/cli/gpuq ls
-  build/cli/gpuq watch
-  build/cli/gpuq sim scenario examples/scenarios/reclaim-and-priority.yaml
+# Our earlier gpuqd, if it still runs: stopped cleanly (its jobs run on and are adopted).
+if [[ -f $PIDFILE ]]; then
+  old=$(cat "$PIDFILE")
+  if kill -0 "$old" 2>/dev/null && grep -q gpuqd "/proc/$old/cmdline" 2>/dev/null; then
+    echo "Stopping the gpuqd started earlier (pid $old)..."
+    kill -TERM "$old"
+    for _ in $(seq 1 100); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$old" 2>/dev/null; then
+      echo "gpuqd (pid $old) did not stop within 10 s; stop it (kill $old) and run this again" >&2
+      exit 1
+    fi
+  fi
+  rm -f "$PIDFILE"
+fi
 
+GRPC=127.0.0.1:7433
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [[ ${args[i]} == --grpc ]] && GRPC=${args[i + 1]:-$GRPC}
+  [[ ${args[i]} == --grpc=* ]] && GRPC=${args[i]#--grpc=}
+done
+export GPUQ_SERVER=$GRPC
+
+nohup build/daemon/gpuqd --config examples/standalone.yaml "$@" >>"$GPUQD_LOG" 2>&1 </dev/null &
+echo $! >"$PIDFILE"
+GPUQ=$ROOT/build/cli/gpuq
+
+# Ready once it answers (the state file is loaded before it serves).
+for _ in $(seq 1 100); do
+  if ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+    echo "gpuqd did not start; the end of $GPUQD_LOG says why:" >&2
+    tail -n 20 "$GPUQD_LOG" >&2
+    rm -f "$PIDFILE"
+    exit 1
+  fi
+  "$GPUQ" queues >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+echo
+echo "Demo jobs (each prints the GPUs it was given, then sleeps):"
+demo='echo "job $GPUQ_JOB_ID in $GPUQ_QUEUE: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 20'
+"$GPUQ" submit --queue vision --gpus 2 --name resnet -- sh -c "$demo"
+"$GPUQ" submit --queue vision --gpus 4 --name vit -- sh -c "$demo"
+"$GPUQ" submit --queue nlp --gpus 1 --name bert -- sh -c "$demo"
+"$GPUQ" submit --queue nlp --gpus 500m --name tokenizer -- sh -c "$demo"
+"$GPUQ" submit --queue nlp --gpus 4 --name llama -- sh -c "$demo"
+sleep 1
+echo
+"$GPUQ" queues
+echo
+"$GPUQ" ls
+
+cat <<MSG
+
+gpuqd runs in the background (pid $(cat "$PIDFILE"); gRPC $GRPC; its log: $GPUQD_LOG;
+job output under var/logs/). Use it with build/cli/gpuq, for example:
+  export GPUQ_SERVER=$GRPC
+  build/cli/gpuq submit --queue vision --gpus 2 -- python train.py
+  build/cli/gpuq ls --all           # jobs, finished ones too
+  build/cli/gpuq logs JOB_ID -f     # a job's output
+  build/cli/gpuq watch              # state changes as they happen
+Stop it with: kill \$(cat var/gpuqd.pid)   (running jobs keep running and are adopted at the next start)
 MSG
-exec build/daemon/gpuqd --config examples/gpuqd.yaml "$@"

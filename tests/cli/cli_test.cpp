@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -226,6 +227,54 @@ TEST_CASE("submit flags become a SubmitJobRequest") {
   bad = f;
   bad.queue.clear();
   CHECK(error_of([&] { submit_request_from_flags(bad); }).find("--queue") != std::string::npos);
+}
+
+TEST_CASE("submit flags: the working directory is absolute, the current one by default") {
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  SubmitFlags f;
+  f.queue = "team-a";
+  f.command = {"python", "train.py"};
+  // No --workdir: the job runs where it was submitted.
+  CHECK(submit_request_from_flags(f).spec().working_dir() == cwd.string());
+  // A relative --workdir is taken from the current directory.
+  f.workdir = "runs/exp1";
+  const std::string rel = submit_request_from_flags(f).spec().working_dir();
+  CHECK(std::filesystem::path(rel).is_absolute());
+  CHECK(rel == (cwd / "runs/exp1").string());
+  // An absolute one is sent as typed.
+  f.workdir = "/data/exp1";
+  CHECK(submit_request_from_flags(f).spec().working_dir() == "/data/exp1");
+  // No command: nothing runs, so no directory is sent.
+  SubmitFlags bare;
+  bare.queue = "team-a";
+  CHECK(submit_request_from_flags(bare).spec().working_dir().empty());
+}
+
+TEST_CASE("logs requests: --pod must be >= 0") {
+  v1::LogsRequest r = logs_request("j1", 3, true);
+  CHECK(r.id() == "j1");
+  CHECK(r.pod() == 3);
+  CHECK(r.follow());
+  CHECK(r.offset() == 0);
+  CHECK_THROWS_AS(logs_request("j1", -1, false), UsageError);
+  // Refused before anything is sent (nothing listens on port 1).
+  for (const std::vector<std::string>& pod :
+       std::vector<std::vector<std::string>>{{"--pod=-1"}, {"--pod", "-2"}}) {
+    std::vector<std::string> args = {"--server", "127.0.0.1:1", "logs", "j1"};
+    args.insert(args.end(), pod.begin(), pod.end());
+    Run bad = run(args);
+    INFO(bad.err);
+    CHECK(bad.rc == 2);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("--pod") != std::string::npos);
+  }
+  CHECK(run({"logs"}).rc == 2);                      // no ID
+  CHECK(run({"logs", "j1", "--pod", "x"}).rc == 2);  // not a number
+  // A valid request goes to the server; an unreachable one is exit 1.
+  Run down = run({"--server", "127.0.0.1:1", "--timeout", "10", "logs", "j1", "-f"});
+  CHECK(down.rc == 1);
+  CHECK(down.out.empty());
+  CHECK(down.err.find("127.0.0.1:1") != std::string::npos);
 }
 
 TEST_CASE("a job file becomes a SubmitJobRequest; errors name the field") {

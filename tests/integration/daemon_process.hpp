@@ -50,12 +50,12 @@ nodes:
 // A gpuqd child process; the address comes from the line it prints on stdout.
 class Daemon {
  public:
-  explicit Daemon(const fs::path& dir, bool with_config = true) {
+  explicit Daemon(const fs::path& dir, bool with_config = true, const std::string& config_text = kConfig) {
     const fs::path config = dir / "gpuqd.yaml";
     std::vector<std::string> args = {"--state-file", (dir / "state.db").string(), "--grpc", "127.0.0.1:0",
                                      "--http", "127.0.0.1:0"};
     if (with_config) {
-      std::ofstream(config) << kConfig;
+      std::ofstream(config) << config_text;
       args.insert(args.begin(), {"--config", config.string()});
     }
     child_ = start_gpuqd(GPUQD_PATH, args, dir / "gpuqd.out", dir / "gpuqd.err", std::chrono::seconds(15));

@@ -1,0 +1,131 @@
+// Jobs.Logs. A thread per stream reads the pod's log file a chunk at a time, waiting for each
+// write to go out before reading on; with follow it polls the file and the job's state (the
+// store's read connection) until the job has finished and the file holds nothing more.
+#include "api/logs.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "api/services.hpp"
+
+namespace gpuq::api {
+
+namespace {
+
+constexpr std::size_t kChunk = 64 << 10;
+
+class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  LogStream(storage::Store& store, std::string job, std::filesystem::path path, std::int64_t offset, bool follow)
+      : store_(store), job_(std::move(job)), path_(std::move(path)), offset_(offset), follow_(follow) {
+    std::thread([this] { run(); }).detach();
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    writing_ = false;
+    write_failed_ = !ok;
+    cv_.notify_all();
+  }
+  void OnCancel() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  // Whether the job will write no more: finished, or gone from the store.
+  bool job_over() {
+    auto rec = store_.job(job_);
+    return !rec || !rec.value() || is_finished(rec.value()->state);
+  }
+
+  // Sends what the file holds past offset_; false when the client is gone.
+  bool send_available() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return true;  // not started yet
+    in.seekg(offset_);
+    std::string data(kChunk, '\0');
+    while (in.read(data.data(), static_cast<std::streamsize>(data.size())) || in.gcount() > 0) {
+      chunk_.Clear();
+      chunk_.set_offset(offset_);
+      chunk_.set_data(data.data(), static_cast<std::size_t>(in.gcount()));
+      offset_ += in.gcount();
+      std::unique_lock lock(mu_);
+      if (cancelled_) return false;
+      writing_ = true;
+      StartWrite(&chunk_);
+      cv_.wait(lock, [&] { return !writing_ || cancelled_; });
+      if (write_failed_ || cancelled_) return false;
+    }
+    return true;
+  }
+
+  void run() {
+    while (true) {
+      // Decided before reading, so that what was written up to the job's end is all read.
+      const bool over = !follow_ || job_over();
+      if (!send_available()) return Finish(grpc::Status::CANCELLED);
+      if (over) return Finish(grpc::Status::OK);
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return cancelled_; }))
+        return Finish(grpc::Status::CANCELLED);
+    }
+  }
+
+  storage::Store& store_;
+  const std::string job_;
+  const std::filesystem::path path_;
+  std::int64_t offset_;
+  const bool follow_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false, write_failed_ = false, cancelled_ = false;
+  v1::LogChunk chunk_;
+};
+
+// For a request that is refused before any output.
+class RefusedStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  explicit RefusedStream(grpc::Status st) { Finish(std::move(st)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req) {
+  storage::Store* store = nullptr;
+  std::optional<std::filesystem::path> path;
+  std::optional<storage::JobRecord> rec;
+  grpc::Status refused = grpc::Status::OK;
+  loop.run_sync([&](daemon::Core& c) {
+    store = &c.store();
+    auto found = c.store().job(req.id());
+    if (!found) {
+      refused = to_status(ErrorCode::kUnavailable, found.error());
+      return;
+    }
+    rec = found.value();
+    path = c.binder().log_path(JobId(req.id()), req.pod());
+  });
+  if (!refused.ok()) return new RefusedStream(refused);
+  if (!rec) return new RefusedStream(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
+  if (!path)
+    return new RefusedStream(to_status(ErrorCode::kFailedPrecondition,
+                                       "gpuqd runs with binder: none, which runs no processes and keeps no logs"));
+  std::int32_t pods = 0;
+  for (const PodSet& s : rec->spec.pod_sets) pods += s.count;
+  if (req.pod() < 0 || req.pod() >= pods)
+    return new RefusedStream(to_status(ErrorCode::kInvalidArgument,
+                                       "pod: " + std::to_string(req.pod()) + " is not a pod of job \"" + req.id() +
+                                           "\"; use 0 to " + std::to_string(pods - 1)));
+  if (req.offset() < 0)
+    return new RefusedStream(to_status(ErrorCode::kInvalidArgument,
+                                       "offset: " + std::to_string(req.offset()) + " is negative; use 0 or more"));
+  return new LogStream(*store, req.id(), *path, req.offset(), req.follow());
+}
+
+}  // namespace gpuq::api

@@ -1,0 +1,135 @@
+// What the local executor has to hand out: GPUs (nvidia-smi or the config's virtual ones), CPUs
+// and memory (the kernel's view, less a reserve for the machine itself).
+#include <sched.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "binder/local/local_binder.hpp"
+
+namespace gpuq::binder {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+// Quotes for sh: the configured path may hold spaces.
+std::string sh_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<LocalGpu> parse_nvidia_smi(const std::string& csv) {
+  std::vector<LocalGpu> out;
+  std::istringstream in(csv);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (trim(line).empty()) continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(trim(x));
+    const std::string where = "nvidia-smi output line " + std::to_string(n) + " \"" + line + "\": ";
+    if (f.size() != 4) throw std::runtime_error(where + "expected index, uuid, name, memory.total");
+    LocalGpu g;
+    try {
+      std::size_t used = 0;
+      g.index = std::stoi(f[0], &used);
+      if (used != f[0].size() || g.index < 0) throw std::invalid_argument("index");
+    } catch (const std::exception&) {
+      throw std::runtime_error(where + "index \"" + f[0] + "\" is not a GPU index");
+    }
+    g.uuid = f[1];
+    g.name = f[2];
+    // "81559 MiB"; "[N/A]" on some boards: memory is informative only.
+    try {
+      g.memory_mib = std::stoll(f[3]);
+    } catch (const std::exception&) {
+      g.memory_mib = 0;
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Result<Inventory> discover(const LocalConfig& config) {
+  Inventory inv;
+  if (!config.nvidia_smi.empty()) {
+    const std::string cmd = sh_quote(config.nvidia_smi) +
+                            " --query-gpu=index,uuid,name,memory.total --format=csv,noheader 2>/dev/null";
+    std::string text;
+    int status = -1;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      std::array<char, 4096> buf{};
+      for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) text.append(buf.data(), n);
+      status = ::pclose(p);
+    }
+    if (status == 0) {
+      try {
+        inv.gpus = parse_nvidia_smi(text);
+      } catch (const std::exception& e) {
+        return Error{std::string("local.nvidiaSmi: ") + e.what(), ErrorCode::kInvalidArgument};
+      }
+      if (!inv.gpus.empty()) inv.source = "nvidia-smi";
+    } else {
+      spdlog::info("event=gpu_discovery nvidia_smi={} found=none note=\"using local.gpus ({} {} GPUs)\"",
+                   config.nvidia_smi, config.gpus, config.model);
+    }
+  }
+  if (inv.gpus.empty()) {
+    inv.source = "config";
+    for (int i = 0; i < config.gpus; ++i) inv.gpus.push_back(LocalGpu{i, "", config.model, 0});
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                                  : static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  inv.cpu = static_cast<Quantity>(cpus) * 1000 - config.reserve_cpu;
+  inv.memory = static_cast<Quantity>(::sysconf(_SC_PHYS_PAGES)) * static_cast<Quantity>(::sysconf(_SC_PAGE_SIZE)) -
+               config.reserve_memory;
+  if (inv.cpu <= 0)
+    return Error{"local.reserve.cpu: " + std::to_string(config.reserve_cpu) + "m leaves no CPU of this machine's " +
+                     std::to_string(cpus) + "; reserve less",
+                 ErrorCode::kInvalidArgument};
+  if (inv.memory <= 0)
+    return Error{"local.reserve.memory: " + std::to_string(config.reserve_memory) +
+                     " bytes leaves no memory of this machine's; reserve less",
+                 ErrorCode::kInvalidArgument};
+  return inv;
+}
+
+NodeSpec local_node(const LocalConfig& config, const Inventory& inventory) {
+  NodeSpec n;
+  n.name = config.node;
+  if (n.name.empty()) {
+    std::array<char, 256> host{};
+    n.name = ::gethostname(host.data(), host.size() - 1) == 0 && host[0] != '\0' ? host.data() : "local";
+  }
+  n.flavor = config.flavor;
+  n.labels = config.labels;
+  if (!inventory.gpus.empty()) n.labels.emplace("gpuq.io/gpu-model", inventory.gpus.front().name);
+  n.capacity[kGpu] = static_cast<Quantity>(inventory.gpus.size()) * kMilliPerGpu;
+  n.capacity[kCpu] = inventory.cpu;
+  n.capacity[kMemory] = inventory.memory;
+  return n;
+}
+
+std::filesystem::path pod_log_path(const std::filesystem::path& log_dir, const std::string& job, int pod) {
+  return log_dir / job / ("pod-" + std::to_string(pod) + ".log");
+}
+
+}  // namespace gpuq::binder

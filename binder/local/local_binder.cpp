@@ -1,0 +1,441 @@
+// The local executor: pods as gpuq-shim processes, watched through pidfds on the binder's own
+// thread (local_binder.hpp). The engine thread calls bind/stop/adopt/...; spawning, signalling
+// and the exit handling run on the binder thread, in the order the engine thread asked for them.
+#include "binder/local/local_binder.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "binder/local/proc.hpp"
+#include "binder/local/shim_status.hpp"
+#include "binder/local/spawn.hpp"
+
+namespace gpuq::binder {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using local::ShimStatus;
+
+namespace {
+
+struct Pod {
+  pid_t pid = -1;
+  // Owns the pidfd of the pod's shim: readable once the shim has exited, which it does only
+  // when every process of the pod is gone.
+  std::unique_ptr<asio::posix::stream_descriptor> pidfd;
+  bool done = false;
+  bool lost = false;  // gone without a status file
+  std::optional<ShimStatus> status;
+};
+
+struct Tracked {
+  std::vector<Pod> pods;
+  Time max_runtime = 0;
+  bool stop_requested = false;
+  std::optional<BinderFact> fact;  // the last fact, once reported; kept until forget()
+};
+
+struct PidFile {
+  pid_t pid = -1;
+  std::uint64_t start = 0;
+  std::string boot;
+};
+
+std::optional<PidFile> read_pid_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  PidFile f;
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    try {
+      if (k == "pid") f.pid = static_cast<pid_t>(std::stol(v));
+      if (k == "start") f.start = std::stoull(v);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (k == "boot") f.boot = v;
+  }
+  if (f.pid <= 0) return std::nullopt;
+  return f;
+}
+
+void write_pid_file(const fs::path& p, const PidFile& f) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "pid=" << f.pid << "\nstart=" << f.start << "\nboot=" << f.boot << "\n";
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) spdlog::error("event=pid_file_failed path={} error=\"{}\"", p.string(), ec.message());
+}
+
+bool failed(const Pod& p) {
+  if (p.lost) return true;
+  if (!p.status) return false;
+  return p.status->max_runtime_exceeded || p.status->outcome != ShimStatus::Outcome::kExited ||
+         p.status->code != 0;
+}
+
+// Why a pod failed, as the job's reason.
+std::string pod_reason(const ShimStatus& s) {
+  std::string out = local::describe(s);
+  if (out.empty() && s.max_runtime_exceeded) out = "max runtime exceeded";
+  return out;
+}
+
+// When every pod is done: what the engine hears.
+BinderFact final_fact(const JobId& id, const Tracked& t) {
+  if (t.stop_requested) return JobStopped{id};
+  for (const Pod& p : t.pods)
+    if (p.lost) return JobLost{id, "lost"};
+  const Pod* first = nullptr;
+  std::size_t first_index = 0;
+  for (std::size_t i = 0; i < t.pods.size(); ++i)
+    if (failed(t.pods[i]) && (first == nullptr || t.pods[i].status->ended_at < first->status->ended_at)) {
+      first = &t.pods[i];
+      first_index = i;
+    }
+  if (first == nullptr) return JobFinished{id, 0, {}};
+  int code = local::exit_code_of(*first->status);
+  if (code == 0) code = 1;  // a max runtime exceeded by a job that exited 0 on SIGTERM still failed
+  std::string reason = pod_reason(*first->status);
+  if (t.pods.size() > 1) reason = "pod " + std::to_string(first_index) + ": " + reason;
+  return JobFinished{id, code, reason};
+}
+
+}  // namespace
+
+struct LocalBinder::State {
+  LocalConfig config;
+  Inventory inventory;
+  Report report;
+  std::string boot;
+  Launcher launcher;
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard;
+  std::thread thread;
+  // Engine thread only.
+  std::vector<std::function<void()>> open, closed;
+  std::set<std::string> adopted;  // by adopt(), until stop_strays()
+  // Both threads.
+  std::mutex mu;
+  std::map<std::string, Tracked> jobs;
+
+  fs::path run_dir(const std::string& job) const { return config.run_dir / job; }
+  fs::path pid_path(const std::string& job, std::size_t pod) const {
+    return run_dir(job) / ("pod-" + std::to_string(pod) + ".pid");
+  }
+  fs::path status_path(const std::string& job, std::size_t pod) const {
+    return run_dir(job) / ("pod-" + std::to_string(pod) + ".status");
+  }
+
+  void spawn(const Admission& a, const storage::JobRecord& rec);
+  void watch(const std::string& job, std::size_t pod, int pidfd);
+  void pod_exited(const std::string& job, std::size_t pod);
+  void finish_if_done(const std::string& job, Tracked& t, std::unique_lock<std::mutex>& lock);
+  void stop_job(const std::string& job);
+};
+
+// Binder thread. Starts every pod of the job; a pod that cannot start is done with an error
+// outcome, and the others are stopped.
+void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec) {
+  const std::string& id = a.job.value;
+  std::error_code ec;
+  fs::remove_all(run_dir(id), ec);
+  fs::create_directories(run_dir(id), ec);
+  fs::create_directories(config.log_dir / id, ec);
+  Tracked t;
+  t.max_runtime = rec.spec.max_runtime.value_or(0);
+  t.pods.resize(a.pods.size());
+  if (auto bad = launcher.precheck(rec.run)) {
+    for (std::size_t i = 0; i < a.pods.size(); ++i) {
+      launcher.note(pod_log_path(config.log_dir, id, static_cast<int>(i)), *bad);
+      t.pods[i].done = true;
+      t.pods[i].status = ShimStatus{ShimStatus::Outcome::kError, 127, 0, false, false, false, *bad, 0, 0};
+    }
+  }
+  std::unique_lock lock(mu);
+  Tracked& tracked = jobs[id] = std::move(t);
+  for (std::size_t i = 0; i < a.pods.size(); ++i) {
+    if (tracked.pods[i].done) continue;
+    PodLaunch launch{id, a.queue.value, i, a.pods.size(), a.pods[i], rec,
+                     status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i))};
+    auto started = launcher.start(launch);
+    if (!started) {
+      launcher.note(launch.log, started.error());
+      tracked.pods[i].done = true;
+      tracked.pods[i].status = ShimStatus{ShimStatus::Outcome::kError, 127, 0, false, false, false, started.error(), 0, 0};
+      continue;
+    }
+    tracked.pods[i].pid = started.value().pid;
+    write_pid_file(pid_path(id, i), PidFile{started.value().pid, started.value().start_ticks, boot});
+    watch(id, i, started.value().pidfd);
+  }
+  spdlog::info("event=pods_started job={} pods={}", id, a.pods.size());
+  bool running = false;
+  for (const Pod& p : tracked.pods) running = running || !p.done;
+  if (running) {
+    lock.unlock();
+    report(JobStarted{a.job});
+    lock.lock();
+  }
+  finish_if_done(id, tracked, lock);
+}
+
+void LocalBinder::State::watch(const std::string& job, std::size_t pod, int pidfd) {
+  auto sd = std::make_unique<asio::posix::stream_descriptor>(io, pidfd);
+  sd->async_wait(asio::posix::stream_descriptor::wait_read, [this, job, pod](const boost::system::error_code& ec) {
+    if (ec != asio::error::operation_aborted) pod_exited(job, pod);
+  });
+  jobs[job].pods[pod].pidfd = std::move(sd);
+}
+
+void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
+  std::unique_lock lock(mu);
+  auto it = jobs.find(job);
+  if (it == jobs.end() || pod >= it->second.pods.size() || it->second.pods[pod].done) return;
+  Tracked& t = it->second;
+  Pod& p = t.pods[pod];
+  p.done = true;
+  if (p.pid > 0) (void)::waitpid(p.pid, nullptr, WNOHANG);  // ours: reap it; adopted: ECHILD
+  p.pidfd.reset();
+  p.status = local::read_status_file(status_path(job, pod).string());
+  if (!p.status) {
+    p.lost = true;
+    spdlog::warn("event=pod_lost job={} pod={} note=\"gpuq-shim ended without a status file\"", job, pod);
+  }
+  finish_if_done(job, t, lock);
+}
+
+// Called with `lock` held; releases it to report.
+void LocalBinder::State::finish_if_done(const std::string& job, Tracked& t, std::unique_lock<std::mutex>& lock) {
+  if (t.fact) return;
+  bool all_done = true, any_failed = false;
+  for (const Pod& p : t.pods) {
+    all_done = all_done && p.done;
+    any_failed = any_failed || (p.done && failed(p));
+  }
+  if (!all_done) {
+    // One pod of a gang failed: the job has failed; its other pods stop (with their grace).
+    if (any_failed && !t.stop_requested)
+      for (Pod& p : t.pods)
+        if (!p.done && p.pidfd) (void)local::pidfd_signal(p.pidfd->native_handle(), SIGTERM);
+    return;
+  }
+  t.fact = final_fact(JobId(job), t);
+  const BinderFact fact = *t.fact;
+  lock.unlock();
+  report(fact);
+}
+
+void LocalBinder::State::stop_job(const std::string& job) {
+  std::unique_lock lock(mu);
+  auto it = jobs.find(job);
+  if (it == jobs.end()) {
+    lock.unlock();
+    report(JobStopped{JobId(job)});  // nothing of it runs here
+    return;
+  }
+  Tracked& t = it->second;
+  if (t.fact) return;  // it ended by itself; that fact is on its way
+  t.stop_requested = true;
+  for (Pod& p : t.pods)
+    if (!p.done && p.pidfd) (void)local::pidfd_signal(p.pidfd->native_handle(), SIGTERM);
+  spdlog::info("event=stop_sent job={} signal=SIGTERM", job);
+}
+
+LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report) : s_(std::make_unique<State>()) {
+  s_->config = std::move(config);
+  s_->inventory = std::move(inventory);
+  s_->report = std::move(report);
+  s_->boot = local::boot_id();
+  s_->launcher = Launcher(s_->config, s_->inventory);
+  s_->guard.emplace(s_->io.get_executor());
+}
+
+LocalBinder::~LocalBinder() { halt(); }
+
+void LocalBinder::halt() {
+  s_->guard.reset();
+  s_->io.stop();
+  if (s_->thread.joinable()) s_->thread.join();
+}
+
+const Inventory& LocalBinder::inventory() const { return s_->inventory; }
+
+std::optional<fs::path> LocalBinder::log_path(const JobId& job, int pod) const {
+  return pod_log_path(s_->config.log_dir, job.value, pod);
+}
+
+void LocalBinder::start() {
+  s_->thread = std::thread([this] { s_->io.run(); });
+}
+
+Result<void> LocalBinder::check_run(const storage::RunSpec& run) const { return s_->launcher.check(run); }
+
+void LocalBinder::bind(const Admission& admission, const storage::JobRecord& job) {
+  s_->open.push_back([s = s_.get(), admission, job] { s->spawn(admission, job); });
+}
+
+void LocalBinder::stop(const JobId& job, Time /*grace: each shim has its job's own*/) {
+  s_->open.push_back([s = s_.get(), id = job.value] { s->stop_job(id); });
+}
+
+void LocalBinder::turn_closed() {
+  for (auto& f : s_->open) s_->closed.push_back(std::move(f));
+  s_->open.clear();
+}
+
+void LocalBinder::turn_written(bool ok) {
+  if (ok)
+    for (auto& f : s_->closed) asio::post(s_->io, std::move(f));
+  s_->closed.clear();
+}
+
+void LocalBinder::forget(const JobId& job) {
+  asio::post(s_->io, [s = s_.get(), id = job.value] {
+    std::lock_guard lock(s->mu);
+    auto it = s->jobs.find(id);
+    if (it == s->jobs.end() || !it->second.fact) return;  // started again meanwhile
+    s->jobs.erase(it);
+    std::error_code ec;
+    fs::remove_all(s->run_dir(id), ec);
+  });
+}
+
+// Start-up or rebuild (engine thread). Reads the pod files of a job the state file says runs.
+std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
+  State& s = *s_;
+  const std::string& id = job.spec.id.value;
+  std::unique_lock lock(s.mu);
+  s.adopted.insert(id);
+  if (auto it = s.jobs.find(id); it != s.jobs.end()) return it->second.fact;  // a rebuild: known
+  Tracked t;
+  t.max_runtime = job.spec.max_runtime.value_or(0);
+  t.pods.resize(job.placement.size());
+  bool any_started = false;
+  std::vector<std::pair<std::size_t, int>> alive;
+  for (std::size_t i = 0; i < t.pods.size(); ++i) {
+    Pod& p = t.pods[i];
+    const auto pf = read_pid_file(s.pid_path(id, i));
+    if (!pf) {
+      p.done = p.lost = true;
+      continue;
+    }
+    any_started = true;
+    if (pf->boot == s.boot && pf->start != 0 && local::process_start_ticks(pf->pid) == pf->start) {
+      const int fd = local::pidfd_open(pf->pid);
+      // Checked again once the pidfd is held: it cannot stand for a later process of that pid.
+      if (fd >= 0 && local::process_start_ticks(pf->pid) == pf->start) {
+        p.pid = pf->pid;
+        alive.emplace_back(i, fd);
+        continue;
+      }
+      if (fd >= 0) ::close(fd);
+    }
+    p.done = true;
+    p.status = local::read_status_file(s.status_path(id, i).string());
+    p.lost = !p.status;
+  }
+  if (!any_started) {
+    // Admitted, but gpuqd stopped before the pods were started: start them now.
+    Admission a;
+    a.job = job.spec.id;
+    a.queue = job.spec.queue;
+    a.flavor = job.flavor;
+    a.pods = job.placement;
+    lock.unlock();
+    asio::post(s.io, [&s, a, job] { s.spawn(a, job); });
+    spdlog::info("event=pods_adopted job={} note=\"never started; starting them now\"", id);
+    return std::nullopt;
+  }
+  Tracked& tracked = s.jobs[id] = std::move(t);
+  for (const auto& [pod, fd] : alive) s.watch(id, pod, fd);
+  spdlog::info("event=pods_adopted job={} running={} of={}", id, alive.size(), tracked.pods.size());
+  if (alive.empty()) {
+    tracked.fact = final_fact(job.spec.id, tracked);
+    return tracked.fact;
+  }
+  s.finish_if_done(id, tracked, lock);  // stops the rest of a gang with a failed or lost pod
+  return std::nullopt;
+}
+
+// Engine thread, after adopt(). Every pod on disk or tracked that no adopted job owns is killed
+// now (SIGUSR1: the shim kills its job at once) and waited for, up to 10 s.
+void LocalBinder::stop_strays() {
+  State& s = *s_;
+  std::vector<std::tuple<std::string, pid_t, int>> waiting;  // (job, pid, pidfd)
+  std::set<std::string> stray_dirs;
+  {
+    std::lock_guard lock(s.mu);
+    for (auto& [id, t] : s.jobs) {
+      if (s.adopted.count(id) > 0 || t.fact) continue;
+      t.stop_requested = true;
+      for (Pod& p : t.pods)
+        if (!p.done && p.pidfd) {
+          (void)local::pidfd_signal(p.pidfd->native_handle(), SIGUSR1);
+          waiting.emplace_back(id, p.pid, ::dup(p.pidfd->native_handle()));
+        }
+    }
+    std::error_code ec;
+    for (const auto& dir : fs::directory_iterator(s.config.run_dir, ec)) {
+      const std::string id = dir.path().filename().string();
+      if (s.adopted.count(id) > 0 || s.jobs.count(id) > 0) continue;
+      stray_dirs.insert(id);
+      for (std::size_t i = 0;; ++i) {
+        const auto pf = read_pid_file(s.pid_path(id, i));
+        if (!pf) {
+          if (!fs::exists(s.pid_path(id, i))) break;
+          continue;
+        }
+        if (pf->boot != s.boot || pf->start == 0 || local::process_start_ticks(pf->pid) != pf->start) continue;
+        const int fd = local::pidfd_open(pf->pid);
+        if (fd < 0) continue;
+        if (local::process_start_ticks(pf->pid) != pf->start) {
+          ::close(fd);
+          continue;
+        }
+        (void)local::pidfd_signal(fd, SIGUSR1);
+        waiting.emplace_back(id, pf->pid, fd);
+      }
+    }
+    s.adopted.clear();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (auto& [id, pid, fd] : waiting) {
+    pollfd pfd{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (::poll(&pfd, 1, static_cast<int>(std::max<std::int64_t>(0, left.count()))) == 1) {
+      spdlog::warn("event=stray_stopped job={} note=\"it ran for no job gpuqd holds running\"", id);
+      (void)::waitpid(pid, nullptr, WNOHANG);  // ours (a rebuild): reap it
+    } else {
+      spdlog::error("event=stray_still_running job={} note=\"killed, but not gone after 10 s\"", id);
+      stray_dirs.erase(id);
+    }
+    ::close(fd);
+  }
+  std::error_code ec;
+  for (const std::string& id : stray_dirs) fs::remove_all(s.run_dir(id), ec);
+}
+
+}  // namespace gpuq::binder

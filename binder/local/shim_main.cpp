@@ -1,0 +1,398 @@
+// gpuq-shim: the per-pod supervisor of gpuq's local executor (binder/local/README.md).
+//
+// gpuqd spawns one shim per pod, in a session of its own. The shim runs the pod's command, does
+// all the timing itself (grace period, max runtime) because it outlives gpuqd when gpuqd is
+// killed, kills whatever the job leaves behind, and only then writes its status file and exits:
+// once the shim has exited, no process of the job is left.
+//
+// Single-threaded on purpose: fork() is safe, and every signal is taken synchronously with
+// sigtimedwait() (all of them stay blocked), so there are no signal handlers and no races.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "binder/local/proc.hpp"
+#include "binder/local/shim_status.hpp"
+
+namespace {
+
+using gpuq::binder::local::ShimStatus;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage =
+    "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
+    " [--workdir DIR] -- COMMAND [ARGS...]\n";
+// Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
+constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
+
+struct Options {
+  std::string status, log, workdir;
+  std::int64_t grace = -1;
+  std::int64_t max_runtime = 0;  // 0: none
+  std::vector<char*> command;    // execvp's argv, null-terminated
+};
+
+std::optional<std::int64_t> parse_seconds(std::string_view text) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return std::min(v, kMaxSeconds);
+}
+
+// Hand-parsed, to keep the shim free of dependencies. nullopt, with `problem` set, on bad usage.
+std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
+  Options o;
+  int i = 1;
+  for (; i < argc && std::string_view(argv[i]) != "--"; i += 2) {
+    const std::string flag = argv[i];
+    const bool seconds = flag == "--grace" || flag == "--max-runtime";
+    std::string* text = flag == "--status"    ? &o.status
+                        : flag == "--log"     ? &o.log
+                        : flag == "--workdir" ? &o.workdir
+                                              : nullptr;
+    const char* value = i + 1 < argc ? argv[i + 1] : "--";
+    if (!seconds && text == nullptr) problem = "unknown argument \"" + flag + "\"";
+    else if (std::string_view(value) == "--") problem = flag + " needs a value";
+    else if (text != nullptr) *text = value;
+    else if (const auto s = parse_seconds(value)) (flag == "--grace" ? o.grace : o.max_runtime) = *s;
+    else problem = flag + " needs whole seconds >= 0, not \"" + value + "\"";
+    if (!problem.empty()) return std::nullopt;
+  }
+  if (o.status.empty()) problem = "--status is required";
+  else if (o.log.empty()) problem = "--log is required";
+  else if (o.grace < 0) problem = "--grace is required";
+  else if (i + 1 >= argc) problem = "no command given after --";
+  if (!problem.empty()) return std::nullopt;
+  for (++i; i < argc; ++i) o.command.push_back(argv[i]);
+  o.command.push_back(nullptr);
+  return o;
+}
+
+int g_log = -1;  // the job's log, which also takes the shim's own diagnostics
+
+// One write per line: with O_APPEND the line stays whole among the job's own output.
+void log_line(const std::string& text) {
+  if (g_log < 0) return;
+  const std::string line = "[gpuq] " + text + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(g_log, line.data(), line.size());
+}
+
+// What the forked child reports through its O_CLOEXEC pipe when it cannot exec the command.
+enum Stage : int { kSetup, kWorkdir, kExec };
+struct ChildFailure {
+  int stage = kSetup;
+  int error = 0;
+};
+
+[[noreturn]] void child_fails(int pipe_fd, Stage stage) {
+  const ChildFailure f{stage, errno};
+  [[maybe_unused]] const ssize_t n = ::write(pipe_fd, &f, sizeof f);
+  ::_exit(127);
+}
+
+// In the forked child: becomes the job's main process, leader of its own session and process
+// group (whose id is its pid), and execs the command.
+[[noreturn]] void exec_job(const Options& o, int log_fd, int null_fd, int pipe_fd, pid_t shim) {
+  // Default dispositions and an empty mask whatever the shim inherited: SIG_IGN and a blocked
+  // SIGTERM would both survive exec and keep the job from being stopped.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::setsid() < 0) child_fails(pipe_fd, kSetup);
+  // A SIGKILLed shim must not leave its job running unsupervised.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fails(pipe_fd, kSetup);
+  if (::getppid() != shim) ::_exit(127);  // the shim died before the prctl took effect
+  if (!o.workdir.empty() && ::chdir(o.workdir.c_str()) != 0) child_fails(pipe_fd, kWorkdir);
+  if (::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
+    child_fails(pipe_fd, kSetup);
+  }
+  // Descriptors gpuqd leaked into the shim (opened without O_CLOEXEC) must not reach the job.
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  ::execvp(o.command[0], o.command.data());
+  child_fails(pipe_fd, kExec);
+}
+
+std::string failure_text(const Options& o, const ChildFailure& f) {
+  const std::string why = std::strerror(f.error);
+  const std::string command = o.command[0];
+  if (f.stage == kWorkdir) return "working directory \"" + o.workdir + "\": " + why;
+  if (f.stage == kExec) return "cannot run \"" + command + "\": " + why;
+  return "cannot start \"" + command + "\": " + why;
+}
+
+// Forks and execs the job. Its pid once exec has succeeded; -1 with `error` set (and the child
+// reaped) when it could not start.
+pid_t start_job(const Options& o, int log_fd, std::string& error) {
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int fds[2] = {-1, -1};
+  if (null_fd < 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
+    error = failure_text(o, {kSetup, errno});
+    if (null_fd >= 0) ::close(null_fd);
+    return -1;
+  }
+  const pid_t shim = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    exec_job(o, log_fd, null_fd, fds[1], shim);
+  }
+  const int fork_errno = errno;
+  ::close(fds[1]);
+  ::close(null_fd);
+  if (pid < 0) {
+    ::close(fds[0]);
+    error = failure_text(o, {kSetup, fork_errno});
+    return -1;
+  }
+  // EOF means exec succeeded. Waiting for it also means the child has called setsid(), so the
+  // job's process group exists before any stop request is forwarded to it.
+  ChildFailure f;
+  ssize_t n = 0;
+  do n = ::read(fds[0], &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  ::close(fds[0]);
+  if (n == 0) return pid;
+  ::waitpid(pid, nullptr, 0);
+  error = failure_text(o, n == static_cast<ssize_t>(sizeof f) ? f : ChildFailure{kSetup, EIO});
+  return -1;
+}
+
+// Forwards gpuqd's requests to the job and keeps its deadlines until the job's main process has
+// ended; then kills the rest of its process group and records how the main process ended.
+class Supervisor {
+ public:
+  Supervisor(const Options& o, pid_t pid, ShimStatus& status, const sigset_t& signals)
+      : o_(o), pid_(pid), status_(status), signals_(signals) {
+    if (o.max_runtime > 0) max_deadline_ = Clock::now() + std::chrono::seconds(o.max_runtime);
+  }
+
+  void run() {
+    while (!ended_) {
+      const int sig = next_signal();
+      if (sig == SIGCHLD) reap();
+      else if (sig == SIGUSR1) kill_now();
+      else if (sig > 0) stop(false);  // SIGTERM, SIGINT, SIGHUP
+      if (!ended_) check_deadlines();
+    }
+  }
+
+ private:
+  // The next signal, or -1 when the nearest deadline has come.
+  int next_signal() {
+    std::optional<Clock::time_point> next = grace_deadline_ ? grace_deadline_ : max_deadline_;
+    if (grace_deadline_ && max_deadline_) next = std::min(*grace_deadline_, *max_deadline_);
+    timespec ts{};
+    if (next) {
+      const auto left = std::max(*next - Clock::now(), Clock::duration::zero());
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
+      ts.tv_sec = static_cast<time_t>(secs.count());
+      ts.tv_nsec = static_cast<long>(std::chrono::nanoseconds(left - secs).count());
+    }
+    return ::sigtimedwait(&signals_, nullptr, next ? &ts : nullptr);
+  }
+
+  // The whole process group; the main process directly only if it has left that group (its own
+  // setsid or setpgid), so that it does not get the signal twice.
+  void signal_job(int sig) {
+    if (::kill(-pid_, sig) != 0 || ::getpgid(pid_) != pid_) ::kill(pid_, sig);
+  }
+
+  // A second request neither sends SIGTERM again nor moves the deadline.
+  void stop(bool max_runtime) {
+    (max_runtime ? status_.max_runtime_exceeded : status_.stop_requested) = true;
+    if (stopping_) return;
+    stopping_ = true;
+    max_deadline_.reset();
+    signal_job(SIGTERM);
+    signal_job(SIGCONT);  // a stopped (SIGSTOP) job could not act on the SIGTERM
+    grace_deadline_ = Clock::now() + std::chrono::seconds(o_.grace);
+    const std::string what =
+        max_runtime ? "max runtime of " + std::to_string(o_.max_runtime) + " s exceeded"
+                    : std::string("stop requested");
+    log_line(what + ": SIGTERM sent to the job, SIGKILL in " + std::to_string(o_.grace) + " s");
+  }
+
+  void kill_now() {
+    status_.stop_requested = true;
+    stopping_ = true;
+    grace_deadline_.reset();
+    max_deadline_.reset();
+    if (killed_) return;
+    killed_ = true;
+    signal_job(SIGKILL);
+    log_line("stop now requested: SIGKILL sent to the job");
+  }
+
+  void check_deadlines() {
+    const auto now = Clock::now();
+    if (max_deadline_ && now >= *max_deadline_) stop(true);
+    if (grace_deadline_ && now >= *grace_deadline_) {
+      grace_deadline_.reset();
+      status_.killed_after_grace = true;
+      killed_ = true;
+      signal_job(SIGKILL);
+      log_line("grace period over: SIGKILL sent to the job");
+    }
+  }
+
+  // Reaps children that have ended. The main process is only observed at first (WNOWAIT): until
+  // it is reaped its pid, which is also the job's process group id, cannot be reused, so the
+  // group can still be killed safely.
+  void reap() {
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0) return;
+      if (info.si_pid == 0) return;
+      if (info.si_pid != pid_) {
+        ::waitpid(info.si_pid, nullptr, __WALL);  // an orphan of the job, reparented to us
+        continue;
+      }
+      ::kill(-pid_, SIGKILL);  // the main process has ended: whatever is left of the job goes
+      int ws = 0;
+      ::waitpid(pid_, &ws, __WALL);
+      status_.outcome =
+          WIFSIGNALED(ws) ? ShimStatus::Outcome::kSignaled : ShimStatus::Outcome::kExited;
+      status_.code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 0;
+      status_.signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+      status_.ended_at = std::time(nullptr);
+      ended_ = true;
+      return;
+    }
+  }
+
+  const Options& o_;
+  const pid_t pid_;
+  ShimStatus& status_;
+  const sigset_t signals_;
+  std::optional<Clock::time_point> max_deadline_, grace_deadline_;
+  bool stopping_ = false, killed_ = false, ended_ = false;
+};
+
+// Kills and reaps every process the job left behind; how many there were. Each of them is a
+// descendant of the shim, and the shim being a subreaper, it becomes the shim's child when its
+// own parent dies: killing the shim's children again and again until none is left reaches them
+// all, even those that left the job's session and process group.
+int kill_leftovers(const sigset_t& sigchld) {
+  int reaped = 0;
+  for (;;) {
+    for (const pid_t child : gpuq::binder::local::child_pids(::getpid())) ::kill(child, SIGKILL);
+    for (;;) {
+      const pid_t r = ::waitpid(-1, nullptr, WNOHANG | __WALL);
+      if (r > 0) ++reaped;
+      else if (r < 0 && errno == EINTR) continue;
+      else if (r < 0) return reaped;  // ECHILD: nothing is left
+      else break;                     // some are still dying
+    }
+    // Bounded, not a blocking waitpid: a process reparented to the shim after the listing above
+    // is not killed yet, and only the next round kills it.
+    const timespec tick{0, 50'000'000};
+    ::sigtimedwait(&sigchld, nullptr, &tick);
+  }
+}
+
+// If gpuqd started the shim with fd 0, 1 or 2 closed, the log could get one of those numbers,
+// and dup2(log, 1) would then keep its O_CLOEXEC: the job would run without stdout.
+void keep_std_fds_open() {
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDWR);
+    if (fd < 0) return;
+    if (fd > 2) {
+      ::close(fd);
+      return;
+    }
+  }
+}
+
+// The signals the shim waits for, blocked before anything else happens. Their dispositions are
+// reset too: a SIGCHLD ignored by whoever spawned the shim would make the kernel reap the job
+// unseen.
+sigset_t take_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD}) {
+    sigaddset(&set, sig);
+    ::signal(sig, SIG_DFL);
+  }
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+ShimStatus& fail(ShimStatus& s, const std::string& error) {
+  s.outcome = ShimStatus::Outcome::kError;
+  s.code = 127;
+  s.error = error;
+  s.ended_at = std::time(nullptr);
+  return s;
+}
+
+int finish(const Options& o, const ShimStatus& status) {
+  if (gpuq::binder::local::write_status_file(o.status, status)) return 0;
+  const std::string why =
+      "cannot write status file \"" + o.status + "\": " + std::strerror(errno);
+  log_line(why);
+  std::fprintf(stderr, "gpuq-shim: %s\n", why.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const sigset_t signals = take_signals();
+  keep_std_fds_open();
+  std::string problem;
+  const auto opts = parse_args(argc, argv, problem);
+  if (!opts) {
+    std::fprintf(stderr, "gpuq-shim: %s\n%s", problem.c_str(), kUsage);
+    return 2;
+  }
+  ShimStatus status;
+  status.started_at = std::time(nullptr);
+  status.max_runtime = opts->max_runtime;
+  const int subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const int subreaper_errno = errno;
+  g_log = ::open(opts->log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (g_log < 0) {
+    const std::string why = std::strerror(errno);
+    return finish(*opts, fail(status, "cannot open log \"" + opts->log + "\": " + why));
+  }
+  if (subreaper != 0) {
+    log_line(std::string("cannot become a subreaper: ") + std::strerror(subreaper_errno));
+  }
+  std::string error;
+  const pid_t pid = start_job(*opts, g_log, error);
+  if (pid < 0) {
+    log_line(error);
+    return finish(*opts, fail(status, error));
+  }
+  Supervisor(*opts, pid, status, signals).run();
+  sigset_t sigchld;
+  sigemptyset(&sigchld);
+  sigaddset(&sigchld, SIGCHLD);
+  if (const int left = kill_leftovers(sigchld); left > 0) {
+    log_line("killed " + std::to_string(left) + " process(es) the job left behind");
+  }
+  if (const std::string how = gpuq::binder::local::describe(status); !how.empty()) {
+    log_line("job ended: " + how);
+  }
+  return finish(*opts, status);
+}

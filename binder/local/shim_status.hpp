@@ -1,0 +1,46 @@
+#pragma once
+// The status file gpuq-shim leaves behind when it has exited (binder/local/README.md). It is how
+// gpuqd learns how a job ended even when gpuqd was not running at that moment: the shim outlives
+// gpuqd, so the outcome cannot travel by waitpid() alone. The shim writes it once, atomically
+// (FILE.tmp, fsync, rename, fsync of the directory), only after no process of the job is left.
+//
+// Format: key=value lines. Readers ignore keys they do not know, so a newer shim can add keys
+// without breaking an older gpuqd. Values are escaped (\\, \n, \r) so any text fits on one line.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gpuq::binder::local {
+
+struct ShimStatus {
+  enum class Outcome { kExited, kSignaled, kError };
+  Outcome outcome = Outcome::kExited;
+  int code = 0;                       // the exit code when kExited; 127 when kError
+  int signal = 0;                     // the terminating signal when kSignaled
+  bool stop_requested = false;        // gpuqd asked the shim to stop the job
+  bool max_runtime_exceeded = false;  // the shim stopped it at its max runtime
+  bool killed_after_grace = false;    // it outlived the grace period and got SIGKILL
+  std::string error;                  // why it could not start, when kError
+  std::int64_t started_at = 0;        // unix seconds
+  std::int64_t ended_at = 0;          // unix seconds: when the job's main process ended
+  std::int64_t max_runtime = 0;       // seconds, as given to the shim (0: none); for describe()
+};
+
+std::string format_status(const ShimStatus& status);
+// nullopt when the text has no valid `outcome`, or a known key has a malformed value.
+std::optional<ShimStatus> parse_status(const std::string& text);
+
+// Writes PATH.tmp, fsyncs it, renames it to PATH and fsyncs the directory. False on any failure
+// (errno tells which).
+bool write_status_file(const std::string& path, const ShimStatus& status);
+// nullopt when the file cannot be read or does not parse.
+std::optional<ShimStatus> read_status_file(const std::string& path);
+
+// The reason gpuqd shows for the job's end: "exit code 3", "killed by signal 9 (SIGKILL)",
+// "max runtime of 10 s exceeded; killed by signal 15 (SIGTERM)", the error text for kError.
+// Empty for a plain exit code 0.
+std::string describe(const ShimStatus& status);
+// The exit code a shell would report: the code; 128 + signal; 127 for an error.
+int exit_code_of(const ShimStatus& status);
+
+}  // namespace gpuq::binder::local

@@ -1,0 +1,200 @@
+#include "binder/local/spawn.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "binder/local/proc.hpp"
+
+extern char** environ;
+
+namespace gpuq::binder {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool set_by_gpuq(const std::string& name) {
+  return name == "CUDA_VISIBLE_DEVICES" || name.rfind("GPUQ_", 0) == 0;
+}
+
+std::string join(const std::vector<std::string>& xs, char sep) {
+  std::string out;
+  for (const auto& x : xs) {
+    if (!out.empty()) out += sep;
+    out += x;
+  }
+  return out;
+}
+
+// An executable regular file (access() as the daemon's user, who runs the job).
+std::optional<std::string> not_runnable(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::string(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
+  if (::access(p.c_str(), X_OK) != 0) return std::string(std::strerror(errno));
+  return std::nullopt;
+}
+
+}  // namespace
+
+Launcher::Launcher(const LocalConfig& config, const Inventory& inventory) : gpus_(inventory.gpus) {
+  shim_ = config.shim;
+  if (shim_.empty()) {
+    std::error_code ec;
+    shim_ = fs::read_symlink("/proc/self/exe", ec).parent_path() / "gpuq-shim";
+  }
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || set_by_gpuq(kv.substr(0, eq))) continue;
+    base_env_.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+}
+
+Result<void> Launcher::check(const storage::RunSpec& run) const {
+  if (run.command.empty() || run.command.front().empty())
+    return Error{"spec.command: is empty; the local executor runs a command (argv), e.g. [\"python\", \"train.py\"]",
+                 ErrorCode::kInvalidArgument};
+  if (!run.working_dir.empty() && !fs::path(run.working_dir).is_absolute())
+    return Error{"spec.working_dir: \"" + run.working_dir + "\" is not an absolute path; give one starting with /",
+                 ErrorCode::kInvalidArgument};
+  for (const auto& [k, v] : run.env)
+    if (k.empty() || k.find('=') != std::string::npos)
+      return Error{"spec.env: \"" + k + "\" is not a variable name (no '=', not empty)", ErrorCode::kInvalidArgument};
+  return Ok();
+}
+
+std::optional<std::string> Launcher::precheck(const storage::RunSpec& run) const {
+  if (run.command.empty()) return "no command to run";
+  if (!run.working_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(run.working_dir, ec))
+      return "working directory \"" + run.working_dir + "\" does not exist or is not a directory";
+  }
+  const std::string& cmd = run.command.front();
+  if (cmd.find('/') != std::string::npos) {
+    fs::path p = cmd;
+    if (p.is_relative() && !run.working_dir.empty()) p = fs::path(run.working_dir) / p;
+    if (auto why = not_runnable(p)) return "cannot run \"" + cmd + "\": " + *why;
+    return std::nullopt;
+  }
+  std::string path;
+  if (auto it = run.env.find("PATH"); it != run.env.end()) {
+    path = it->second;
+  } else {
+    for (const auto& [k, v] : base_env_)
+      if (k == "PATH") path = v;
+  }
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  std::string last_error = "command not found";
+  std::size_t from = 0;
+  while (from <= path.size()) {
+    const std::size_t colon = std::min(path.find(':', from), path.size());
+    fs::path dir = path.substr(from, colon - from);
+    if (dir.empty()) dir = ".";
+    if (dir.is_relative() && !run.working_dir.empty()) dir = fs::path(run.working_dir) / dir;
+    const fs::path candidate = dir / cmd;
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) {
+      auto why = not_runnable(candidate);
+      if (!why) return std::nullopt;
+      last_error = candidate.string() + ": " + *why;
+    }
+    from = colon + 1;
+  }
+  return "cannot run \"" + cmd + "\": " + last_error + " (PATH=" + path + ")";
+}
+
+std::vector<std::string> Launcher::environment(const PodLaunch& pod) const {
+  std::map<std::string, std::string> env(base_env_.begin(), base_env_.end());
+  for (const auto& [k, v] : pod.record.run.env)
+    if (!set_by_gpuq(k)) env[k] = v;
+  std::vector<std::string> devices;
+  for (int g : pod.placement.gpus) {
+    const auto at = static_cast<std::size_t>(g);
+    if (at < gpus_.size() && !gpus_[at].uuid.empty())
+      devices.push_back(gpus_[at].uuid);
+    else
+      devices.push_back(std::to_string(at < gpus_.size() ? gpus_[at].index : g));
+  }
+  env["CUDA_VISIBLE_DEVICES"] = join(devices, ',');  // empty: no GPU for this pod
+  env["GPUQ_JOB_ID"] = pod.job;
+  env["GPUQ_QUEUE"] = pod.queue;
+  env["GPUQ_POD_INDEX"] = std::to_string(pod.index);
+  env["GPUQ_POD_COUNT"] = std::to_string(pod.count);
+  env["GPUQ_NODE"] = pod.placement.node;
+  if (!pod.placement.gpus.empty() && pod.placement.gpu_milli < kMilliPerGpu)
+    env["GPUQ_GPU_MILLI"] = std::to_string(pod.placement.gpu_milli);
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+void Launcher::note(const fs::path& log, const std::string& text) {
+  std::ofstream out(log, std::ios::app);
+  out << "[gpuq] " << text << "\n";
+}
+
+Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
+  const storage::JobRecord& rec = pod.record;
+  std::vector<std::string> args = {shim_.string(), "--status", pod.status.string(), "--log", pod.log.string(),
+                                   "--grace", std::to_string(rec.spec.grace_period)};
+  if (rec.spec.max_runtime && *rec.spec.max_runtime > 0) {
+    args.push_back("--max-runtime");
+    args.push_back(std::to_string(*rec.spec.max_runtime));
+  }
+  if (!rec.run.working_dir.empty()) {
+    args.push_back("--workdir");
+    args.push_back(rec.run.working_dir);
+  }
+  args.push_back("--");
+  args.insert(args.end(), rec.run.command.begin(), rec.run.command.end());
+  const std::vector<std::string> env = environment(pod);
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t files;
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_init(&files);
+  // Its own session; no signal blocked or ignored (gpuqd blocks SIGTERM in every thread).
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, pod.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&files, 1, 2);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);  // gpuqd's sockets and files stay gpuqd's
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, shim_.c_str(), &files, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    return Error{"gpuq-shim (" + shim_.string() + ") could not be started: " + std::strerror(rc),
+                 ErrorCode::kUnavailable};
+  StartedPod out;
+  out.pid = pid;
+  out.pidfd = local::pidfd_open(pid);  // our child: its pid cannot be reused before we reap it
+  out.start_ticks = local::process_start_ticks(pid).value_or(0);
+  if (out.pidfd < 0)
+    return Error{std::string("pidfd_open: ") + std::strerror(errno) + " (Linux 5.3 or later is needed)",
+                 ErrorCode::kUnavailable};
+  return out;
+}
+
+}  // namespace gpuq::binder
