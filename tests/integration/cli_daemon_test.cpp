@@ -505,3 +505,24 @@ TEST_CASE("watch prints the events after --from of the --queue until gpuqd ends 
   CHECK(lines[0].find(" submitted -> Pending") != std::string::npos);
   CHECK(lines[2].find(" Admitted -> Running") != std::string::npos);
 }
+
+TEST_CASE("gpuq logs prints a job's output with the local executor, and follows it with -f") {
+  TempDir dir;
+  const std::string config = "binder: local\nlocal: {nvidiaSmi: \"\", gpus: 2, logDir: " + (dir.path / "logs").string() +
+                             ", runDir: " + (dir.path / "run").string() +
+                             "}\nqueues:\n  - name: q\n    quotas:\n      - flavor: default\n"
+                             "        resources: {gpu: {nominal: 2}}\n";
+  Daemon d(dir.path, true, config);
+  const Run sub = gpuq_cmd(d, {"submit", "-q", "q", "--gpus", "1", "--", "sh", "-c",
+                               "echo first; sleep 1; echo \"second in $PWD on $CUDA_VISIBLE_DEVICES\""});
+  REQUIRE(sub.rc == 0);
+  const std::string id = submitted_id(sub);
+  const Run follow = gpuq_cmd(d, {"logs", id, "-f"});  // returns once the job has ended
+  CHECK(follow.rc == 0);
+  CHECK(follow.out == "first\nsecond in " + std::filesystem::current_path().string() + " on 0\n");
+  const Run again = gpuq_cmd(d, {"logs", id, "--pod", "0"});
+  CHECK(again.out == follow.out);
+  const Run bad = gpuq_cmd(d, {"logs", id, "--pod", "3"});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("pod: 3 is not a pod of job") != std::string::npos);
+}

@@ -1,0 +1,156 @@
+// The local executor's pieces that need no daemon: GPU discovery (nvidia-smi's output, a fake
+// nvidia-smi, the virtual fallback), the node it makes, the checks before a command is started,
+// and the environment a pod gets.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "binder/local/local_binder.hpp"
+#include "binder/local/spawn.hpp"
+
+using namespace gpuq;
+using namespace gpuq::binder;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    char tmpl[] = "/tmp/gpuq-local-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path script(const std::string& name, const std::string& body) const {
+    const fs::path p = dir / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body;
+    ::chmod(p.c_str(), 0755);
+    return p;
+  }
+};
+
+const char* kTwoH100 =
+    "0, GPU-6b3e0c6e-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 81559 MiB\n"
+    "1, GPU-7c4f1d7f-1111-2222-3333-444455556666, NVIDIA H100 80GB HBM3, 81559 MiB\n";
+
+}  // namespace
+
+TEST_CASE("nvidia-smi's CSV gives index, UUID, model and memory; anything else names the line") {
+  auto gpus = parse_nvidia_smi(kTwoH100);
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[1].index == 1);
+  CHECK(gpus[1].uuid == "GPU-7c4f1d7f-1111-2222-3333-444455556666");
+  CHECK(gpus[0].name == "NVIDIA H100 80GB HBM3");
+  CHECK(gpus[0].memory_mib == 81559);
+  CHECK(parse_nvidia_smi("\n").empty());
+  CHECK_THROWS_WITH(parse_nvidia_smi("0, GPU-x, H100\n"),
+                    doctest::Contains("line 1 \"0, GPU-x, H100\": expected index, uuid, name, memory.total"));
+  CHECK_THROWS_WITH(parse_nvidia_smi(std::string(kTwoH100) + "x, GPU-y, H100, 1 MiB\n"),
+                    doctest::Contains("line 3"));
+}
+
+TEST_CASE("discovery: nvidia-smi's GPUs when it runs, else the configured virtual ones") {
+  Scratch s;
+  LocalConfig c;
+  c.nvidia_smi = s.script("nvidia-smi", std::string("cat <<'EOF'\n") + kTwoH100 + "EOF\n").string();
+  auto inv = discover(c);
+  REQUIRE(inv.ok());
+  CHECK(inv.value().source == "nvidia-smi");
+  CHECK(inv.value().gpus.size() == 2);
+  CHECK(inv.value().cpu > 0);
+  CHECK(inv.value().memory > 0);
+
+  c.nvidia_smi = s.script("broken-smi", "echo 'NVIDIA-SMI has failed' ; exit 9\n").string();
+  c.gpus = 3;
+  c.model = "virtual";
+  inv = discover(c);
+  REQUIRE(inv.ok());
+  CHECK(inv.value().source == "config");
+  CHECK(inv.value().gpus.size() == 3);
+  CHECK(inv.value().gpus[2].uuid.empty());
+
+  c.nvidia_smi = (s.dir / "not-there").string();
+  CHECK(discover(c).value().gpus.size() == 3);
+
+  c.nvidia_smi = s.script("garbled-smi", "echo 'zero, x, y, z'\n").string();
+  CHECK(discover(c).error().find("local.nvidiaSmi: nvidia-smi output line 1") == 0);
+
+  c.nvidia_smi = "";
+  c.reserve_cpu = Quantity{1} << 40;
+  CHECK(discover(c).error().find("local.reserve.cpu") == 0);
+}
+
+TEST_CASE("the node is this machine: its GPUs in milli-GPU, its CPU and memory less the reserve") {
+  LocalConfig c;
+  c.node = "box";
+  c.flavor = "a100";
+  Inventory inv;
+  inv.gpus = parse_nvidia_smi(kTwoH100);
+  inv.cpu = 16000;
+  inv.memory = Quantity{64} << 30;
+  NodeSpec n = local_node(c, inv);
+  CHECK(n.name == "box");
+  CHECK(n.flavor == "a100");
+  CHECK(n.capacity[kGpu] == 2000);
+  CHECK(n.capacity[kCpu] == 16000);
+  CHECK(n.labels.at("gpuq.io/gpu-model") == "NVIDIA H100 80GB HBM3");
+  CHECK(pod_log_path("/l", "j1", 3) == fs::path("/l/j1/pod-3.log"));
+}
+
+TEST_CASE("before a pod starts: the command must exist and be executable, the directory must exist") {
+  Scratch s;
+  LocalConfig c;
+  Inventory inv;
+  Launcher l(c, inv);
+  storage::RunSpec run;
+  CHECK(l.check(run).code() == ErrorCode::kInvalidArgument);
+  run.command = {"sh", "-c", "true"};
+  run.working_dir = "relative/dir";
+  CHECK(l.check(run).error().find("spec.working_dir: \"relative/dir\" is not an absolute path") == 0);
+  run.working_dir = s.dir.string();
+  CHECK(l.check(run).ok());
+  CHECK_FALSE(l.precheck(run).has_value());
+
+  run.command = {"gpuq-no-such-command"};
+  CHECK(l.precheck(run).value().find("cannot run \"gpuq-no-such-command\": command not found (PATH=") == 0);
+  run.env["PATH"] = s.dir.string();
+  s.script("only-here", "true\n");
+  run.command = {"only-here"};
+  CHECK_FALSE(l.precheck(run).has_value());  // the job's own PATH is searched
+  const fs::path plain = s.dir / "plain.sh";
+  std::ofstream(plain) << "echo\n";
+  run.command = {"./plain.sh"};  // relative to the working directory
+  CHECK(l.precheck(run).value() == "cannot run \"./plain.sh\": Permission denied");
+  run.working_dir = (s.dir / "gone").string();
+  CHECK(l.precheck(run).value().find("working directory") == 0);
+}
+
+TEST_CASE("a pod's environment: its GPUs by UUID when known, gpuq's variables over the job's") {
+  LocalConfig c;
+  Inventory inv;
+  inv.gpus = parse_nvidia_smi(kTwoH100);
+  Launcher l(c, inv);
+  storage::JobRecord rec;
+  rec.run.env = {{"CUDA_VISIBLE_DEVICES", "7"}, {"MINE", "x"}};
+  PodPlacement where{0, "box", {1}, 500};
+  PodLaunch pod{"j1", "vision", 1, 2, where, rec, "/s", "/l"};
+  auto env = l.environment(pod);
+  auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
+  CHECK(has("CUDA_VISIBLE_DEVICES=GPU-7c4f1d7f-1111-2222-3333-444455556666"));
+  CHECK(has("MINE=x"));
+  CHECK(has("GPUQ_JOB_ID=j1"));
+  CHECK(has("GPUQ_QUEUE=vision"));
+  CHECK(has("GPUQ_POD_INDEX=1"));
+  CHECK(has("GPUQ_POD_COUNT=2"));
+  CHECK(has("GPUQ_GPU_MILLI=500"));
+  pod.placement.gpus.clear();
+  env = l.environment(pod);
+  CHECK(has("CUDA_VISIBLE_DEVICES="));  // no GPU: none visible
+  CHECK_FALSE(std::any_of(env.begin(), env.end(), [](const std::string& kv) { return kv.rfind("GPUQ_GPU_MILLI=", 0) == 0; }));
+}
