@@ -262,6 +262,7 @@ TEST_CASE("local: a high-priority submit stops a low-priority process, which is 
   submit(d, job("low", sh("trap 'echo low got TERM; exit 0' TERM; touch " + p + "/low.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "4", .priority = "0", .grace = 5}));
   wait_file(dir.path / "low.ready");
+  fs::remove(dir.path / "low.ready");
   submit(d, job("high", sh("echo high on $CUDA_VISIBLE_DEVICES"), {.gpus = "4", .priority = "100"}));
   wait_state(d, "high", v1::JOB_STATE_SUCCEEDED);
   CHECK(logs(d, "high").find("high on ") == 0);
@@ -270,8 +271,7 @@ TEST_CASE("local: a high-priority submit stops a low-priority process, which is 
   CHECK(low.preemptions() == 1);
   CHECK(low.preempted_by() == "high");
   // Requeued, it runs again once high is done.
-  wait_state(d, "low", v1::JOB_STATE_RUNNING);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trap is set
+  wait_file(dir.path / "low.ready");  // its trap is set again
   cancel(d, "low");
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string out;
@@ -288,7 +288,7 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   const std::string p = dir.path.string();
   {
     Daemon d(dir.path, true, local_config(dir.path));
-    submit(d, job("long", sh("touch " + p + "/long.ready; sleep 4; echo long done"), {.gpus = "2"}));
+    submit(d, job("long", sh("touch " + p + "/long.ready; sleep 8; echo long done"), {.gpus = "2"}));
     submit(d, job("quick", sh("touch " + p + "/quick.ready; sleep 1; exit 7"), {.gpus = "1"}));
     submit(d, job("lost", sh("touch " + p + "/lost.ready; sleep 20"), {.gpus = "1", .on_node_loss = "Fail"}));
     for (const char* f : {"long.ready", "quick.ready", "lost.ready"}) wait_file(dir.path / f);
