@@ -313,3 +313,36 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   CHECK(logs(d, "long").find("long done") != std::string::npos);
   wait_state(d, "after", v1::JOB_STATE_SUCCEEDED);
 }
+
+namespace {
+
+// Whether pid is a live process (a zombie is not: it has ended, unreaped by its new parent).
+bool alive(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
+}  // namespace
+
+TEST_CASE("local: what still runs for a job gpuqd does not hold running is killed at start, before scheduling") {
+  TempDir dir;
+  const std::string p = dir.path.string();
+  pid_t shim = 0;
+  {
+    Daemon d(dir.path, true, local_config(dir.path));
+    submit(d, job("stubborn", sh("trap '' TERM; touch " + p + "/stubborn.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
+                  {.gpus = "4", .grace = 60}));
+    wait_file(dir.path / "stubborn.ready");
+    shim = std::stoi(slurp(dir.path / "run" / "stubborn" / "pod-0.pid").substr(4));
+    cancel(d, "stubborn");  // Cancelled; its processes would hold the GPUs for 60 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    d.stop(SIGKILL);
+  }
+  REQUIRE(alive(shim));
+  Daemon d(dir.path, true, local_config(dir.path));
+  CHECK_FALSE(alive(shim));  // gone before gpuqd served
+  CHECK_FALSE(fs::exists(dir.path / "run" / "stubborn"));
+  submit(d, job("all", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
+  wait_state(d, "all", v1::JOB_STATE_SUCCEEDED);
+}
