@@ -80,6 +80,16 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
 
 std::vector<Decision> Engine::schedule(Time now) {
   rebuild_topology_if_needed();
+  if (frag_dirty_) {
+    std::vector<PodShape> shapes;
+    for (const auto& [shape, n] : shape_counts_) {
+      PodShape s = shape;
+      s.weight = static_cast<double>(n);
+      shapes.push_back(s);
+    }
+    frag_ = FragModel::typical(shapes);
+    frag_dirty_ = false;
+  }
   std::vector<Decision> out;
   last_cycle_ = {};
   // Placing a single pod searches the whole index, so its failure stays a failure while the
@@ -238,7 +248,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
       std::optional<std::vector<PodSlot>> placed;
       if (!commit || !placement_failed_.count(key)) {
         PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets,
-                             config_.placement};
+                             config_.placement, &frag_};
         placed = place(cluster_, topology_, req);
       }
       placement_tried = true;

@@ -170,7 +170,7 @@ PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclus
       for (int g = 0; g < node.gpu_count(); ++g) {
         const auto f = node.gpu_free[g];
         if (f < ask.fraction) continue;
-        if (best < 0 || (policy == PlacementPolicy::kPack ? f < node.gpu_free[best]
+        if (best < 0 || (policy != PlacementPolicy::kSpread ? f < node.gpu_free[best]
                                                            : f > node.gpu_free[best]))
           best = g;
       }

@@ -265,9 +265,15 @@ std::uint32_t Engine::store_job(Job job) {
   auto j = static_cast<std::uint32_t>(jobs_.size());
   job.order = next_order_++;
   job_ids_.emplace(job.spec.id.value, j);
+  if (config_.placement == PlacementPolicy::kFragAware) count_shapes(job);
   jobs_.push_back(std::move(job));
   admission_seq_.push_back(0);
   return j;
+}
+
+void Engine::count_shapes(const Job& job) {
+  for (const PodSet& s : job.spec.pod_sets) shape_counts_[shape_of(s.per_pod)] += static_cast<std::size_t>(s.count);
+  frag_dirty_ = true;
 }
 
 Result<void> Engine::submit(JobSpec spec, Time now) {
@@ -349,7 +355,7 @@ Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const Runnin
   const std::string who = "job \"" + job.spec.id.value + "\": ";
   if (where.nodes.empty()) {
     rebuild_topology_if_needed();
-    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement};
+    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement, &frag_};
     if (auto placed = place(cluster_, topology_, req)) return std::move(*placed);
     return Error{who + "does not fit on the free capacity of flavor " +
                  (f == kNoFlavor ? std::string("(none)") : flavor_names_[f])};

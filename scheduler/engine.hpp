@@ -17,6 +17,7 @@
 
 #include "preemption/victims.hpp"
 #include "scheduler/cluster.hpp"
+#include "scheduler/fragmentation.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/quota.hpp"
 #include "scheduler/result.hpp"
@@ -300,6 +301,13 @@ class Engine {
   std::uint64_t next_seq_ = 1;
   std::uint64_t cycle_ = 0;  // schedule() calls so far
   std::vector<Event> events_;
+
+  // The fragmentation-aware placement's workload: the pod shapes of every job submitted (or
+  // restored), as counted; the model is rebuilt at the next cycle after they changed.
+  std::map<PodShape, std::size_t> shape_counts_;
+  FragModel frag_;
+  bool frag_dirty_ = false;
+  void count_shapes(const Job& job);
 
   // Per pass: (flavor, queue, shape) combinations that failed placement, so the same shape is not
   // searched for again while the pass only takes capacity. (A gang can still fit later in the

@@ -16,7 +16,14 @@ const char* to_string(QueueingStrategy s) {
   return s == QueueingStrategy::kStrictFIFO ? "StrictFIFO" : "BestEffortFIFO";
 }
 
-const char* to_string(PlacementPolicy p) { return p == PlacementPolicy::kPack ? "pack" : "spread"; }
+const char* to_string(PlacementPolicy p) {
+  switch (p) {
+    case PlacementPolicy::kPack: return "pack";
+    case PlacementPolicy::kSpread: return "spread";
+    case PlacementPolicy::kFragAware: return "frag-aware";
+  }
+  return "?";
+}
 
 const char* to_string(WithinQueuePolicy p) {
   switch (p) {

@@ -30,7 +30,7 @@ using QueueName = Name<struct QueueNameTag>;
 
 enum class NodeState { kReady, kCordoned, kDraining, kDown };
 enum class QueueingStrategy { kBestEffortFIFO, kStrictFIFO };
-enum class PlacementPolicy { kPack, kSpread };
+enum class PlacementPolicy { kPack, kSpread, kFragAware };
 enum class JobState { kPending, kAdmitted, kRunning, kPreempting, kSucceeded, kFailed, kCancelled };
 enum class NodeLossPolicy { kRequeue, kFail };
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/cluster.hpp"
+#include "scheduler/fragmentation.hpp"
 #include "scheduler/topology.hpp"
 
 namespace gpuq {
@@ -15,6 +16,9 @@ struct PlacementRequest {
   bool exclusive = false;
   const std::vector<PodSet>* pod_sets = nullptr;
   PlacementPolicy policy = PlacementPolicy::kPack;
+  // kFragAware: the workload whose fragmentation a placement should grow least (FGD). Without
+  // one (or an empty one) it places as kPack does.
+  const FragModel* frag = nullptr;
 };
 
 // On success the pods are taken in the cluster and their slots returned (pod sets in order, pods

@@ -86,7 +86,7 @@ Layout read_layout(const YAML::Node& root) {
   if (root["placement"])
     l.config.placement = read_enum<PlacementPolicy>(
         root["placement"], "placement",
-        {{"pack", PlacementPolicy::kPack}, {"spread", PlacementPolicy::kSpread}});
+        {{"pack", PlacementPolicy::kPack}, {"spread", PlacementPolicy::kSpread}, {"frag-aware", PlacementPolicy::kFragAware}});
   return l;
 }
 

@@ -27,5 +27,24 @@ rc=$?
 check "missing file exits 2" "[ $rc -eq 2 ]"
 check "missing file is named" "grep -q 'missing.yaml' $tmp/err"
 
-[ $fail -eq 0 ] && echo "8 passed, 0 failed" || echo "some checks failed"
+# gpuq sim fill on a tiny openb-format cluster and pod list.
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,2,T4\n' >"$tmp/nodes.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,1000\np1,1000,1024,1,500\np2,1000,1024,2,1000\n' >"$tmp/pods.csv"
+"$gpuq" sim fill --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --target 1.3 --seeds 1-3 --policy pack,frag-aware --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "fill exits 0" "[ $rc -eq 0 ]"
+check "fill prints one summary per policy" "grep -q '\"policy\":\"pack\"' $tmp/out && grep -q '\"policy\":\"frag-aware\"' $tmp/out && grep -q '\"alloc_ratio_mean\"' $tmp/out"
+"$gpuq" sim fill --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --seeds 1-3 --json >"$tmp/again" 2>/dev/null
+"$gpuq" sim fill --nodes "$tmp/nodes.csv" --pods "$tmp/pods.csv" --seeds 1-3 --json >"$tmp/again2" 2>/dev/null
+check "same inputs and seeds give the same bytes" "cmp -s $tmp/again $tmp/again2"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,abc\np1,1000,1024,1,500\n' >"$tmp/badpods.csv"
+"$gpuq" sim fill --nodes "$tmp/nodes.csv" --pods "$tmp/badpods.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "bad trace exits 2" "[ $rc -eq 2 ]"
+check "bad trace error names file, line and column" "grep -q 'badpods.csv:2:5: column \"gpu_milli\"' $tmp/err"
+"$gpuq" sim fill --nodes "$tmp/nodes.csv" --pods "$tmp/badpods.csv" --skip-bad-rows --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "skip-bad-rows exits 0 and says how many" "[ $rc -eq 0 ] && grep -q 'skipped 1 malformed rows' $tmp/err"
+
+[ $fail -eq 0 ] && echo "14 passed, 0 failed" || echo "some checks failed"
 exit $fail

@@ -1,0 +1,108 @@
+#include "scheduler/fragmentation.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace gpuq {
+
+PodShape shape_of(const ResourceVec& pod) {
+  PodShape s;
+  s.cpu = pod[kCpu];
+  const Quantity g = pod[kGpu];
+  if (g > 0 && g < kMilliPerGpu) {
+    s.gpus = 1;
+    s.milli = static_cast<std::int16_t>(g);
+  } else if (g > 0) {
+    s.gpus = static_cast<int>(g / kMilliPerGpu);
+    s.milli = static_cast<std::int16_t>(kMilliPerGpu);
+  }
+  return s;
+}
+
+FragModel::FragModel(std::vector<PodShape> shapes) : shapes_(std::move(shapes)) {
+  double total = 0;
+  for (const PodShape& s : shapes_) total += s.weight;
+  if (total > 0)
+    for (PodShape& s : shapes_) s.weight /= total;
+}
+
+FragModel FragModel::typical(const std::vector<PodShape>& pods, double coverage) {
+  std::map<PodShape, double> count;  // keyed with weight 0: shapes compare by resources only
+  double total = 0;
+  for (PodShape p : pods) {
+    const double w = p.weight;
+    p.weight = 0;
+    count[p] += w;
+    total += w;
+  }
+  std::vector<PodShape> ranked;
+  for (const auto& [shape, w] : count) {
+    PodShape s = shape;
+    s.weight = w;
+    ranked.push_back(s);
+  }
+  // Most frequent first; equal counts in a fixed order (the shape), so the model is deterministic.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const PodShape& a, const PodShape& b) { return a.weight > b.weight; });
+  std::vector<PodShape> kept;
+  double covered = 0;
+  for (const PodShape& s : ranked) {
+    if (covered >= coverage * total) break;
+    kept.push_back(s);
+    covered += s.weight;
+  }
+  return FragModel(std::move(kept));
+}
+
+double FragModel::fragmentation(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free) const {
+  return measure(cpu_free, gpu_free.data(), static_cast<int>(gpu_free.size()));
+}
+
+double FragModel::measure(Quantity cpu_free, const std::int16_t* gpu_free, int gpus) const {
+  Quantity idle = 0;
+  for (int g = 0; g < gpus; ++g) idle += gpu_free[g];
+  if (idle == 0) return 0;
+  double out = 0;
+  for (const PodShape& s : shapes_) {
+    Quantity unusable = idle;
+    if (s.gpus > 0 && cpu_free >= s.cpu) {
+      int fitting = 0;
+      Quantity small = 0;  // free milli on GPUs with less than the pod asks per GPU
+      for (int g = 0; g < gpus; ++g) {
+        if (gpu_free[g] >= s.milli)
+          ++fitting;
+        else
+          small += gpu_free[g];
+      }
+      if (fitting >= s.gpus) unusable = small;
+    }
+    out += s.weight * static_cast<double>(unusable);
+  }
+  return out;
+}
+
+double FragModel::fragmentation(const NodeFreeState& state) const {
+  if (auto it = memo_.find(state); it != memo_.end()) return it->second;
+  if (memo_.size() > (1U << 20)) memo_.clear();  // bounded: states seen long ago are measured again
+  const double f = measure(state.cpu, state.free.data(), state.gpus);
+  memo_.emplace(state, f);
+  return f;
+}
+
+bool NodeFreeState::assign(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free) {
+  if (gpu_free.size() > static_cast<std::size_t>(kMaxGpus)) return false;
+  cpu = cpu_free;
+  gpus = static_cast<std::uint8_t>(gpu_free.size());
+  free.fill(0);
+  std::copy(gpu_free.begin(), gpu_free.end(), free.begin());
+  std::sort(free.begin(), free.begin() + gpus);
+  return true;
+}
+
+std::size_t NodeFreeStateHash::operator()(const NodeFreeState& s) const noexcept {
+  std::uint64_t h = static_cast<std::uint64_t>(s.cpu) * 0x9e3779b97f4a7c15ULL ^ s.gpus;
+  for (int g = 0; g < s.gpus; ++g) h = (h ^ static_cast<std::uint16_t>(s.free[g])) * 0x100000001b3ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+}  // namespace gpuq

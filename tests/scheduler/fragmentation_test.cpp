@@ -1,0 +1,84 @@
+// The fragmentation measure (FGD) and the fragmentation-aware placement that uses it.
+#include <doctest/doctest.h>
+
+#include "scheduler/fragmentation.hpp"
+#include "scheduler/placement.hpp"
+#include "tests/support/builders.hpp"
+
+using namespace gpuq;
+using namespace gpuq::test;
+
+TEST_CASE("fragmentation: free GPU a pod of the mix could not use, weighted by the mix") {
+  const PodShape whole{0, 1, 1000, 1}, half{0, 1, 500, 1}, cpu_only{4000, 0, 0, 2};
+  FragModel m({whole, half});
+  CHECK(m.shapes()[0].weight == doctest::Approx(0.5));
+  // A whole GPU fits (the 500 left on GPU 1 is stranded for it); a half fits with nothing stranded.
+  CHECK(m.fragmentation(8000, {1000, 500, 0}) == doctest::Approx(0.5 * 500 + 0.5 * 0));
+  CHECK(m.fragmentation(8000, {0, 0}) == 0);
+  // Neither fits: all free GPU counts. A CPU-only pod strands all free GPU too.
+  CHECK(m.fragmentation(8000, {400, 300}) == doctest::Approx(700));
+  FragModel with_cpu({whole, cpu_only});
+  CHECK(with_cpu.fragmentation(8000, {1000}) == doctest::Approx(2.0 / 3 * 1000));
+  // Without the CPU a pod needs, its GPUs are stranded for it.
+  FragModel needs_cpu({PodShape{16000, 1, 1000, 1}});
+  CHECK(needs_cpu.fragmentation(8000, {1000, 1000}) == doctest::Approx(2000));
+  NodeFreeState state, reordered;
+  REQUIRE(state.assign(8000, {1000, 500}));
+  REQUIRE(reordered.assign(8000, {500, 1000}));
+  CHECK(state == reordered);  // which GPU is which does not matter
+  CHECK(NodeFreeStateHash{}(state) == NodeFreeStateHash{}(reordered));
+  CHECK(m.fragmentation(state) == doctest::Approx(250));  // measured, then remembered
+  CHECK(m.fragmentation(reordered) == doctest::Approx(250));
+  CHECK_FALSE(state.assign(0, std::vector<std::int16_t>(17, 1000)));
+}
+
+TEST_CASE("the typical mix keeps the most frequent shapes until they cover 95% of the pods") {
+  std::vector<PodShape> pods;
+  for (int i = 0; i < 90; ++i) pods.push_back(PodShape{1000, 1, 1000, 1});
+  for (int i = 0; i < 8; ++i) pods.push_back(PodShape{1000, 1, 500, 1});
+  for (int i = 0; i < 2; ++i) pods.push_back(PodShape{1000, 8, 1000, 1});
+  FragModel m = FragModel::typical(pods);
+  REQUIRE(m.shapes().size() == 2);  // 90 + 8 = 98% >= 95%: the rare 8-GPU shape is left out
+  CHECK(m.shapes()[0].milli == 1000);
+  CHECK(m.shapes()[0].weight == doctest::Approx(90.0 / 98));
+  CHECK(shape_of(res(500)).milli == 500);
+  CHECK(shape_of(res(gpus(4))).gpus == 4);
+}
+
+TEST_CASE("frag-aware placement keeps room for the mix's pods where pack would not") {
+  // Node a has 2 free GPUs, node b 3 of its 4. Pack puts a 1-GPU pod on a (the fewest free GPUs
+  // that fit); with a mix of 2-GPU pods that strands a's last GPU, so frag-aware takes b.
+  Cluster c;
+  REQUIRE(c.upsert(node("a", "h100", res(gpus(2))), 0, kNoQueue).ok());
+  REQUIRE(c.upsert(node("b", "h100", res(gpus(4))), 0, kNoQueue).ok());
+  (void)c.take(1, res(gpus(1)), 0, false, PlacementPolicy::kPack);
+  Topology topology;
+  std::vector<PodSet> one{PodSet{"main", 1, res(gpus(1))}};
+  const FragModel mix({PodShape{0, 2, 1000, 1}});
+  PlacementRequest pack{0, 0, false, &one, PlacementPolicy::kPack};
+  auto packed = place(c, topology, pack);
+  REQUIRE(packed);
+  CHECK(packed->front().node == 0);
+  c.release(packed->front());
+  PlacementRequest frag{0, 0, false, &one, PlacementPolicy::kFragAware, &mix};
+  auto placed = place(c, topology, frag);
+  REQUIRE(placed);
+  CHECK(placed->front().node == 1);
+  c.release(placed->front());
+  // Without a mix it places as pack does.
+  PlacementRequest no_mix{0, 0, false, &one, PlacementPolicy::kFragAware, nullptr};
+  CHECK(place(c, topology, no_mix)->front().node == 0);
+}
+
+TEST_CASE("frag-aware: a share goes to the GPU that strands least, so whole GPUs stay whole") {
+  Cluster c;
+  REQUIRE(c.upsert(node("n", "h100", res(gpus(2))), 0, kNoQueue).ok());
+  (void)c.take(0, res(300), 0, false, PlacementPolicy::kPack);  // GPU 0: 700 free
+  Topology topology;
+  const FragModel mix({PodShape{0, 1, 1000, 3}, PodShape{0, 1, 600, 1}});
+  std::vector<PodSet> share{PodSet{"main", 1, res(600)}};
+  PlacementRequest frag{0, 0, false, &share, PlacementPolicy::kFragAware, &mix};
+  auto placed = place(c, topology, frag);
+  REQUIRE(placed);
+  CHECK(placed->front().gpus == std::vector<std::uint8_t>{0});  // GPU 1 stays whole
+}

@@ -1,0 +1,107 @@
+// `gpuq sim fill` on small made-up clusters: the order, the target, the accounting, the summary.
+#include <doctest/doctest.h>
+
+#include <boost/json.hpp>
+
+#include "sim/fill.hpp"
+
+using namespace gpuq;
+using namespace gpuq::sim;
+
+namespace {
+
+std::vector<OpenbNode> two_nodes() {
+  return {OpenbNode{"n0", 32000, Quantity{64} << 30, 2, "T4"}, OpenbNode{"n1", 32000, Quantity{64} << 30, 2, "T4"}};
+}
+
+std::vector<OpenbPod> pods(int n, int gpu_milli) {
+  std::vector<OpenbPod> out;
+  for (int i = 0; i < n; ++i) {
+    OpenbPod p;
+    p.name = "p" + std::to_string(i);
+    p.cpu_milli = 1000;
+    p.memory_bytes = Quantity{1} << 30;
+    p.num_gpu = 1;
+    p.gpu_milli = gpu_milli;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fill: pods drawn until the target, the one that would pass it left out; what does not fit fails") {
+  // 4 GPUs; 3 one-GPU pods ask for 75%. Target 1.0: one drawn pod more (100%), then stop.
+  FillRun r = run_fill(two_nodes(), pods(3, 1000), PlacementPolicy::kPack, 1.0, 42);
+  CHECK(r.capacity_milli == 4000);
+  CHECK(r.pods == 4);
+  CHECK(r.failed == 0);
+  CHECK(r.arrived_milli == 4000);
+  CHECK(r.alloc_ratio == doctest::Approx(1.0));
+  CHECK(r.frag_ratio == doctest::Approx(0.0));
+  // Target 1.5: six pods arrive, two find no GPU.
+  r = run_fill(two_nodes(), pods(3, 1000), PlacementPolicy::kFragAware, 1.5, 42);
+  CHECK(r.pods == 6);
+  CHECK(r.failed == 2);
+  CHECK(r.arrived_milli == 6000);
+  CHECK(r.allocated_milli == 4000);
+}
+
+TEST_CASE("fill: the same seed gives the same result; shares fragment, and frag-aware strands no more than pack") {
+  std::vector<OpenbPod> mix = pods(6, 600);
+  for (auto& p : pods(4, 1000)) {
+    p.name += "w";
+    mix.push_back(p);
+  }
+  const FillRun a = run_fill(two_nodes(), mix, PlacementPolicy::kFragAware, 1.3, 7);
+  const FillRun b = run_fill(two_nodes(), mix, PlacementPolicy::kFragAware, 1.3, 7);
+  CHECK(a.allocated_milli == b.allocated_milli);
+  CHECK(a.failed == b.failed);
+  CHECK(a.frag_ratio == b.frag_ratio);
+  CHECK(to_json({summarize(PlacementPolicy::kFragAware, 1.3, {a})}) ==
+        to_json({summarize(PlacementPolicy::kFragAware, 1.3, {b})}));
+  for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
+    const FillRun frag = run_fill(two_nodes(), mix, PlacementPolicy::kFragAware, 1.3, seed);
+    const FillRun pack = run_fill(two_nodes(), mix, PlacementPolicy::kPack, 1.3, seed);
+    CHECK(frag.alloc_ratio <= 1.0);
+    CHECK(frag.allocated_milli + 0 >= pack.allocated_milli - 600);  // never far behind on a tiny cluster
+  }
+  OpenbPod picky = pods(1, 1000).front();
+  picky.gpu_models = {"V100M16"};
+  CHECK_THROWS_AS(run_fill(two_nodes(), {picky}, PlacementPolicy::kPack, 1.0, 1), std::invalid_argument);
+  CHECK_THROWS_AS(run_fill({}, pods(1, 1000), PlacementPolicy::kPack, 1.0, 1), std::invalid_argument);
+}
+
+TEST_CASE("fill summary: mean, range and failed pods over the seeds, as JSON with the keys scripts read") {
+  std::vector<FillRun> runs(2);
+  runs[0].seed = 42;
+  runs[0].alloc_ratio = 0.9;
+  runs[0].failed = 10;
+  runs[1].seed = 43;
+  runs[1].alloc_ratio = 0.95;
+  runs[1].failed = 20;
+  FillSummary s = summarize(PlacementPolicy::kPack, 1.3, runs);
+  CHECK(s.alloc_ratio_mean == doctest::Approx(0.925));
+  CHECK(s.alloc_ratio_min == doctest::Approx(0.9));
+  CHECK(s.alloc_ratio_max == doctest::Approx(0.95));
+  CHECK(s.failed_pods_mean == doctest::Approx(15));
+  const auto v = boost::json::parse(to_json({s})).as_object();
+  for (const char* key : {"policy", "seeds", "alloc_ratio_mean", "alloc_ratio_min", "alloc_ratio_max", "failed_pods_mean",
+                          "frag_ratio_mean", "runs"})
+    CHECK_MESSAGE(v.contains(key), key);
+  CHECK(v.at("policy").as_string() == "pack");
+  CHECK(v.at("seeds").as_array().size() == 2);
+  CHECK(boost::json::parse(to_json({s, s})).is_array());  // several policies: one object each
+  CHECK(to_table({s}).find("pack") != std::string::npos);
+}
+
+TEST_CASE("seeds: N, A-B and lists; anything else names the text") {
+  CHECK(parse_seeds("42-51").size() == 10);
+  CHECK(parse_seeds("7") == std::vector<std::uint64_t>{7});
+  CHECK(parse_seeds("1,5,3") == std::vector<std::uint64_t>{1, 5, 3});
+  CHECK(parse_seeds("1-2,9") == std::vector<std::uint64_t>{1, 2, 9});
+  CHECK_THROWS_WITH(parse_seeds("x"), doctest::Contains("--seeds \"x\""));
+  CHECK_THROWS_WITH(parse_seeds("5-3"), doctest::Contains("range 5-3"));
+  CHECK_THROWS_AS(parse_seeds(""), std::invalid_argument);
+  CHECK_THROWS_AS(parse_seeds("-1"), std::invalid_argument);
+}
