@@ -16,7 +16,7 @@
 //     logDir: var/logs            # <logDir>/<job>/pod-<i>.log
 //     runDir: var/run             # pid and status files of the running pods
 //     shim: /usr/lib/gpuq/gpuq-shim   # default: next to gpuqd
-//   placement: pack               # pack | spread
+//   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
