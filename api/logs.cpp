@@ -97,22 +97,19 @@ class RefusedStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 }  // namespace
 
 grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req) {
+  // The store and the binder are safe to read from this thread; only their addresses come from
+  // the engine thread, so the SQLite read does not hold it up.
   storage::Store* store = nullptr;
-  std::optional<std::filesystem::path> path;
-  std::optional<storage::JobRecord> rec;
-  grpc::Status refused = grpc::Status::OK;
+  const binder::Binder* binder = nullptr;
   loop.run_sync([&](daemon::Core& c) {
     store = &c.store();
-    auto found = c.store().job(req.id());
-    if (!found) {
-      refused = to_status(ErrorCode::kUnavailable, found.error());
-      return;
-    }
-    rec = found.value();
-    path = c.binder().log_path(JobId(req.id()), req.pod());
+    binder = &c.binder();
   });
-  if (!refused.ok()) return new RefusedStream(refused);
+  auto found = store->job(req.id());
+  if (!found) return new RefusedStream(to_status(ErrorCode::kUnavailable, found.error()));
+  const std::optional<storage::JobRecord>& rec = found.value();
   if (!rec) return new RefusedStream(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
+  const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
   if (!path)
     return new RefusedStream(to_status(ErrorCode::kFailedPrecondition,
                                        "gpuqd runs with binder: none, which runs no processes and keeps no logs"));

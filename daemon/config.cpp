@@ -23,11 +23,7 @@ binder::LocalConfig read_local(const YAML::Node& node) {
   if (node["node"]) l.node = sim::read_string(node["node"], "local.node");
   if (node["flavor"]) l.flavor = sim::read_string(node["flavor"], "local.flavor");
   if (l.flavor.empty()) throw sim::SpecError("local.flavor: is empty; name the node's flavor");
-  if (const auto& labels = node["labels"]) {
-    sim::require_map(labels, "local.labels");
-    for (const auto& kv : labels)
-      l.labels[kv.first.Scalar()] = sim::read_string(kv.second, "local.labels." + kv.first.Scalar());
-  }
+  if (const auto& labels = node["labels"]) l.labels = sim::read_labels(labels, "local.labels");
   if (node["nvidiaSmi"]) l.nvidia_smi = sim::read_string(node["nvidiaSmi"], "local.nvidiaSmi");
   if (node["gpus"]) {
     const auto n = sim::read_int(node["gpus"], "local.gpus");

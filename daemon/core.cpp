@@ -29,10 +29,7 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
   if (config_.make_binder) {
     binder_ = config_.make_binder([this](const BinderFact& fact) { fact_post_(fact); });
   } else {
-    binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) {
-      if (auto r = engine_->observe(fact, bind_now_); !r)
-        spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
-    });
+    binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) { observe(fact, bind_now_); });
   }
   config_.engine.stops_confirmed = binder_->confirms_stops();
 }
@@ -47,14 +44,10 @@ void Core::observe(const BinderFact& fact, Time now) {
     spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
     return;
   }
-  if (const auto* done = std::get_if<JobFinished>(&fact)) {
+  if (const auto* done = std::get_if<JobFinished>(&fact))
     if (auto it = unfinished_.find(done->job.value); it != unfinished_.end()) it->second.exit_code = done->exit_code;
-    facts_open_.push_back(done->job);
-  } else if (const auto* stopped = std::get_if<JobStopped>(&fact)) {
-    facts_open_.push_back(stopped->job);
-  } else if (const auto* lost = std::get_if<JobLost>(&fact)) {
-    facts_open_.push_back(lost->job);
-  }
+  // Its last fact about the job (a start is not): what the binder keeps for it can go once on disk.
+  if (const JobId* job = job_of(fact); job && !std::holds_alternative<JobStarted>(fact)) facts_open_.push_back(*job);
 }
 
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
@@ -93,6 +86,7 @@ Result<void> Core::rebuild(Time now) {
     sync_names();
   }
   std::size_t restore_failures = 0;
+  std::vector<BinderFact> adopted;  // what ended while gpuqd was not watching, applied once all are in
   auto loaded = store_->load(
       [&](storage::Loaded& meta) -> Result<void> {
         sync_names();
@@ -105,7 +99,7 @@ Result<void> Core::rebuild(Time now) {
       },
       [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
         sync_names();  // the reader may have met a resource name in a job
-        for (storage::JobRecord& rec : chunk) restore(rec, now, restore_failures);
+        for (storage::JobRecord& rec : chunk) restore(rec, now, restore_failures, adopted);
         return Ok();
       });
   if (!loaded) return Error{loaded.error(), loaded.code()};
@@ -116,7 +110,7 @@ Result<void> Core::rebuild(Time now) {
   binder_->stop_strays();
   facts_open_.clear();
   facts_closed_.clear();
-  for (const BinderFact& fact : std::exchange(adopted_facts_, {})) observe(fact, now);
+  for (const BinderFact& fact : adopted) observe(fact, now);
   return Ok();
 }
 
@@ -153,7 +147,7 @@ Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::v
 // job stopping for a preemptor is taken as stopped (the preemptor's booking is not kept: it asks
 // again). One that no longer fits the cluster or the queues ends, with the reason, rather than
 // blocking the start.
-void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
+void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted) {
   Result<void> r = Ok();
   if (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning) {
     RunningPlacement where;
@@ -167,7 +161,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures) {
     r = engine_->restore_running(rec.spec, where, now);
     if (r) {
       rec.state = JobState::kRunning;
-      if (auto fact = binder_->adopt(rec)) adopted_facts_.push_back(*fact);
+      if (auto fact = binder_->adopt(rec)) adopted.push_back(*fact);
     }
   } else {
     if (rec.state == JobState::kPreempting) {

@@ -121,7 +121,7 @@ class Core {
   Result<void> rebuild(Time now);
   Result<void> apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
                                  const std::vector<NodeSpec>& config_nodes, Time now);
-  void restore(storage::JobRecord& rec, Time now, std::size_t& failures);
+  void restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted);
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
@@ -136,7 +136,6 @@ class Core {
   // Jobs whose last binder fact came in this turn / the turn being written: forgotten by the
   // binder once that turn is on disk.
   std::vector<JobId> facts_open_, facts_closed_;
-  std::vector<BinderFact> adopted_facts_;  // from adopt() while rebuilding, applied after
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API

@@ -425,16 +425,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     lose_node(*n, now);
     return Ok();
   }
-  const JobId& id = std::visit(
-      [](const auto& f) -> const JobId& {
-        if constexpr (std::is_same_v<std::decay_t<decltype(f)>, NodeLost>) {
-          static const JobId none;
-          return none;
-        } else {
-          return f.job;
-        }
-      },
-      fact);
+  const JobId& id = *job_of(fact);  // not NodeLost: handled above
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};

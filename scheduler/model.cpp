@@ -1,5 +1,7 @@
 #include "scheduler/model.hpp"
 
+#include <type_traits>
+
 namespace gpuq {
 
 const char* to_string(NodeState s) {
@@ -14,6 +16,17 @@ const char* to_string(NodeState s) {
 
 const char* to_string(QueueingStrategy s) {
   return s == QueueingStrategy::kStrictFIFO ? "StrictFIFO" : "BestEffortFIFO";
+}
+
+const JobId* job_of(const BinderFact& fact) {
+  return std::visit(
+      [](const auto& f) -> const JobId* {
+        if constexpr (std::is_same_v<std::decay_t<decltype(f)>, NodeLost>)
+          return nullptr;
+        else
+          return &f.job;
+      },
+      fact);
 }
 
 const char* to_string(PlacementPolicy p) {

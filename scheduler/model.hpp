@@ -168,6 +168,8 @@ struct JobLost {
   std::string reason;
 };
 using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost, JobLost>;
+// The job a fact is about; nullptr for NodeLost.
+const JobId* job_of(const BinderFact& fact);
 
 }  // namespace gpuq
 

@@ -31,7 +31,7 @@ ResourceVec per_pod(const OpenbPod& p) {
   ResourceVec r;
   r[kCpu] = p.cpu_milli;
   r[kMemory] = p.memory_bytes;
-  r[kGpu] = p.num_gpu == 1 && p.gpu_milli < kMilliPerGpu ? p.gpu_milli : Quantity{p.num_gpu} * kMilliPerGpu;
+  r[kGpu] = p.total_gpu_milli();  // a share of one GPU, or whole GPUs (multi-GPU pods ask 1000 each)
   return r;
 }
 

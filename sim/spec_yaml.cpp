@@ -239,6 +239,17 @@ QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceN
   return q;
 }
 
+std::map<std::string, std::string> read_labels(const YAML::Node& labels, const std::string& path) {
+  require_map(labels, path);
+  check_unique_keys(labels, path);
+  std::map<std::string, std::string> out;
+  for (const auto& kv : labels) {
+    if (kv.first.Scalar().empty()) fail(path, "has an empty label key");
+    out[kv.first.Scalar()] = read_string(kv.second, path + "." + kv.first.Scalar());
+  }
+  return out;
+}
+
 NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names) {
   require_map(node, path);
   check_keys(node, path, {"name", "flavor", "capacity", "labels", "state", "dedicatedTo"});
@@ -257,14 +268,7 @@ NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNam
   if (n.capacity[kGpu] / kMilliPerGpu > 255)
     fail(path + ".capacity.gpu",
          shown(node["capacity"]["gpu"]) + " is too many; a node has at most 255 GPUs");
-  if (const auto& labels = node["labels"]) {
-    require_map(labels, path + ".labels");
-    check_unique_keys(labels, path + ".labels");
-    for (const auto& kv : labels) {
-      if (kv.first.Scalar().empty()) fail(path + ".labels", "has an empty label key");
-      n.labels[kv.first.Scalar()] = read_string(kv.second, path + ".labels." + kv.first.Scalar());
-    }
-  }
+  if (const auto& labels = node["labels"]) n.labels = read_labels(labels, path + ".labels");
   if (node["state"])
     n.state = read_enum<NodeState>(node["state"], path + ".state",
                                    {{"Ready", NodeState::kReady},

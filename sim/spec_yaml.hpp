@@ -2,6 +2,7 @@
 // Queues, nodes and jobs from YAML, with the keys of the scenario format (shared/SCENARIOS.md);
 // `gpuq apply` will read the same keys. Every error names the field by its path
 // ("queues[0].quotas[1].resources.gpu.nominal"), the value and what is allowed.
+#include <map>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
@@ -13,6 +14,8 @@ namespace gpuq::sim {
 
 QueueSpec parse_queue(const YAML::Node& node, const std::string& path, ResourceNames& names);
 NodeSpec parse_node(const YAML::Node& node, const std::string& path, ResourceNames& names);
+// A node's labels: a map of strings, no empty or repeated key.
+std::map<std::string, std::string> read_labels(const YAML::Node& labels, const std::string& path);
 JobSpec parse_job(const YAML::Node& node, const std::string& path, ResourceNames& names,
                   const PriorityClasses& classes);
 // `priorityClasses: {name: integer, ...}`.

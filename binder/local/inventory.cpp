@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <boost/algorithm/string/trim.hpp>
 #include <spdlog/spdlog.h>
 
 #include "binder/local/local_binder.hpp"
@@ -16,12 +17,6 @@
 namespace gpuq::binder {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
 
 // Quotes for sh: the configured path may hold spaces.
 std::string sh_quote(const std::string& s) {
@@ -39,10 +34,10 @@ std::vector<LocalGpu> parse_nvidia_smi(const std::string& csv) {
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
-    if (trim(line).empty()) continue;
+    if (boost::algorithm::trim_copy(line).empty()) continue;
     std::vector<std::string> f;
     std::istringstream fields(line);
-    for (std::string x; std::getline(fields, x, ',');) f.push_back(trim(x));
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(boost::algorithm::trim_copy(x));
     const std::string where = "nvidia-smi output line " + std::to_string(n) + " \"" + line + "\": ";
     if (f.size() != 4) throw std::runtime_error(where + "expected index, uuid, name, memory.total");
     LocalGpu g;

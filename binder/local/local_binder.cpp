@@ -47,7 +47,6 @@ struct Pod {
 
 struct Tracked {
   std::vector<Pod> pods;
-  Time max_runtime = 0;
   bool stop_requested = false;
   std::optional<BinderFact> fact;  // the last fact, once reported; kept until forget()
 };
@@ -89,18 +88,20 @@ void write_pid_file(const fs::path& p, const PidFile& f) {
   if (ec) spdlog::error("event=pid_file_failed path={} error=\"{}\"", p.string(), ec.message());
 }
 
+// A pod that could not be started: the same outcome the shim reports when its exec fails.
+ShimStatus not_started(const std::string& why) {
+  ShimStatus s;
+  s.outcome = ShimStatus::Outcome::kError;
+  s.code = 127;
+  s.error = why;
+  return s;
+}
+
 bool failed(const Pod& p) {
   if (p.lost) return true;
   if (!p.status) return false;
   return p.status->max_runtime_exceeded || p.status->outcome != ShimStatus::Outcome::kExited ||
          p.status->code != 0;
-}
-
-// Why a pod failed, as the job's reason.
-std::string pod_reason(const ShimStatus& s) {
-  std::string out = local::describe(s);
-  if (out.empty() && s.max_runtime_exceeded) out = "max runtime exceeded";
-  return out;
 }
 
 // When every pod is done: what the engine hears.
@@ -118,7 +119,7 @@ BinderFact final_fact(const JobId& id, const Tracked& t) {
   if (first == nullptr) return JobFinished{id, 0, {}};
   int code = local::exit_code_of(*first->status);
   if (code == 0) code = 1;  // a max runtime exceeded by a job that exited 0 on SIGTERM still failed
-  std::string reason = pod_reason(*first->status);
+  std::string reason = local::describe(*first->status);
   if (t.pods.size() > 1) reason = "pod " + std::to_string(first_index) + ": " + reason;
   return JobFinished{id, code, reason};
 }
@@ -165,13 +166,12 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   fs::create_directories(run_dir(id), ec);
   fs::create_directories(config.log_dir / id, ec);
   Tracked t;
-  t.max_runtime = rec.spec.max_runtime.value_or(0);
   t.pods.resize(a.pods.size());
   if (auto bad = launcher.precheck(rec.run)) {
     for (std::size_t i = 0; i < a.pods.size(); ++i) {
       launcher.note(pod_log_path(config.log_dir, id, static_cast<int>(i)), *bad);
       t.pods[i].done = true;
-      t.pods[i].status = ShimStatus{ShimStatus::Outcome::kError, 127, 0, false, false, false, *bad, 0, 0};
+      t.pods[i].status = not_started(*bad);
     }
   }
   std::unique_lock lock(mu);
@@ -184,7 +184,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
     if (!started) {
       launcher.note(launch.log, started.error());
       tracked.pods[i].done = true;
-      tracked.pods[i].status = ShimStatus{ShimStatus::Outcome::kError, 127, 0, false, false, false, started.error(), 0, 0};
+      tracked.pods[i].status = not_started(started.error());
       continue;
     }
     tracked.pods[i].pid = started.value().pid;
@@ -331,7 +331,6 @@ std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
   s.adopted.insert(id);
   if (auto it = s.jobs.find(id); it != s.jobs.end()) return it->second.fact;  // a rebuild: known
   Tracked t;
-  t.max_runtime = job.spec.max_runtime.value_or(0);
   t.pods.resize(job.placement.size());
   bool any_started = false;
   std::vector<std::pair<std::size_t, int>> alive;

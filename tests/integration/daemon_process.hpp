@@ -106,6 +106,33 @@ class Daemon {
   int http_port_ = 0;
 };
 
+// The calls most tests make, each in a fresh context.
+inline grpc::Status submit(Daemon& d, const v1::SubmitJobRequest& r, v1::SubmitJobResponse* out = nullptr) {
+  grpc::ClientContext ctx;
+  v1::SubmitJobResponse resp;
+  auto s = d.jobs->Submit(&ctx, r, &resp);
+  if (out) *out = resp;
+  return s;
+}
+
+inline v1::Job get(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::GetJobRequest r;
+  r.set_id(id);
+  v1::GetJobResponse resp;
+  auto s = d.jobs->Get(&ctx, r, &resp);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  return resp.job();
+}
+
+inline grpc::Status cancel(Daemon& d, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest r;
+  r.set_id(id);
+  v1::CancelJobResponse resp;
+  return d.jobs->Cancel(&ctx, r, &resp);
+}
+
 struct TempDir {
   fs::path path;
   TempDir() {

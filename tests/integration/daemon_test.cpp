@@ -27,24 +27,6 @@ v1::SubmitJobRequest job(const std::string& id, const std::string& queue, const 
   return r;
 }
 
-grpc::Status submit(Daemon& d, const v1::SubmitJobRequest& r, v1::SubmitJobResponse* out = nullptr) {
-  grpc::ClientContext ctx;
-  v1::SubmitJobResponse resp;
-  auto s = d.jobs->Submit(&ctx, r, &resp);
-  if (out) *out = resp;
-  return s;
-}
-
-v1::Job get(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::GetJobRequest r;
-  r.set_id(id);
-  v1::GetJobResponse resp;
-  auto s = d.jobs->Get(&ctx, r, &resp);
-  REQUIRE_MESSAGE(s.ok(), s.error_message());
-  return resp.job();
-}
-
 }  // namespace
 
 TEST_CASE("gpuqd: submit, get, list, cancel, and the same state after a restart") {
@@ -319,14 +301,6 @@ grpc::Status delete_queue(Daemon& d, const std::string& name) {
   r.set_name(name);
   v1::DeleteQueueResponse resp;
   return d.queues->Delete(&ctx, r, &resp);
-}
-
-grpc::Status cancel(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::CancelJobRequest r;
-  r.set_id(id);
-  v1::CancelJobResponse resp;
-  return d.jobs->Cancel(&ctx, r, &resp);
 }
 
 }  // namespace

@@ -62,22 +62,17 @@ v1::SubmitJobRequest job(const std::string& id, std::vector<std::string> command
 
 std::vector<std::string> sh(const std::string& script) { return {"sh", "-c", script}; }
 
-void submit(Daemon& d, const v1::SubmitJobRequest& r) {
-  grpc::ClientContext ctx;
-  v1::SubmitJobResponse resp;
-  auto s = d.jobs->Submit(&ctx, r, &resp);
+void submit_ok(Daemon& d, const v1::SubmitJobRequest& r) {
+  auto s = submit(d, r);
   REQUIRE_MESSAGE(s.ok(), s.error_message());
 }
 
-v1::Job get(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::GetJobRequest r;
-  r.set_id(id);
-  v1::GetJobResponse resp;
-  auto s = d.jobs->Get(&ctx, r, &resp);
+void cancel_ok(Daemon& d, const std::string& id) {
+  auto s = cancel(d, id);
   REQUIRE_MESSAGE(s.ok(), s.error_message());
-  return resp.job();
 }
+
+
 
 // Polls until the job is in `state` (at most 30 s; the test fails with where it is otherwise).
 v1::Job wait_state(Daemon& d, const std::string& id, v1::JobState state) {
@@ -126,14 +121,6 @@ std::set<std::string> split(const std::string& csv) {
   return out;
 }
 
-void cancel(Daemon& d, const std::string& id) {
-  grpc::ClientContext ctx;
-  v1::CancelJobRequest r;
-  r.set_id(id);
-  v1::CancelJobResponse resp;
-  auto s = d.jobs->Cancel(&ctx, r, &resp);
-  REQUIRE_MESSAGE(s.ok(), s.error_message());
-}
 
 }  // namespace
 
@@ -143,11 +130,11 @@ TEST_CASE("local: exit codes and signals decide the end; output is kept and serv
   const fs::path noexec = dir.path / "noexec.sh";
   std::ofstream(noexec) << "#!/bin/sh\necho hi\n";
   ::chmod(noexec.c_str(), 0644);
-  submit(d, job("ok", sh("echo to-stdout; echo to-stderr >&2")));
-  submit(d, job("three", sh("exit 3")));
-  submit(d, job("killed", sh("kill -9 $$")));
-  submit(d, job("missing", {"no-such-command-gpuq"}));
-  submit(d, job("noexec", {noexec.string()}));
+  submit_ok(d, job("ok", sh("echo to-stdout; echo to-stderr >&2")));
+  submit_ok(d, job("three", sh("exit 3")));
+  submit_ok(d, job("killed", sh("kill -9 $$")));
+  submit_ok(d, job("missing", {"no-such-command-gpuq"}));
+  submit_ok(d, job("noexec", {noexec.string()}));
 
   CHECK(wait_state(d, "ok", v1::JOB_STATE_SUCCEEDED).exit_code() == 0);
   const std::string out = logs(d, "ok");
@@ -168,9 +155,7 @@ TEST_CASE("local: exit codes and signals decide the end; output is kept and serv
   std::string ignored;
   CHECK(read_logs(d, "nope", 0, ignored).error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(read_logs(d, "ok", 1, ignored).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  grpc::ClientContext ctx;
-  v1::SubmitJobResponse resp;
-  auto empty = d.jobs->Submit(&ctx, job("empty", {}), &resp);
+  auto empty = submit(d, job("empty", {}));
   CHECK(empty.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(empty.error_message().find("spec.command") != std::string::npos);
 }
@@ -181,10 +166,10 @@ TEST_CASE("local: CUDA_VISIBLE_DEVICES are disjoint across running jobs; fractio
   const std::string report =
       "echo \"$CUDA_VISIBLE_DEVICES $GPUQ_GPU_MILLI $GPUQ_POD_INDEX $GPUQ_POD_COUNT $GPUQ_JOB_ID $GPUQ_QUEUE\" "
       "> " + dir.path.string() + "/$GPUQ_JOB_ID.$GPUQ_POD_INDEX; sleep 3";
-  submit(d, job("two", sh(report), {.gpus = "2"}));
-  submit(d, job("half-a", sh(report), {.gpus = "500m"}));
-  submit(d, job("half-b", sh(report), {.gpus = "500m"}));
-  submit(d, job("gang", sh(report), {.gpus = "1", .replicas = 2}));  // waits: 2 + 1 + 2 > 4
+  submit_ok(d, job("two", sh(report), {.gpus = "2"}));
+  submit_ok(d, job("half-a", sh(report), {.gpus = "500m"}));
+  submit_ok(d, job("half-b", sh(report), {.gpus = "500m"}));
+  submit_ok(d, job("gang", sh(report), {.gpus = "1", .replicas = 2}));  // waits: 2 + 1 + 2 > 4
   for (const char* f : {"two.0", "half-a.0", "half-b.0"}) wait_file(dir.path / f);
   auto fields = [&](const std::string& f) {
     std::vector<std::string> out;
@@ -224,18 +209,18 @@ TEST_CASE("local: cancel sends SIGTERM; a job ignoring it is killed after its gr
   TempDir dir;
   Daemon d(dir.path, true, local_config(dir.path));
   const std::string p = dir.path.string();
-  submit(d, job("traps", sh("trap 'echo got TERM; exit 0' TERM; touch " + p + "/traps.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
+  submit_ok(d, job("traps", sh("trap 'echo got TERM; exit 0' TERM; touch " + p + "/traps.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "2", .grace = 30}));
-  submit(d, job("ignores", sh("trap '' TERM; touch " + p + "/ignores.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
+  submit_ok(d, job("ignores", sh("trap '' TERM; touch " + p + "/ignores.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "2", .grace = 2}));
   wait_file(dir.path / "traps.ready");
   wait_file(dir.path / "ignores.ready");
   wait_state(d, "traps", v1::JOB_STATE_RUNNING);
-  cancel(d, "traps");
-  cancel(d, "ignores");
+  cancel_ok(d, "traps");
+  cancel_ok(d, "ignores");
   CHECK(get(d, "ignores").state() == v1::JOB_STATE_CANCELLED);  // at once
   // All four GPUs are wanted; two are still held by a process that ignores SIGTERM.
-  submit(d, job("next", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
+  submit_ok(d, job("next", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   CHECK(get(d, "next").state() == v1::JOB_STATE_PENDING);
   wait_state(d, "next", v1::JOB_STATE_SUCCEEDED);
@@ -249,7 +234,7 @@ TEST_CASE("local: cancel sends SIGTERM; a job ignoring it is killed after its gr
 TEST_CASE("local: max runtime stops a job and fails it with that reason") {
   TempDir dir;
   Daemon d(dir.path, true, local_config(dir.path));
-  submit(d, job("slow", {"sleep", "60"}, {.grace = 1, .max_runtime = 1}));
+  submit_ok(d, job("slow", {"sleep", "60"}, {.grace = 1, .max_runtime = 1}));
   v1::Job j = wait_state(d, "slow", v1::JOB_STATE_FAILED);
   CHECK(j.reason().find("max runtime of 1 s exceeded") == 0);
   CHECK(j.exit_code() != 0);
@@ -259,11 +244,11 @@ TEST_CASE("local: a high-priority submit stops a low-priority process, which is 
   TempDir dir;
   Daemon d(dir.path, true, local_config(dir.path));
   const std::string p = dir.path.string();
-  submit(d, job("low", sh("trap 'echo low got TERM; exit 0' TERM; touch " + p + "/low.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
+  submit_ok(d, job("low", sh("trap 'echo low got TERM; exit 0' TERM; touch " + p + "/low.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "4", .priority = "0", .grace = 5}));
   wait_file(dir.path / "low.ready");
   fs::remove(dir.path / "low.ready");
-  submit(d, job("high", sh("echo high on $CUDA_VISIBLE_DEVICES"), {.gpus = "4", .priority = "100"}));
+  submit_ok(d, job("high", sh("echo high on $CUDA_VISIBLE_DEVICES"), {.gpus = "4", .priority = "100"}));
   wait_state(d, "high", v1::JOB_STATE_SUCCEEDED);
   CHECK(logs(d, "high").find("high on ") == 0);
   CHECK(logs(d, "low").find("low got TERM") != std::string::npos);
@@ -272,7 +257,7 @@ TEST_CASE("local: a high-priority submit stops a low-priority process, which is 
   CHECK(low.preempted_by() == "high");
   // Requeued, it runs again once high is done.
   wait_file(dir.path / "low.ready");  // its trap is set again
-  cancel(d, "low");
+  cancel_ok(d, "low");
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string out;
   while (std::chrono::steady_clock::now() < until) {
@@ -288,9 +273,9 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   const std::string p = dir.path.string();
   {
     Daemon d(dir.path, true, local_config(dir.path));
-    submit(d, job("long", sh("touch " + p + "/long.ready; sleep 8; echo long done"), {.gpus = "2"}));
-    submit(d, job("quick", sh("touch " + p + "/quick.ready; sleep 1; exit 7"), {.gpus = "1"}));
-    submit(d, job("lost", sh("touch " + p + "/lost.ready; sleep 20"), {.gpus = "1", .on_node_loss = "Fail"}));
+    submit_ok(d, job("long", sh("touch " + p + "/long.ready; sleep 8; echo long done"), {.gpus = "2"}));
+    submit_ok(d, job("quick", sh("touch " + p + "/quick.ready; sleep 1; exit 7"), {.gpus = "1"}));
+    submit_ok(d, job("lost", sh("touch " + p + "/lost.ready; sleep 20"), {.gpus = "1", .on_node_loss = "Fail"}));
     for (const char* f : {"long.ready", "quick.ready", "lost.ready"}) wait_file(dir.path / f);
     wait_state(d, "lost", v1::JOB_STATE_RUNNING);
     d.stop(SIGKILL);
@@ -306,7 +291,7 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   CHECK(quick.exit_code() == 7);
   CHECK(wait_state(d, "lost", v1::JOB_STATE_FAILED).reason() == "lost");
   // "long" still holds 2 GPUs: a 3-GPU job waits for it, then gets exactly what it freed.
-  submit(d, job("after", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "3"}));
+  submit_ok(d, job("after", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "3"}));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(get(d, "after").state() == v1::JOB_STATE_PENDING);
   wait_state(d, "long", v1::JOB_STATE_SUCCEEDED);
@@ -331,11 +316,11 @@ TEST_CASE("local: what still runs for a job gpuqd does not hold running is kille
   pid_t shim = 0;
   {
     Daemon d(dir.path, true, local_config(dir.path));
-    submit(d, job("stubborn", sh("trap '' TERM; touch " + p + "/stubborn.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
+    submit_ok(d, job("stubborn", sh("trap '' TERM; touch " + p + "/stubborn.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                   {.gpus = "4", .grace = 60}));
     wait_file(dir.path / "stubborn.ready");
     shim = std::stoi(slurp(dir.path / "run" / "stubborn" / "pod-0.pid").substr(4));
-    cancel(d, "stubborn");  // Cancelled; its processes would hold the GPUs for 60 s
+    cancel_ok(d, "stubborn");  // Cancelled; its processes would hold the GPUs for 60 s
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     d.stop(SIGKILL);
   }
@@ -343,6 +328,6 @@ TEST_CASE("local: what still runs for a job gpuqd does not hold running is kille
   Daemon d(dir.path, true, local_config(dir.path));
   CHECK_FALSE(alive(shim));  // gone before gpuqd served
   CHECK_FALSE(fs::exists(dir.path / "run" / "stubborn"));
-  submit(d, job("all", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
+  submit_ok(d, job("all", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
   wait_state(d, "all", v1::JOB_STATE_SUCCEEDED);
 }

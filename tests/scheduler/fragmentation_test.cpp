@@ -82,3 +82,20 @@ TEST_CASE("frag-aware: a share goes to the GPU that strands least, so whole GPUs
   REQUIRE(placed);
   CHECK(placed->front().gpus == std::vector<std::uint8_t>{0});  // GPU 1 stays whole
 }
+
+TEST_CASE("frag-aware also measures nodes with more GPUs than a remembered state holds") {
+  Cluster c;
+  REQUIRE(c.upsert(node("a", "h100", res(gpus(2))), 0, kNoQueue).ok());
+  REQUIRE(c.upsert(node("big", "h100", res(gpus(20))), 0, kNoQueue).ok());
+  (void)c.take(1, res(gpus(1)), 0, false, PlacementPolicy::kPack);  // big: 19 free, an odd count
+  Topology topology;
+  const FragModel mix({PodShape{0, 2, 1000, 1}});
+  std::vector<PodSet> one{PodSet{"main", 1, res(gpus(1))}};
+  PlacementRequest frag{0, 0, false, &one, PlacementPolicy::kFragAware, &mix};
+  auto placed = place(c, topology, frag);
+  REQUIRE(placed);
+  CHECK(placed->front().node == 1);  // on a it would strand a GPU; on big it pairs the odd one
+  std::vector<PodSet> share{PodSet{"main", 1, res(300)}};
+  PlacementRequest frag_share{0, 0, false, &share, PlacementPolicy::kFragAware, &mix};
+  CHECK(place(c, topology, frag_share)->front().node == 1);
+}

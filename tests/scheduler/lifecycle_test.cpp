@@ -23,6 +23,18 @@ std::vector<std::string> transitions(const std::vector<Event>& events) {
   return out;
 }
 
+// Two 4-GPU jobs running on the two nodes: "keep" is requeued when it loses its node, "drop" fails.
+Engine keep_and_drop_running() {
+  Engine e = small_cluster();
+  JobSpec keep = job("keep", "a", res(gpus(4)));
+  JobSpec drop = job("drop", "a", res(gpus(4)));
+  drop.on_node_loss = NodeLossPolicy::kFail;
+  REQUIRE(e.submit(keep, 0).ok());
+  REQUIRE(e.submit(drop, 0).ok());
+  REQUIRE(e.schedule(0).size() == 2);
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("a job goes Pending, Admitted, Running, Succeeded with strictly increasing events") {
@@ -69,13 +81,7 @@ TEST_CASE("cancel frees a pending or running job once; a second cancel is refuse
 }
 
 TEST_CASE("a lost node requeues its jobs or fails them, by each job's policy") {
-  Engine e = small_cluster();
-  JobSpec keep = job("keep", "a", res(gpus(4)));
-  JobSpec drop = job("drop", "a", res(gpus(4)));
-  drop.on_node_loss = NodeLossPolicy::kFail;
-  REQUIRE(e.submit(keep, 0).ok());
-  REQUIRE(e.submit(drop, 0).ok());
-  REQUIRE(e.schedule(0).size() == 2);
+  Engine e = keep_and_drop_running();
   (void)e.take_events();
   const std::string keep_node = e.cluster().node(e.job(JobId("keep"))->slots[0].node).name;
   const std::string drop_node = e.cluster().node(e.job(JobId("drop"))->slots[0].node).name;
@@ -261,13 +267,7 @@ TEST_CASE("with stops confirmed, a lost node frees the GPUs of a cancelled job s
 }
 
 TEST_CASE("a job whose processes were lost is requeued or failed, by its node-loss policy") {
-  Engine e = small_cluster();
-  JobSpec keep = job("keep", "a", res(gpus(4)));
-  JobSpec drop = job("drop", "a", res(gpus(4)));
-  drop.on_node_loss = NodeLossPolicy::kFail;
-  REQUIRE(e.submit(keep, 0).ok());
-  REQUIRE(e.submit(drop, 0).ok());
-  REQUIRE(e.schedule(0).size() == 2);
+  Engine e = keep_and_drop_running();
   REQUIRE(e.observe(JobLost{JobId("keep"), "lost"}, 1).ok());
   REQUIRE(e.observe(JobLost{JobId("drop"), "lost"}, 1).ok());
   CHECK(e.job(JobId("keep"))->state == JobState::kPending);
