@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev doctest-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libspdlog-dev
+  chromium
 )
 
 missing=()

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -374,6 +376,18 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
 }
 
 namespace {
+// A number as people write it: doubles in their shortest exact decimal form ("0.953947", not
+// Boost's "9.53947E-1"); everything else as Boost.JSON serializes it.
+void scalar(std::string& out, const json::value& v) {
+  if (!v.is_double() || !std::isfinite(v.get_double())) {
+    out += json::serialize(v);
+    return;
+  }
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v.get_double());
+  out.append(buf, r.ptr);
+}
+
 void pretty(std::string& out, const json::value& v, int indent) {
   const std::string pad(indent, ' ');
   if (v.is_object()) {
@@ -396,7 +410,15 @@ void pretty(std::string& out, const json::value& v, int indent) {
     const auto& a = v.get_array();
     if (a.empty()) { out += "[]"; return; }
     bool scalars = !a[0].is_object() && !a[0].is_array();
-    if (scalars) { out += json::serialize(v); return; }
+    if (scalars) {
+      out += '[';
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (i) out += ',';
+        scalar(out, a[i]);
+      }
+      out += ']';
+      return;
+    }
     out += "[\n";
     for (std::size_t i = 0; i < a.size(); ++i) {
       out += pad + "  ";
@@ -405,7 +427,7 @@ void pretty(std::string& out, const json::value& v, int indent) {
     }
     out += pad + "]";
   } else {
-    out += json::serialize(v);
+    scalar(out, v);
   }
 }
 }  // namespace
