@@ -20,5 +20,6 @@ start=$(date +%s.%N)
 "$gpuq" sim synth --jobs "$jobs" --gpus "$gpus" --queues 4 --load "$load" --seed 1 \
   --out "$work/trace.csv" --cluster-out "$work/cluster.yaml" --queues-out "$work/queues.yaml"
 echo "synth: $(wc -l < "$work/trace.csv") lines in $(echo "$(date +%s.%N) - $start" | bc) s"
-/usr/bin/time -f "peak RSS %M KiB, %e s wall" "$gpuq" sim run --trace "$work/trace.csv" \
+timer=(); [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f "peak RSS %M KiB, %e s wall")
+"${timer[@]}" "$gpuq" sim run --trace "$work/trace.csv" \
   --cluster "$work/cluster.yaml" --queues "$work/queues.yaml" --policy "$policy" --out "$work/out"

@@ -108,6 +108,10 @@ int run_replay_command(Context& ctx, const RunCliOptions& o) {
     throw UsageError("--queue-count " + std::to_string(o.queue_count) + " is not allowed; use 1 to 10000");
   r.queue_count = o.queue_count;
   for (const std::string& p : split_commas(o.policies)) r.policies.push_back(policy_named(p));
+  if (!o.policies.empty() && r.policies.empty())
+    throw UsageError("--policy \"" + o.policies + "\": give at least one of pack, spread, frag-aware");
+  if (!o.queues.empty() && r.queue_files.empty())
+    throw UsageError("--queues \"" + o.queues + "\": give at least one queue file");
   r.node_events = o.node_events;
   if (o.grace < 0) throw UsageError("--grace " + std::to_string(o.grace) + " is not allowed; use 0 or more seconds");
   r.grace_period = o.grace;

@@ -53,37 +53,50 @@ std::string first_line(const std::string& path) {
   return line;
 }
 
-std::vector<NodeSpec> read_cluster(const RunOptions& o, ResourceNames& names) {
-  if (is_yaml(o.cluster)) {
-    const YAML::Node root = load_yaml(o.cluster, "cluster");
-    const YAML::Node nodes = root["nodes"];
-    if (!nodes || !nodes.IsSequence() || nodes.size() == 0)
-      throw SpecError(o.cluster + ": nodes: is required; list the cluster's nodes (name, flavor, capacity)");
-    std::vector<NodeSpec> out;
-    std::set<std::string> seen;
-    try {
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        const std::string p = "nodes[" + std::to_string(i) + "]";
-        out.push_back(parse_node(nodes[i], p, names));
-        if (!seen.insert(out.back().name).second)
-          throw SpecError(p + ".name: \"" + out.back().name + "\" is listed twice");
-      }
-    } catch (const SpecError& e) {
-      throw SpecError(o.cluster + ": " + e.what());
+std::vector<NodeSpec> read_yaml_cluster(const std::string& path, ResourceNames& names) {
+  const YAML::Node root = load_yaml(path, "cluster");
+  const YAML::Node nodes = root["nodes"];
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0)
+    throw SpecError(path + ": nodes: is required; list the cluster's nodes (name, flavor, capacity)");
+  std::vector<NodeSpec> out;
+  std::set<std::string> seen;
+  try {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const std::string p = "nodes[" + std::to_string(i) + "]";
+      out.push_back(parse_node(nodes[i], p, names));
+      if (!seen.insert(out.back().name).second)
+        throw SpecError(p + ".name: \"" + out.back().name + "\" is listed twice");
     }
-    return out;
+  } catch (const SpecError& e) {
+    throw SpecError(path + ": " + e.what());
   }
-  const std::string header = first_line(o.cluster);
-  if (header.find("num_switch") != std::string::npos) return read_tiresias_cluster(o.cluster, o.flavor);
-  if (header.find("sn") != std::string::npos && header.find("gpu") != std::string::npos) {
+  return out;
+}
+
+// YAML by its extension; otherwise a CSV by its header's column names (a Tiresias spec or the
+// openb node list), and YAML again when the first line is neither.
+std::vector<NodeSpec> read_cluster(const RunOptions& o, ResourceNames& names) {
+  if (is_yaml(o.cluster)) return read_yaml_cluster(o.cluster, names);
+  std::string header = first_line(o.cluster);
+  if (header.starts_with("\xEF\xBB\xBF")) header.erase(0, 3);
+  if (!header.empty() && header.back() == '\r') header.pop_back();
+  std::set<std::string> columns;
+  std::stringstream fields(header);
+  for (std::string f; std::getline(fields, f, ',');) columns.insert(f);
+  if (columns.contains("num_switch")) return read_tiresias_cluster(o.cluster, o.flavor);
+  if (columns.contains("sn") && columns.contains("gpu")) {
     TraceReadReport report;
     return openb_nodes_as_specs(read_openb_nodes(o.cluster, {o.skip_bad_rows}, &report), o.flavor);
   }
-  throw std::invalid_argument("--cluster " + o.cluster +
-                              ": not a cluster file; give YAML with nodes: (.yaml), the openb node "
-                              "list CSV (sn,cpu_milli,memory_mib,gpu,model) or a Tiresias cluster "
-                              "spec CSV (num_switch,...); the first line is \"" +
-                              header.substr(0, 80) + "\"");
+  try {
+    return read_yaml_cluster(o.cluster, names);
+  } catch (const SpecError&) {
+    throw std::invalid_argument("--cluster " + o.cluster +
+                                ": not a cluster file; give YAML with nodes: (the scenario keys), the "
+                                "openb node list CSV (sn,cpu_milli,memory_mib,gpu,model) or a Tiresias "
+                                "cluster spec CSV (num_switch,...); the first line is \"" +
+                                header.substr(0, 80) + "\"");
+  }
 }
 
 struct QueueConfig {
@@ -154,7 +167,15 @@ PreparedRuns prepare_runs(const RunOptions& o) {
   ResourceNames names;
   const std::vector<NodeSpec> nodes = read_cluster(o, names);
   std::vector<NodeEvent> node_events;
-  if (!o.node_events.empty()) node_events = read_node_events(o.node_events);
+  if (!o.node_events.empty()) {
+    node_events = read_node_events(o.node_events);
+    std::set<std::string> node_names;
+    for (const NodeSpec& n : nodes) node_names.insert(n.name);
+    for (const NodeEvent& e : node_events)
+      if (!node_names.contains(e.node))
+        throw std::invalid_argument(o.node_events + ": the event at " + std::to_string(e.at) + " names node \"" +
+                                    e.node + "\", which is not in the cluster " + o.cluster);
+  }
 
   std::vector<QueueConfig> configs;
   for (const std::string& f : o.queue_files) configs.push_back(read_queue_file(f, names));
@@ -164,7 +185,11 @@ PreparedRuns prepare_runs(const RunOptions& o) {
     auto jobs = std::make_shared<std::vector<TraceJob>>(*trace);
     std::vector<std::string> targets;
     for (const QueueSpec& q : c.queues) targets.push_back(q.name.value);
-    assign_queues(*jobs, o.assign, targets);
+    try {
+      assign_queues(*jobs, o.assign, targets);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(o.trace + ": " + e.what());
+    }
     const std::set<std::string> known(targets.begin(), targets.end());
     for (const TraceJob& j : *jobs)
       if (!known.contains(j.queue))
@@ -232,16 +257,19 @@ std::vector<std::string> write_outputs(const std::string& dir, const std::vector
 
 std::string comparison_table(const std::vector<ReplayResult>& results) {
   std::string out;
+  int width = 7;
+  for (const ReplayResult& r : results)
+    width = std::min(200, std::max(width, static_cast<int>(r.summary.at("variant").as_string().size())));
   char line[512];
-  std::snprintf(line, sizeof line, "%-28s %9s %9s %10s %10s %12s %7s %9s %6s\n", "VARIANT", "JOBS",
+  std::snprintf(line, sizeof line, "%-*s %9s %9s %10s %10s %12s %7s %9s %6s\n", width, "VARIANT", "JOBS",
                 "FINISHED", "WAIT_P50", "WAIT_P95", "COMPL_P50", "ALLOC", "PREEMPT", "JAIN");
   out += line;
   for (const ReplayResult& r : results) {
     const auto& s = r.summary.as_object();
     const auto& o = s.at("overall").as_object();
     auto num = [](const boost::json::value& v) { return v.is_double() ? v.as_double() : static_cast<double>(v.to_number<double>()); };
-    std::snprintf(line, sizeof line, "%-28s %9lld %9lld %9.0fs %9.0fs %11.0fs %6.1f%% %9lld %6.3f\n",
-                  std::string(s.at("variant").as_string()).c_str(),
+    std::snprintf(line, sizeof line, "%-*s %9lld %9lld %9.0fs %9.0fs %11.0fs %6.1f%% %9lld %6.3f\n",
+                  width, std::string(s.at("variant").as_string()).substr(0, 200).c_str(),
                   static_cast<long long>(o.at("jobs").to_number<std::int64_t>()),
                   static_cast<long long>(o.at("finished").to_number<std::int64_t>()),
                   num(o.at("wait").at("p50")), num(o.at("wait").at("p95")),

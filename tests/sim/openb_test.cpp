@@ -2,6 +2,7 @@
 // the column, the value, what is allowed), skipping bad rows, the CSV dialect (quotes, CRLF, BOM,
 // blank lines), and the published Alibaba files themselves when they sit beside the checkout.
 #include "sim/openb.hpp"
+#include "tests/sim/trace_error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -24,18 +25,7 @@ const std::string kFullPodHeader =
     "deletion_time,scheduled_time\n";
 const std::string kNodeHeader = "sn,cpu_milli,memory_mib,gpu,model\n";
 
-// The TraceError's message, or a line saying what happened instead.
-template <class Parse>
-std::string error_of(Parse parse) {
-  try {
-    (void)parse();
-  } catch (const TraceError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a TraceError) ") + e.what();
-  }
-  return "(accepted)";
-}
+using gpuq::sim::testing::error_of;
 std::string pod_error(const std::string& text) {
   return error_of([&] { return gpuq::sim::parse_openb_pods(text, "p.csv"); });
 }

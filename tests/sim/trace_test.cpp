@@ -3,6 +3,7 @@
 // rows, format detection, queue assignment, the Tiresias cluster, and the published traces
 // themselves when they sit beside the checkout.
 #include "sim/trace.hpp"
+#include "tests/sim/trace_error.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -37,18 +38,7 @@ const std::string kTiresiasHeader =
     "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
 const std::string kSkip = "(skip)";
 
-// The TraceError's message, or a line saying what happened instead.
-template <class Parse>
-std::string error_of(Parse parse) {
-  try {
-    (void)parse();
-  } catch (const TraceError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a TraceError) ") + e.what();
-  }
-  return "(accepted)";
-}
+using gpuq::sim::testing::error_of;
 
 std::vector<TraceJob> parse(const std::string& text, TraceFormat format,
                             const std::string& label = "t.csv", TraceReadOptions options = {},
