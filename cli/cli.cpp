@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "cli/commands.hpp"
 #include "cli/requests.hpp"
@@ -58,6 +59,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const std::invalid_argument& e) {  // a trace the simulator cannot model
     err << "gpuq: " << e.what() << "\n";
     return 2;
+  } catch (const std::runtime_error& e) {  // the environment: a file that cannot be written
+    err << "gpuq: " << e.what() << "\n";
+    return 1;
   }
 }
 

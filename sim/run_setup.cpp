@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include <boost/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -236,7 +237,9 @@ std::vector<std::string> write_outputs(const std::string& dir, const std::vector
                                        const std::vector<ReplayResult>& results) {
   std::vector<std::string> written;
   auto write = [&](const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) throw std::runtime_error(path.parent_path().string() + ": cannot create the folder (" + ec.message() + ")");
     std::ofstream out(path, std::ios::binary);
     out << text;
     out.close();

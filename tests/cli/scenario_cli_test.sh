@@ -211,6 +211,11 @@ check "a job's queue missing from the queue file exits 2 naming the queue and th
 "$gpuq" sim run --trace "$tmp/trace.csv" --cluster "$tmp/cluster.yaml" --policy pack,bogus --out "$tmp/bad8" >/dev/null 2>"$tmp/err"
 rc=$?
 check "--policy bogus exits 2 naming it" '[ $rc -eq 2 ] && grep -q "\"bogus\" is not a placement policy" "$tmp/err"'
+touch "$tmp/a-file"
+"$gpuq" sim run --trace "$tmp/trace.csv" --cluster "$tmp/cluster.yaml" --out "$tmp/a-file/out" >/dev/null 2>"$tmp/err"
+rc=$?
+check "an output folder that cannot be made exits 1 naming it" \
+  '[ $rc -eq 1 ] && grep -q "a-file/out: cannot create the folder" "$tmp/err"'
 
 # ---- Node failures: the job on the node that goes down loses its run and starts over. ----
 printf 'id,submit,queue,gpu,duration\na,0,q0,1,100\nb,0,q0,1,1000\n' >"$tmp/fail.csv"
