@@ -1,5 +1,4 @@
 // gpuq sim: scenario, fill, run and synth. No server; everything runs in this process.
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -173,13 +172,6 @@ struct SynthCliOptions {
   std::string out, cluster_out, queues_out;
 };
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw UsageError(path + ": cannot write the file");
-}
-
 int run_synth(Context& ctx, const SynthCliOptions& o) {
   const auto& s = o.synth;
   if (s.jobs == 0 || s.jobs > 100'000'000) throw UsageError("--jobs " + std::to_string(s.jobs) + " is not allowed; use 1 to 100000000");
@@ -188,9 +180,9 @@ int run_synth(Context& ctx, const SynthCliOptions& o) {
   if (!(s.load > 0 && s.load <= 100)) throw UsageError("--load " + std::to_string(s.load) + " is not allowed; use more than 0 and at most 100");
   const std::string trace = sim::synth_trace(s);
   if (o.out.empty() || o.out == "-") ctx.out << trace;
-  else write_text(o.out, trace);
-  if (!o.cluster_out.empty()) write_text(o.cluster_out, sim::synth_cluster(s));
-  if (!o.queues_out.empty()) write_text(o.queues_out, sim::synth_queues(s));
+  else sim::write_file(o.out, trace);
+  if (!o.cluster_out.empty()) sim::write_file(o.cluster_out, sim::synth_cluster(s));
+  if (!o.queues_out.empty()) sim::write_file(o.queues_out, sim::synth_queues(s));
   return 0;
 }
 

@@ -27,25 +27,11 @@ std::uint64_t below(std::mt19937_64& rng, std::uint64_t n) {
   return x % n;
 }
 
-ResourceVec per_pod(const OpenbPod& p) {
-  ResourceVec r;
-  r[kCpu] = p.cpu_milli;
-  r[kMemory] = p.memory_bytes;
-  r[kGpu] = p.total_gpu_milli();  // a share of one GPU, or whole GPUs (multi-GPU pods ask 1000 each)
-  return r;
-}
-
 Cluster make_cluster(const std::vector<OpenbNode>& nodes, Quantity& capacity) {
   Cluster cluster;
   capacity = 0;
-  for (const OpenbNode& n : nodes) {
-    NodeSpec spec;
-    spec.name = n.name;
-    spec.flavor = "gpu";
-    spec.capacity[kGpu] = Quantity{n.gpus} * kMilliPerGpu;
-    spec.capacity[kCpu] = n.cpu_milli;
-    spec.capacity[kMemory] = n.memory_bytes;
-    if (!cluster.upsert(spec, 0, kNoQueue)) throw std::invalid_argument("node \"" + n.name + "\" cannot be added");
+  for (const NodeSpec& spec : openb_nodes_as_specs(nodes, "gpu")) {
+    if (!cluster.upsert(spec, 0, kNoQueue)) throw std::invalid_argument("node \"" + spec.name + "\" cannot be added");
     capacity += spec.capacity[kGpu];
   }
   if (capacity == 0) throw std::invalid_argument("the node list has no GPU");
@@ -66,7 +52,7 @@ FillRun run_fill(const std::vector<OpenbNode>& nodes, const std::vector<OpenbPod
   std::vector<ResourceVec> shapes;
   std::vector<PodShape> mix;
   for (const OpenbPod& p : pods) {
-    shapes.push_back(per_pod(p));
+    shapes.push_back(p.resources());
     mix.push_back(shape_of(shapes.back()));
   }
   // The typical mix of the trace as given (FGD: before it is extended).

@@ -121,4 +121,21 @@ std::vector<OpenbPod> read_openb_pods(const std::string& path, const TraceReadOp
   return parse_openb_pods(csv::read_file(path), path, options, report);
 }
 
+std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
+                                           const std::string& flavor) {
+  std::vector<NodeSpec> specs;
+  specs.reserve(nodes.size());
+  for (const OpenbNode& n : nodes) {
+    NodeSpec s;
+    s.name = n.name;
+    s.flavor = flavor;
+    s.capacity[kGpu] = Quantity{n.gpus} * kMilliPerGpu;
+    s.capacity[kCpu] = n.cpu_milli;
+    s.capacity[kMemory] = n.memory_bytes;
+    if (!n.model.empty()) s.labels["model"] = n.model;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
 }  // namespace gpuq::sim

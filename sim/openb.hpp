@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/resources.hpp"
+#include "scheduler/model.hpp"
 
 namespace gpuq::sim {
 
@@ -60,6 +60,14 @@ struct OpenbPod {
   std::optional<std::int64_t> creation_time, deletion_time, scheduled_time;
 
   Quantity total_gpu_milli() const { return Quantity{num_gpu} * gpu_milli; }
+  // What the pod asks for: a share of one GPU or whole GPUs (milli-GPU), CPU and memory.
+  ResourceVec resources() const {
+    ResourceVec r;
+    r[kGpu] = total_gpu_milli();
+    r[kCpu] = cpu_milli;
+    r[kMemory] = memory_bytes;
+    return r;
+  }
 };
 
 // Required columns: sn, cpu_milli, memory_mib, gpu; optional: model.
@@ -70,6 +78,10 @@ std::vector<OpenbNode> read_openb_nodes(const std::string& path,
 // creation_time, deletion_time, scheduled_time.
 std::vector<OpenbPod> read_openb_pods(const std::string& path, const TraceReadOptions& options = {},
                                       TraceReadReport* report = nullptr);
+
+// The node list as engine nodes of flavor `flavor`, labelled "model" when the list has one.
+std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
+                                           const std::string& flavor);
 
 // The same from text already in memory; `label` stands in for the file name in messages.
 std::vector<OpenbNode> parse_openb_nodes(const std::string& text, const std::string& label,

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <optional>
 #include <queue>
-#include <set>
 #include <tuple>
 #include <stdexcept>
 
@@ -91,7 +90,6 @@ class Replay {
                                     "\" is not in the cluster");
     for (std::size_t q = 0; q < engine_.queue_count(); ++q)
       queue_names_.push_back(engine_.queue_spec(static_cast<QueueIdx>(q)).name.value);
-    used_.assign(queue_names_.size(), 0.0);
     live_.resize(jobs_.size());
     out_.resize(jobs_.size());
     index_.reserve(jobs_.size());
@@ -105,8 +103,8 @@ class Replay {
       if (!q) throw std::invalid_argument("job " + t.id + ": queue \"" + t.queue + "\" does not exist");
       live_[i].queue = *q;
       live_[i].remaining = t.duration;
+      live_[i].gpu = t.total_gpu_milli();
       for (const PodSet& s : t.pod_sets) {
-        live_[i].gpu += s.per_pod[kGpu] * s.count;
         PodShape shape = shape_of(s.per_pod);
         shape.weight = s.count;
         shapes.push_back(shape);
@@ -133,7 +131,7 @@ class Replay {
       if (next_job < jobs.size()) now = jobs[next_job].submit;
       if (!heap_.empty()) now = std::min(now, heap_.top().at);
       if (next_node < nodes.size()) now = std::min(now, nodes[next_node].at);
-      advance(now);
+      timeline_->advance(now);
       while (!heap_.empty() && heap_.top().at == now) {
         const Ev e = heap_.top();
         heap_.pop();
@@ -144,13 +142,11 @@ class Replay {
       while (next_node < nodes.size() && nodes[next_node].at == now) {
         const NodeEvent& e = nodes[next_node++];
         ++events_;
+        const Node& n = engine_.cluster().node(*engine_.cluster().find(e.node));
+        const bool was_up = n.schedulable();
         (void)engine_.set_node_state(e.node, e.down ? NodeState::kDown : NodeState::kReady, now);
-        const auto n = engine_.cluster().find(e.node);
-        const Quantity milli = engine_.cluster().node(*n).capacity[kGpu];
-        if (e.down != down_.contains(e.node)) {
-          timeline_->add(2 * nq, static_cast<double>(e.down ? -milli : milli));
-          if (e.down) down_.insert(e.node); else down_.erase(e.node);
-        }
+        if (n.schedulable() != was_up)
+          timeline_->add(2 * nq, static_cast<double>(was_up ? -n.capacity[kGpu] : n.capacity[kGpu]));
       }
       while (next_job < jobs.size() && jobs[next_job].submit == now) {
         const auto i = static_cast<std::uint32_t>(next_job++);
@@ -168,16 +164,17 @@ class Replay {
       book(engine_.take_events());
       if (now >= timeline_->next_sample_at()) sample();
     }
-    advance(now);
+    timeline_->advance(now);
     sample();
 
     detail::Measured m;
     m.timeline = timeline_->finish();
     m.queue_names = queue_names_;
-    m.gpu_milli_seconds = used_;
-    m.capacity_milli_seconds = capacity_seconds_;
-    m.busy_gpu_mean = samples_ ? busy_sum_ / static_cast<double>(samples_) : 0.0;
-    m.frag_mean = samples_ ? frag_sum_ / static_cast<double>(samples_) : 0.0;
+    for (const Live& l : live_) m.job_queue.push_back(l.queue);
+    for (std::size_t q = 0; q < nq; ++q) m.gpu_milli_seconds.push_back(timeline_->total(q));
+    m.capacity_milli_seconds = timeline_->total(2 * nq);
+    m.busy_gpu_mean = timeline_->sample_mean(0);
+    m.frag_mean = timeline_->sample_mean(1);
     m.start = start;
     m.end = now;
     m.nodes = static_cast<std::int64_t>(in_.nodes.size());
@@ -194,16 +191,6 @@ class Replay {
   }
 
  private:
-  void advance(Time now) {
-    if (now <= clock_) return;
-    const double dt = static_cast<double>(now - clock_);
-    const std::size_t nq = queue_names_.size();
-    for (std::size_t q = 0; q < nq; ++q) used_[q] += timeline_->level(q) * dt;
-    capacity_seconds_ += timeline_->level(2 * nq) * dt;
-    clock_ = now;
-    timeline_->advance(now);
-  }
-
   // Fragmentation and busy GPUs of the up nodes, as shares of the up capacity.
   void sample() {
     Quantity capacity = 0, gpus = 0, busy = 0;
@@ -223,9 +210,6 @@ class Replay {
     timeline_->sample(0, busy_share);
     timeline_->sample(1, frag_share);
     timeline_->sampled_now();
-    busy_sum_ += busy_share;
-    frag_sum_ += frag_share;
-    ++samples_;
   }
 
   void apply(const Ev& e, Time now) {
@@ -309,12 +293,8 @@ class Replay {
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> heap_;
   std::optional<detail::Timeline> timeline_;
   FragModel frag_;
-  std::set<std::string> down_;
-  std::vector<double> used_;  // GPU milli-seconds by queue
-  double capacity_seconds_ = 0, busy_sum_ = 0, frag_sum_ = 0;
-  std::uint64_t samples_ = 0, events_ = 0, cycles_ = 0;
+  std::uint64_t events_ = 0, cycles_ = 0;
   std::int64_t gpus_ = 0;
-  Time clock_ = 0;
 };
 
 std::string csv_field(const std::string& s) {
@@ -340,8 +320,7 @@ std::string jobs_csv(const ReplayInput& input, const ReplayResult& result) {
   for (std::size_t i = 0; i < (*input.jobs).size(); ++i) {
     const TraceJob& t = (*input.jobs)[i];
     const JobOutcome& o = result.jobs[i];
-    Quantity gpu = 0;
-    for (const PodSet& s : t.pod_sets) gpu += s.per_pod[kGpu] * s.count;
+    const Quantity gpu = t.total_gpu_milli();
     const bool admitted = o.first_admit >= 0;
     out += csv_field(t.id) + ',' + csv_field(t.queue) + ',' + std::to_string(t.priority) + ',' +
            format_quantity(gpu, UnitScale::kMilli) + ',' + std::to_string(t.submit) + ',' + time_or_empty(o.first_admit) +

@@ -71,7 +71,7 @@ ReplayResult run_replay(const ReplayInput& input);
 // preemptions,lost_runs,lost_work_s,placement,reason.
 std::string jobs_csv(const ReplayInput& input, const ReplayResult& result);
 
-// Adds "wall_seconds", "events_per_second" and "cycles" to the summary (not byte-stable).
+// Adds "wall_seconds" and "events_per_second" to the summary (not byte-stable).
 void add_timing(ReplayResult& result);
 
 }  // namespace gpuq::sim

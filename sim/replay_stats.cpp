@@ -53,6 +53,22 @@ void Timeline::sample(std::size_t sampled, double value) {
 
 void Timeline::sampled_now() { next_sample_ = now_ + std::max<Time>(1, width_ / 2); }
 
+double Timeline::total(std::size_t series) const {
+  double sum = 0;
+  for (double x : integral_[series]) sum += x;
+  return sum;
+}
+
+double Timeline::sample_mean(std::size_t sampled) const {
+  double sum = 0;
+  std::uint64_t n = 0;
+  for (std::size_t b = 0; b < sum_[sampled].size(); ++b) {
+    sum += sum_[sampled][b];
+    n += count_[sampled][b];
+  }
+  return n ? sum / static_cast<double>(n) : 0.0;
+}
+
 Timeline::Output Timeline::finish() const {
   Output out;
   const Time span = now_ - start_;
@@ -135,8 +151,7 @@ struct Tally {
 
 void count(Tally& t, const TraceJob& job, const JobOutcome& o) {
   ++t.jobs;
-  Quantity gpu = 0;
-  for (const PodSet& s : job.pod_sets) gpu += s.per_pod[kGpu] * s.count;
+  const Quantity gpu = job.total_gpu_milli();
   t.preemptions += o.preemptions;
   t.lost_runs += o.lost_runs;
   t.gpu_seconds_lost += static_cast<double>(o.lost_work) * static_cast<double>(gpu) / 1000.0;
@@ -193,11 +208,9 @@ json::value build_summary(const ReplayInput& input, const std::vector<JobOutcome
   const std::size_t nq = m.queue_names.size();
   std::vector<Tally> per_queue(nq);
   Tally all;
-  std::vector<std::size_t> queue_of_name;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const TraceJob& tj = (*input.jobs)[i];
-    const auto it = std::find(m.queue_names.begin(), m.queue_names.end(), tj.queue);
-    count(per_queue[static_cast<std::size_t>(it - m.queue_names.begin())], tj, jobs[i]);
+    count(per_queue[m.job_queue[i]], tj, jobs[i]);
     count(all, tj, jobs[i]);
   }
   double used_total = 0;
@@ -209,9 +222,7 @@ json::value build_summary(const ReplayInput& input, const std::vector<JobOutcome
   std::size_t jain_n = 0;
   for (std::size_t q = 0; q < nq; ++q) {
     json::object o{{"name", m.queue_names[q]}};
-    std::vector<double> sorted_wait = per_queue[q].wait;
-    std::sort(sorted_wait.begin(), sorted_wait.end());
-    const json::object t = tally_json(per_queue[q]);
+    const json::object t = tally_json(per_queue[q]);  // sorts its waits
     for (const auto& kv : t) o[kv.key()] = kv.value();
     o["gpu_hours_used"] = round6(m.gpu_milli_seconds[q] / 1000.0 / 3600.0);
     const double share = used_total > 0 ? m.gpu_milli_seconds[q] / used_total : 0.0;
@@ -224,7 +235,7 @@ json::value build_summary(const ReplayInput& input, const std::vector<JobOutcome
       jain_sq += ratio * ratio;
       ++jain_n;
     }
-    o["wait_cdf"] = cdf(sorted_wait);
+    o["wait_cdf"] = cdf(per_queue[q].wait);
     queues.push_back(std::move(o));
   }
 

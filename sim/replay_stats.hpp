@@ -22,12 +22,14 @@ class Timeline {
   // Moves the clock to `now` (>= the last time), integrating the current levels.
   void advance(Time now);
   void add(std::size_t series, double delta) { level_[series] += delta; }
-  double level(std::size_t series) const { return level_[series]; }
   // A point sample of a sampled series at the current time.
   void sample(std::size_t sampled, double value);
   // When the next point sample is due (every half bucket).
   Time next_sample_at() const { return next_sample_; }
   void sampled_now();
+  // Over the whole run: a series' integral (level x seconds), a sampled series' mean.
+  double total(std::size_t series) const;
+  double sample_mean(std::size_t sampled) const;
 
   struct Output {
     std::vector<double> t;                    // bucket starts
@@ -52,6 +54,7 @@ struct Measured {
   Timeline::Output timeline;
   std::vector<std::string> queue_names;   // timeline series 0..n-1 are GPU milli by queue,
                                           // n..2n-1 pending jobs by queue, 2n capacity milli
+  std::vector<std::uint32_t> job_queue;   // each job's index in queue_names
   std::vector<double> gpu_milli_seconds;  // by queue, over the whole run
   double capacity_milli_seconds = 0;      // up capacity integrated over the run
   double busy_gpu_mean = 0, frag_mean = 0;

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "sim/csv.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/spec_yaml.hpp"
@@ -21,16 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(std::string(what) + " " + path + ": cannot open the file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 YAML::Node load_yaml(const std::string& path, const char* what) {
-  const std::string text = read_text(path, what);
+  const std::string text = csv::read_file(path);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -220,6 +213,17 @@ PreparedRuns prepare_runs(const RunOptions& o) {
   return prepared;
 }
 
+void write_file(const std::string& path, const std::string& text) {
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) throw std::runtime_error(parent.string() + ": cannot create the folder (" + ec.message() + ")");
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(path + ": cannot write the file");
+}
+
 std::string variant_slug(const std::string& label) {
   std::string out;
   for (char c : label) {
@@ -237,13 +241,7 @@ std::vector<std::string> write_outputs(const std::string& dir, const std::vector
                                        const std::vector<ReplayResult>& results) {
   std::vector<std::string> written;
   auto write = [&](const fs::path& path, const std::string& text) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) throw std::runtime_error(path.parent_path().string() + ": cannot create the folder (" + ec.message() + ")");
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error(path.string() + ": cannot write the file");
+    write_file(path.string(), text);
     written.push_back(path.string());
   };
   const fs::path root(dir);
@@ -270,7 +268,7 @@ std::string comparison_table(const std::vector<ReplayResult>& results) {
   for (const ReplayResult& r : results) {
     const auto& s = r.summary.as_object();
     const auto& o = s.at("overall").as_object();
-    auto num = [](const boost::json::value& v) { return v.is_double() ? v.as_double() : static_cast<double>(v.to_number<double>()); };
+    auto num = [](const boost::json::value& v) { return v.to_number<double>(); };
     std::snprintf(line, sizeof line, "%-*s %9lld %9lld %9.0fs %9.0fs %11.0fs %6.1f%% %9lld %6.3f\n",
                   width, std::string(s.at("variant").as_string()).substr(0, 200).c_str(),
                   static_cast<long long>(o.at("jobs").to_number<std::int64_t>()),

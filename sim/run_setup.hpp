@@ -43,6 +43,9 @@ std::vector<std::string> write_outputs(const std::string& dir,
                                        const std::vector<ReplayInput>& variants,
                                        const std::vector<ReplayResult>& results);
 
+// Writes `text` to `path`, creating its folder. Throws std::runtime_error naming what failed.
+void write_file(const std::string& path, const std::string& text);
+
 // One line per variant for the terminal: jobs, wait p50/p95, completion p50, allocation,
 // preemptions, Jain's index.
 std::string comparison_table(const std::vector<ReplayResult>& results);

@@ -34,15 +34,19 @@ constexpr std::string_view kGpuAllowed =
     "per pod, a share of one GPU, \"1m\"..\"999m\" or \"0.5\", or whole GPUs: \"1\", \"2\", ...";
 
 // One pod is a pod set "main"; more are one gang "worker", all placed or none.
-std::vector<PodSet> pods_of(std::int64_t count, Quantity gpu_milli, Quantity cpu_milli,
-                            Quantity memory_bytes) {
+std::vector<PodSet> pods_of(std::int64_t count, const ResourceVec& per_pod) {
   PodSet s;
   s.name = count == 1 ? "main" : "worker";
   s.count = static_cast<std::int32_t>(count);
-  s.per_pod[kGpu] = gpu_milli;
-  s.per_pod[kCpu] = cpu_milli;
-  s.per_pod[kMemory] = memory_bytes;
+  s.per_pod = per_pod;
   return {s};
+}
+
+// Whole GPUs only: the Philly and Tiresias traces ask for nothing else.
+ResourceVec gpus_only(Quantity milli) {
+  ResourceVec r;
+  r[kGpu] = milli;
+  return r;
 }
 
 const std::string& job_id(const TraceJob& j) { return j.id; }
@@ -115,7 +119,11 @@ std::vector<TraceJob> parse_native(const std::string& text, const std::string& l
     j.duration = row.integer(c[8], 1, kMaxSeconds, "seconds");
     if (given(row, c[9])) j.max_runtime = row.integer(c[9], 1, kMaxSeconds, "seconds");
     if (given(row, c[10])) j.checkpoint_interval = row.count(c[10], kMaxSeconds, "seconds");
-    j.pod_sets = pods_of(pods, gpu, cpu, memory);
+    ResourceVec per_pod;
+    per_pod[kGpu] = gpu;
+    per_pod[kCpu] = cpu;
+    per_pod[kMemory] = memory;
+    j.pod_sets = pods_of(pods, per_pod);
     return j;
   };
   return csv::read_rows<TraceJob>(in, c[0], options, report, row_job, job_id);
@@ -181,7 +189,7 @@ std::vector<TraceJob> parse_openb(const std::string& text, const std::string& la
     j.submit = *p.creation_time;
     // A pod that was never scheduled ran (or waited) from creation to deletion.
     j.duration = std::max<Time>(1, *p.deletion_time - p.scheduled_time.value_or(*p.creation_time));
-    j.pod_sets = pods_of(1, p.total_gpu_milli(), p.cpu_milli, p.memory_bytes);
+    j.pod_sets = pods_of(1, p.resources());
     jobs.push_back(std::move(j));
   }
   if (!untimed.empty()) refuse_untimed(text, label, std::move(untimed), options, counts);
@@ -283,7 +291,7 @@ std::vector<TraceJob> parse_philly(const std::string& text, const std::string& l
     j.id = vc + "-" + std::to_string(row.line());
     j.tenant = vc;
     j.duration = philly_duration(rates, steps, gpus);
-    j.pod_sets = pods_of(gpus, kMilliPerGpu, 0, 0);
+    j.pod_sets = pods_of(gpus, gpus_only(kMilliPerGpu));
     return j;
   };
   return csv::read_rows<TraceJob>(in, kNone, options, report, row_job, job_id);
@@ -314,7 +322,7 @@ std::vector<TraceJob> parse_tiresias(const std::string& text, const std::string&
     const std::int64_t gpus = row.integer(c[1], 1, kMaxPods, "GPUs, one pod each");
     j.submit = row.count(c[2], kMaxSeconds, "seconds");
     j.duration = row.integer(c[3], 1, kMaxSeconds, "seconds");
-    j.pod_sets = pods_of(gpus, kMilliPerGpu, 0, 0);
+    j.pod_sets = pods_of(gpus, gpus_only(kMilliPerGpu));
     return j;
   };
   return csv::read_rows<TraceJob>(in, c[0], options, report, row_job, job_id);
@@ -465,35 +473,20 @@ std::vector<NodeSpec> read_tiresias_cluster(const std::string& path, const std::
   std::vector<NodeSpec> nodes;
   nodes.reserve(static_cast<std::size_t>(switches * per_switch));
   for (std::int64_t s = 0; s < switches; ++s) {
+    const std::string sw = "s" + std::to_string(s);
     for (std::int64_t n = 0; n < per_switch; ++n) {
       NodeSpec node;
-      node.name = "s" + std::to_string(s) + "-n" + std::to_string(n);
+      node.name = sw;
+      node.name.append("-n").append(std::to_string(n));
       node.flavor = flavor;
       node.capacity[kGpu] = gpus * kMilliPerGpu;
       node.capacity[kCpu] = cores * 1000;
       node.capacity[kMemory] = gib << 30;
-      node.labels["switch"] = "s" + std::to_string(s);
+      node.labels["switch"] = sw;
       nodes.push_back(std::move(node));
     }
   }
   return nodes;
-}
-
-std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
-                                           const std::string& flavor) {
-  std::vector<NodeSpec> specs;
-  specs.reserve(nodes.size());
-  for (const OpenbNode& n : nodes) {
-    NodeSpec s;
-    s.name = n.name;
-    s.flavor = flavor;
-    s.capacity[kGpu] = Quantity{n.gpus} * kMilliPerGpu;
-    s.capacity[kCpu] = n.cpu_milli;
-    s.capacity[kMemory] = n.memory_bytes;
-    if (!n.model.empty()) s.labels["model"] = n.model;
-    specs.push_back(std::move(s));
-  }
-  return specs;
 }
 
 std::optional<QueueRule> queue_rule_named(const std::string& name) {

@@ -33,6 +33,12 @@ struct TraceJob {
   // Seconds between checkpoints; 0: none, a preempted or lost run restarts from scratch. With
   // checkpoints it resumes from the last one it passed, and the work since is lost.
   Time checkpoint_interval = 0;
+
+  Quantity total_gpu_milli() const {
+    Quantity gpu = 0;
+    for (const PodSet& s : pod_sets) gpu += s.per_pod[kGpu] * s.count;
+    return gpu;
+  }
 };
 
 enum class TraceFormat { kNative, kOpenb, kPhilly, kTiresias };
@@ -59,9 +65,6 @@ std::vector<TraceJob> parse_trace(const std::string& text, const std::string& la
 // The Tiresias cluster spec (num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,
 // mem_p_node; one row): nodes "s<switch>-n<node>" with label "switch", flavor `flavor`.
 std::vector<NodeSpec> read_tiresias_cluster(const std::string& path, const std::string& flavor);
-// The openb node list as engine nodes (flavor `flavor`, label "model" when the list has one).
-std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
-                                           const std::string& flavor);
 
 // Which queue each job goes to.
 enum class QueueRule {
