@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +76,21 @@ long rss_kib(pid_t pid) {
   return 0;
 }
 
+// User + system CPU seconds the process has used so far (/proc/PID/stat fields 14 and 15).
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const auto close = line.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i)
+    if (i >= 14) ticks += std::stod(field);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 double pct(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
@@ -111,6 +127,7 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
     return c % 8 == 0 ? grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()) : channel;
   };
   std::vector<std::thread> threads;
+  const double cpu0 = d.pid > 0 ? cpu_seconds(d.pid) : 0;
   const auto t0 = Clock::now();
   if (g_client == "callback") {
     // Each client: one request in flight, the next sent from the completion of the last (gRPC's
@@ -174,12 +191,15 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   }
   for (auto& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = d.pid > 0 ? cpu_seconds(d.pid) - cpu0 : 0;
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   const double rate = static_cast<double>(all.size()) / wall;
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
-  std::printf("submits  %s %s-ids clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  errors %ld\n",
-              g_client.c_str(), g_ids.c_str(), clients, all.size(), wall, rate, p50, p99, mx, errors.load());
+  // gpuqd's CPU time per acknowledged submit (all of its threads: gRPC, engine, store, replies).
+  const double cpu_us = all.empty() ? 0 : cpu * 1e6 / static_cast<double>(all.size());
+  std::printf("submits  %s %s-ids clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  gpuqd cpu us/submit %6.1f  errors %ld\n",
+              g_client.c_str(), g_ids.c_str(), clients, all.size(), wall, rate, p50, p99, mx, cpu_us, errors.load());
   if (g_server.empty()) d.stop(SIGTERM);
 }
 
