@@ -1,135 +1,206 @@
 #include "api/from_proto.hpp"
 
-#include <yaml-cpp/yaml.h>
-
-#include "sim/spec_yaml.hpp"
+#include "spec/limits.hpp"
+#include "spec/validate.hpp"
+#include "spec/values.hpp"
 
 namespace gpuq::api {
 namespace {
 
-YAML::Node resources(const google::protobuf::Map<std::string, std::string>& m) {
-  YAML::Node out(YAML::NodeType::Map);
-  for (const auto& [k, v] : m) out[k] = v;
+using spec::Path;
+namespace limits = spec::limits;
+
+// Runs a conversion; a SpecError becomes INVALID_ARGUMENT with its path under "spec".
+template <class T, class F>
+Result<T> converted(F&& f) {
+  try {
+    return f();
+  } catch (spec::SpecError& e) {
+    e.under("spec");
+    return Error{e.what(), ErrorCode::kInvalidArgument};
+  }
+}
+
+// A repeated field or map refused by its size before anything of it is copied.
+void check_size(int size, std::size_t limit, const char* what, const Path& at) {
+  if (static_cast<std::size_t>(size) > limit)
+    spec::fail(at, "has " + std::to_string(size) + " " + what + "; at most " + std::to_string(limit) +
+                       " are allowed");
+}
+
+template <class E>
+E enum_or(const std::string& text, E fallback, const Path& at) {
+  return text.empty() ? fallback : spec::enum_value<E>(text, at);
+}
+
+ResourceQuota quota_of(const v1::ResourceQuota& p, ResourceId r, Path& at) {
+  ResourceQuota q;
+  {
+    Path::Key k(at, "nominal");
+    q.nominal = spec::quantity_value(p.nominal(), r, at);
+  }
+  if (p.has_borrowing_limit()) {
+    Path::Key k(at, "borrowingLimit");
+    q.borrowing_limit = spec::quantity_value(p.borrowing_limit(), r, at);
+  }
+  if (p.has_lending_limit()) {
+    Path::Key k(at, "lendingLimit");
+    q.lending_limit = spec::quantity_value(p.lending_limit(), r, at);
+  }
+  return q;
+}
+
+PreemptionSpec preemption_of(const v1::PreemptionPolicy& p, Path& at) {
+  Path::Key k(at, "preemption");
+  PreemptionSpec out;
+  {
+    Path::Key w(at, "withinQueue");
+    out.within_queue = enum_or(p.within_queue(), WithinQueuePolicy::kNever, at);
+  }
+  {
+    Path::Key r(at, "reclaimWithinCohort");
+    out.reclaim_within_cohort = enum_or(p.reclaim_within_cohort(), ReclaimPolicy::kNever, at);
+  }
+  {
+    Path::Key b(at, "borrowWithinCohort");
+    Path::Key pk(at, "policy");
+    out.borrow_within_cohort = enum_or(p.borrow_within_cohort(), BorrowWithinCohortPolicy::kNever, at);
+  }
+  if (p.has_max_priority_threshold()) out.borrow_max_priority_threshold = p.max_priority_threshold();
+  out.min_runtime = p.min_runtime_seconds();
   return out;
 }
 
-template <class T, class F>
-Result<T> parsed(F&& f) {
-  try {
-    return f();
-  } catch (const sim::SpecError& e) {
-    return Error{e.what(), ErrorCode::kInvalidArgument};
-  } catch (const YAML::Exception& e) {
-    return Error{e.what(), ErrorCode::kInvalidArgument};
+// {name: quantity}: interned; each quantity read in its resource's units.
+ResourceVec resources_of(const google::protobuf::Map<std::string, std::string>& m, ResourceNames& names, Path& at) {
+  ResourceVec v;
+  for (const auto& [name, text] : m) {
+    Path::Key k(at, name);
+    const ResourceId r = spec::resource_value(name, names, at);
+    v[r] = spec::quantity_value(text, r, at);
   }
+  return v;
 }
 
 }  // namespace
 
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
-  YAML::Node y(YAML::NodeType::Map);
-  y["name"] = q.name();
-  if (!q.cohort().empty()) y["cohort"] = q.cohort();
-  if (q.weight() != 0) y["weight"] = q.weight();
-  if (!q.queueing_strategy().empty()) y["queueingStrategy"] = q.queueing_strategy();
-  if (q.quotas_size() > 0) {
-    YAML::Node quotas(YAML::NodeType::Sequence);
-    for (const auto& fq : q.quotas()) {
-      YAML::Node f(YAML::NodeType::Map);
-      f["flavor"] = fq.flavor();
-      YAML::Node rs(YAML::NodeType::Map);
-      for (const auto& [name, rq] : fq.resources()) {
-        YAML::Node r(YAML::NodeType::Map);
-        r["nominal"] = rq.nominal();
-        if (rq.has_borrowing_limit()) r["borrowingLimit"] = rq.borrowing_limit();
-        if (rq.has_lending_limit()) r["lendingLimit"] = rq.lending_limit();
-        rs[name] = r;
+  return converted<QueueSpec>([&] {
+    Path at;
+    QueueSpec out;
+    out.name = QueueName(q.name());
+    out.cohort = q.cohort();
+    if (q.weight() != 0) out.weight = q.weight();
+    {
+      Path::Key k(at, "queueingStrategy");
+      out.strategy = enum_or(q.queueing_strategy(), QueueingStrategy::kBestEffortFIFO, at);
+    }
+    {
+      Path::Key k(at, "quotas");
+      check_size(q.quotas_size(), limits::kQuotaFlavors, "flavors", at);
+      for (int i = 0; i < q.quotas_size(); ++i) {
+        Path::Index fi(at, static_cast<std::size_t>(i));
+        const v1::FlavorQuota& fq = q.quotas(i);
+        FlavorQuota f;
+        f.flavor = fq.flavor();
+        Path::Key rk(at, "resources");
+        for (const auto& [name, rq] : fq.resources()) {
+          Path::Key nk(at, name);
+          const ResourceId r = spec::resource_value(name, names, at);
+          f.resources.emplace_back(r, quota_of(rq, r, at));
+        }
+        out.quotas.push_back(std::move(f));
       }
-      f["resources"] = rs;
-      quotas.push_back(f);
     }
-    y["quotas"] = quotas;
-  }
-  if (q.has_preemption()) {
-    const auto& p = q.preemption();
-    YAML::Node pn(YAML::NodeType::Map);
-    if (!p.within_queue().empty()) pn["withinQueue"] = p.within_queue();
-    if (!p.reclaim_within_cohort().empty()) pn["reclaimWithinCohort"] = p.reclaim_within_cohort();
-    if (!p.borrow_within_cohort().empty() || p.has_max_priority_threshold()) {
-      YAML::Node b(YAML::NodeType::Map);
-      b["policy"] = p.borrow_within_cohort().empty() ? std::string("Never") : p.borrow_within_cohort();
-      if (p.has_max_priority_threshold()) b["maxPriorityThreshold"] = p.max_priority_threshold();
-      pn["borrowWithinCohort"] = b;
-    }
-    if (p.min_runtime_seconds() != 0) pn["minRuntime"] = p.min_runtime_seconds();
-    if (pn.size() > 0) y["preemption"] = pn;
-  }
-  if (q.max_pending_jobs() != 0) y["maxPendingJobs"] = q.max_pending_jobs();
-  return parsed<QueueSpec>([&] { return sim::parse_queue(y, "spec", names); });
+    if (q.has_preemption()) out.preemption = preemption_of(q.preemption(), at);
+    out.max_pending_jobs = q.max_pending_jobs();
+    spec::validate(out, at, names);
+    return out;
+  });
 }
 
 Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names) {
-  YAML::Node y(YAML::NodeType::Map);
-  y["name"] = n.name();
-  y["flavor"] = n.flavor();
-  y["capacity"] = resources(n.capacity());
-  if (n.labels_size() > 0) y["labels"] = resources(n.labels());
-  if (!n.state().empty()) y["state"] = n.state();
-  if (!n.dedicated_to().empty()) y["dedicatedTo"] = n.dedicated_to();
-  return parsed<NodeSpec>([&] { return sim::parse_node(y, "spec", names); });
+  return converted<NodeSpec>([&] {
+    Path at;
+    NodeSpec out;
+    out.name = n.name();
+    out.flavor = n.flavor();
+    {
+      Path::Key k(at, "capacity");
+      out.capacity = resources_of(n.capacity(), names, at);
+    }
+    {
+      Path::Key k(at, "labels");
+      check_size(n.labels_size(), limits::kLabels, "labels", at);
+      out.labels.insert(n.labels().begin(), n.labels().end());
+    }
+    {
+      Path::Key k(at, "state");
+      out.state = enum_or(n.state(), NodeState::kReady, at);
+    }
+    if (!n.dedicated_to().empty()) out.dedicated_to = QueueName(n.dedicated_to());
+    spec::validate(out, at, names);
+    return out;
+  });
 }
 
-// Read field by field (no YAML: this is every Submit's path), with the scenario reader's checks
-// and words (sim/spec_values.hpp), so errors name the same keys as `gpuq submit -f` files.
-Result<JobSpec> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes) {
-  return parsed<JobSpec>([&] {
-    JobSpec out;
-    out.id = JobId(j.id());  // optional here: the daemon assigns one
-    if (j.queue().empty()) sim::spec_fail("spec.queue", "is required");
+Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes) {
+  return converted<Submission>([&] {
+    Path at;
+    Submission sub;
+    JobSpec& out = sub.job;
+    out.id = JobId(j.id());
     out.queue = QueueName(j.queue());
     out.name = j.name();
     out.owner = j.owner();
-    if (!j.priority().empty()) out.priority = sim::priority_value(j.priority(), "spec.priority", classes);
-    if (j.pod_sets_size() == 0) sim::spec_fail("spec.pods", "is required");
-    out.pod_sets.reserve(static_cast<std::size_t>(j.pod_sets_size()));
-    for (int i = 0; i < j.pod_sets_size(); ++i) {
-      const v1::PodSet& s = j.pod_sets(i);
-      const std::string at = "spec.pods[" + std::to_string(i) + "]";
-      PodSet ps;
-      ps.name = s.name();
-      if (s.count() != 0) {
-        sim::check_pod_count(s.count(), sim::quoted(std::to_string(s.count())), at + ".count");
-        ps.count = s.count();
+    sub.priority = j.priority();
+    if (!j.priority().empty()) {
+      Path::Key k(at, "priority");
+      out.priority = spec::priority_value(j.priority(), classes, at);
+    }
+    {
+      Path::Key k(at, "pods");
+      if (j.pod_sets_size() == 0) spec::fail(at, "is required; a job needs at least one pod set");
+      check_size(j.pod_sets_size(), limits::kPodSets, "pod sets", at);
+      out.pod_sets.reserve(static_cast<std::size_t>(j.pod_sets_size()));
+      for (int i = 0; i < j.pod_sets_size(); ++i) {
+        Path::Index pi(at, static_cast<std::size_t>(i));
+        const v1::PodSet& s = j.pod_sets(i);
+        PodSet ps;
+        ps.name = s.name();
+        if (s.count() != 0) ps.count = s.count();
+        Path::Key rk(at, "resources");
+        ps.per_pod = resources_of(s.resources(), names, at);
+        out.pod_sets.push_back(std::move(ps));
       }
-      const std::string res = at + ".resources";
-      for (const auto& [name, text] : s.resources()) {
-        const ResourceId r = sim::resource_value(name, res, names);
-        const std::string rp = res + "." + name;
-        ps.per_pod[r] = sim::quantity_value(text, rp, r);
-        if (ps.per_pod[r] < 0) sim::spec_fail(rp, sim::quoted(text) + " is negative; it must be >= 0");
-      }
-      out.pod_sets.push_back(std::move(ps));
     }
-    for (int i = 0; i < j.flavors_size(); ++i) {
-      if (j.flavors(i).empty()) sim::spec_fail("spec.flavors[" + std::to_string(i) + "]", "is empty");
-      out.flavors.push_back(j.flavors(i));
+    {
+      Path::Key k(at, "flavors");
+      check_size(j.flavors_size(), limits::kJobFlavors, "flavors", at);
+      out.flavors.assign(j.flavors().begin(), j.flavors().end());
     }
-    if (j.max_runtime_seconds() != 0) {
-      sim::check_max_runtime(j.max_runtime_seconds(), sim::quoted(std::to_string(j.max_runtime_seconds())),
-                             "spec.maxRuntime");
-      out.max_runtime = j.max_runtime_seconds();
-    }
+    if (j.max_runtime_seconds() != 0) out.max_runtime = j.max_runtime_seconds();
     if (j.has_preemptible()) out.preemptible = j.preemptible();
-    if (j.has_grace_period_seconds()) {
-      sim::check_grace_period(j.grace_period_seconds(), sim::quoted(std::to_string(j.grace_period_seconds())),
-                              "spec.gracePeriod");
-      out.grace_period = j.grace_period_seconds();
-    }
+    if (j.has_grace_period_seconds()) out.grace_period = j.grace_period_seconds();
     out.exclusive = j.exclusive();
-    if (j.on_node_loss() == "Fail") out.on_node_loss = NodeLossPolicy::kFail;
-    else if (j.on_node_loss().empty() || j.on_node_loss() == "Requeue") out.on_node_loss = NodeLossPolicy::kRequeue;
-    else sim::spec_fail("spec.on_node_loss", sim::quoted(j.on_node_loss()) + " is not allowed; use Requeue or Fail");
-    return out;
+    {
+      Path::Key k(at, "onNodeLoss");
+      out.on_node_loss = enum_or(j.on_node_loss(), NodeLossPolicy::kRequeue, at);
+    }
+    {
+      Path::Key k(at, "command");
+      check_size(j.command_size(), limits::kCommandArgs, "arguments", at);
+      sub.run.command.assign(j.command().begin(), j.command().end());
+    }
+    {
+      Path::Key k(at, "env");
+      check_size(j.env_size(), limits::kEnvEntries, "variables", at);
+      sub.run.env.insert(j.env().begin(), j.env().end());
+    }
+    sub.run.working_dir = j.working_dir();
+    spec::validate(out, at, names);
+    spec::validate(sub.run, at);
+    return sub;
   });
 }
 

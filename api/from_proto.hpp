@@ -1,18 +1,23 @@
 #pragma once
-// Requests to engine specs. Every check the scenario format makes is made here too, by the same
-// code: a queue or node is converted to the scenario keys and parsed by sim/spec_yaml; a job
-// (every Submit) is read field by field with the same value readers (sim/spec_values). An error
-// names the field by its path under "spec" in the scenario's spelling
+// Requests to specs, field by field, with the spec layer's value readers and checks
+// (spec/values.hpp, spec/validate.hpp): a value means the same and is refused in the same words
+// as in a YAML file. No text round trip: one conversion and one validation per request. Errors
+// name the field by its path under "spec" in the YAML keys' spelling
 // ("spec.quotas[0].resources.gpu.nominal: \"x\" is not a quantity ..."), the value, and what
-// is allowed.
+// is allowed; maps and lists larger than their limit are refused before they are copied.
+//
+// Thread safety: any thread (gpuqd converts on gRPC's threads, off the engine thread); `names`
+// may be interned into concurrently (ResourceNames), `classes` is read only.
 #include "gpuq/v1/gpuq.pb.h"
-#include "scheduler/engine.hpp"
+#include "spec/result.hpp"
+#include "spec/types.hpp"
 
 namespace gpuq::api {
 
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names);
 Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names);
-// submitted_at is left for the caller; on_node_loss is read here.
-Result<JobSpec> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes);
+// The priority resolved with `classes` (the text kept as written); submitted_at is left for the
+// caller; an empty id is allowed (the server assigns one).
+Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes);
 
 }  // namespace gpuq::api

@@ -13,6 +13,7 @@
 
 #include "api/from_proto.hpp"
 #include "api/to_proto.hpp"
+#include "api/views.hpp"
 
 namespace gpuq::api {
 
@@ -99,37 +100,36 @@ Reply answer(M* out, Lookup lookup) {
   });
 }
 
-v1::JobEvent to_proto(const storage::EventRecord& e) {
-  v1::JobEvent out;
-  out.set_seq(e.seq);
-  out.set_at(e.at);
-  out.set_job_id(e.job);
-  out.set_queue(e.queue);
-  if (e.from) out.set_from(api::to_proto(*e.from));
-  out.set_to(api::to_proto(e.to));
-  out.set_reason(e.reason);
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
+
+// A job record looked up at the end of the turn, as the API shows it.
+template <class Lookup>
+Reply answer_job(v1::Job* out, Lookup lookup) {
+  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<v1::Job> {
+    auto rec = lookup(c);
+    if (!rec) return Error{rec.error(), rec.code()};
+    return api::to_proto(rec.value(), c.names());
+  });
+}
 
 class JobsService final : public v1::Jobs::CallbackService {
  public:
-  JobsService(Loop& loop, std::shared_ptr<WatchHub> hub) : loop_(loop), hub_(std::move(hub)) {}
+  JobsService(Loop& loop, std::shared_ptr<WatchHub> hub, const Readers& readers)
+      : loop_(loop), hub_(std::move(hub)), readers_(readers) {}
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitJobRequest* req,
                                    v1::SubmitJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
-      auto spec = from_proto(req->spec(), core.names(), core.priority_classes());
-      if (!spec) return Reply::error(failed(spec));
-      storage::RunSpec run;
-      run.command.assign(req->spec().command().begin(), req->spec().command().end());
-      run.env.insert(req->spec().env().begin(), req->spec().env().end());
-      run.working_dir = req->spec().working_dir();
-      auto id = core.submit(std::move(spec.value()), req->spec().priority(), std::move(run), now);
+    // Read and checked here, on gRPC's thread: a bad request never reaches the engine thread.
+    auto sub = from_proto(req->spec(), *readers_.names, *readers_.classes);
+    if (!sub) {
+      reactor->Finish(failed(sub));
+      return reactor;
+    }
+    in_turn(loop_, reactor, [resp, sub = std::move(sub.value())](Core& core, Time now) mutable {
+      auto id = core.submit(std::move(sub), now);
       if (!id) return Reply::error(failed(id));
-      return answer(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
+      return answer_job(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
     });
     return reactor;
   }
@@ -138,7 +138,7 @@ class JobsService final : public v1::Jobs::CallbackService {
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return answer(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+      return answer_job(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -174,7 +174,7 @@ class JobsService final : public v1::Jobs::CallbackService {
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
         std::size_t n = std::min(jobs->size(), filter.limit);
         for (std::size_t i = 0; i < n; ++i)
-          *resp->add_jobs() = c.listed((*jobs)[i]);
+          *resp->add_jobs() = api::to_proto(c.listed((*jobs)[i]), c.names());
         if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
         return grpc::Status::OK;
       });
@@ -187,7 +187,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
       if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
-      return answer(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+      return answer_job(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -201,6 +201,7 @@ class JobsService final : public v1::Jobs::CallbackService {
  private:
   Loop& loop_;
   std::shared_ptr<WatchHub> hub_;
+  const Readers& readers_;
 };
 
 }  // namespace
@@ -250,7 +251,7 @@ class WatchHub {
       if (e.seq <= s->last_seq) return false;
       s->last_seq = e.seq;
       if (s->wants(e)) {
-        s->queue.push_back(to_proto(e));
+        s->queue.push_back(api::to_proto(e));
         s->write_next();
       }
       return false;
@@ -320,7 +321,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
         return nullptr;
       }
       for (const auto& e : *batch)
-        if (state->wants(e)) state->queue.push_back(to_proto(e));
+        if (state->wants(e)) state->queue.push_back(api::to_proto(e));
       if (!batch->empty()) state->last_seq = batch->back().seq;
       if (batch->size() < 10'000) break;
       after = batch->back().seq;
@@ -334,18 +335,31 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
 
 // ---------------------------------------------------------------------------------------------
 
+// A queue's or node's status looked up at the end of the turn, as the API shows it.
+template <class M, class Lookup>
+Reply answer_status(M* out, Lookup lookup) {
+  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<M> {
+    auto s = lookup(c);
+    if (!s) return Error{s.error(), s.code()};
+    return api::to_proto(s.value(), c.names());
+  });
+}
+
 class QueuesService final : public v1::Queues::CallbackService {
  public:
-  explicit QueuesService(Loop& loop) : loop_(loop) {}
+  QueuesService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
 
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyQueueRequest* req,
                                   v1::ApplyQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [req, resp](Core& core, Time) {
-      auto spec = from_proto(req->spec(), core.names());
-      if (!spec) return Reply::error(failed(spec));
-      if (auto r = core.apply_queue(spec.value()); !r) return Reply::error(failed(r));
-      return answer(resp->mutable_queue(), [name = spec->name.value](Core& c) { return c.queue(name); });
+    auto spec = from_proto(req->spec(), *readers_.names);
+    if (!spec) {
+      reactor->Finish(failed(spec));
+      return reactor;
+    }
+    in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time) {
+      if (auto r = core.apply_queue(spec); !r) return Reply::error(failed(r));
+      return answer_status(resp->mutable_queue(), [name = spec.name.value](Core& c) { return c.queue(name); });
     });
     return reactor;
   }
@@ -354,7 +368,7 @@ class QueuesService final : public v1::Queues::CallbackService {
                                 v1::GetQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return answer(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
+      return answer_status(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
     });
     return reactor;
   }
@@ -364,7 +378,7 @@ class QueuesService final : public v1::Queues::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
-        for (auto& q : c.queues()) *resp->add_queues() = std::move(q);
+        for (const auto& q : c.queues()) *resp->add_queues() = api::to_proto(q, c.names());
         return grpc::Status::OK;
       });
     });
@@ -383,20 +397,25 @@ class QueuesService final : public v1::Queues::CallbackService {
 
  private:
   Loop& loop_;
+  const Readers& readers_;
 };
 
 class NodesService final : public v1::Nodes::CallbackService {
  public:
-  explicit NodesService(Loop& loop) : loop_(loop) {}
+  NodesService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
 
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyNodeRequest* req,
                                   v1::ApplyNodeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
-      auto spec = from_proto(req->spec(), core.names());
-      if (!spec) return Reply::error(failed(spec));
-      if (auto r = core.apply_node(spec.value(), now); !r) return Reply::error(failed(r));
-      return answer(resp->mutable_node(), [name = spec->name](Core& c) { return c.node(name); });
+    // Read here: a node with too many labels is refused before anything of it reaches the engine.
+    auto spec = from_proto(req->spec(), *readers_.names);
+    if (!spec) {
+      reactor->Finish(failed(spec));
+      return reactor;
+    }
+    in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time now) {
+      if (auto r = core.apply_node(spec, now); !r) return Reply::error(failed(r));
+      return answer_status(resp->mutable_node(), [name = spec.name](Core& c) { return c.node(name); });
     });
     return reactor;
   }
@@ -406,7 +425,7 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
-        for (auto& n : c.nodes()) *resp->add_nodes() = std::move(n);
+        for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c.names());
         return grpc::Status::OK;
       });
     });
@@ -432,12 +451,13 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
-      return answer(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
+      return answer_status(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
     });
     return reactor;
   }
 
   Loop& loop_;
+  const Readers& readers_;
 };
 
 // Backup: a consistent copy made through the store's own connection on a thread of its own (the
@@ -546,9 +566,9 @@ class AdminService final : public v1::Admin::CallbackService {
 Services::Services(daemon::Loop& loop)
     : loop_(loop),
       hub_(std::make_shared<WatchHub>()),
-      jobs_(std::make_unique<JobsService>(loop, hub_)),
-      queues_(std::make_unique<QueuesService>(loop)),
-      nodes_(std::make_unique<NodesService>(loop)),
+      jobs_(std::make_unique<JobsService>(loop, hub_, readers_)),
+      queues_(std::make_unique<QueuesService>(loop, readers_)),
+      nodes_(std::make_unique<NodesService>(loop, readers_)),
       admin_(std::make_unique<AdminService>(loop)) {}
 
 Services::~Services() = default;
@@ -561,9 +581,17 @@ void Services::register_with(grpc::ServerBuilder& builder) {
 }
 
 void Services::attach(daemon::Core& core) {
+  readers_.names = &core.names();
+  readers_.classes = &core.priority_classes();
   core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
 }
 
-void Services::close_watches() { hub_->close_all(); }
+void Services::close() { hub_->close_all(); }
 
 }  // namespace gpuq::api
+
+namespace gpuq::daemon {
+
+std::unique_ptr<Frontend> make_frontend(Loop& loop) { return std::make_unique<api::Services>(loop); }
+
+}  // namespace gpuq::daemon

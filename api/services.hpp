@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "daemon/frontend.hpp"
 #include "daemon/loop.hpp"
 #include "gpuq/v1/gpuq.grpc.pb.h"
 
@@ -16,19 +17,27 @@ grpc::Status to_status(ErrorCode code, const std::string& message);
 
 class WatchHub;
 
+// What requests are read with: the daemon's resource names (interned into from any thread) and
+// its priority classes (fixed at start). Set by Services::attach before serving.
+struct Readers {
+  ResourceNames* names = nullptr;
+  const PriorityClasses* classes = nullptr;
+};
+
 // Owns the four services; register them with a ServerBuilder, keep this alive while serving.
-class Services {
+// Requests are read into specs on gRPC's threads (api/from_proto.hpp), so the engine thread
+// only runs the command.
+class Services final : public daemon::Frontend {
  public:
   explicit Services(daemon::Loop& loop);
-  ~Services();
-  void register_with(grpc::ServerBuilder& builder);
-  // Called once on the engine thread: wires committed events to Watch streams.
-  void attach(daemon::Core& core);
-  // Ends every Watch stream (shutdown).
-  void close_watches();
+  ~Services() override;
+  void register_with(grpc::ServerBuilder& builder) override;
+  void attach(daemon::Core& core) override;
+  void close() override;
 
  private:
   daemon::Loop& loop_;
+  Readers readers_;
   std::shared_ptr<WatchHub> hub_;
   std::unique_ptr<v1::Jobs::CallbackService> jobs_;
   std::unique_ptr<v1::Queues::CallbackService> queues_;

@@ -15,13 +15,6 @@ void put_resources(const ResourceVec& v, const ResourceNames& names,
 
 }  // namespace
 
-std::string format_quantity(Quantity q, ResourceId r) {
-  // Only memory uses the binary suffixes; "other" resources are plain counts even when they
-  // happen to be multiples of 1024.
-  if (r == kMemory || scale_of(r) == UnitScale::kMilli) return gpuq::format_quantity(q, scale_of(r));
-  return std::to_string(q);
-}
-
 v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   v1::QueueSpec out;
   out.set_name(s.name.value);
@@ -78,7 +71,7 @@ v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
   out.set_preemptible(s.preemptible);
   out.set_grace_period_seconds(s.grace_period);
   out.set_exclusive(s.exclusive);
-  out.set_on_node_loss(s.on_node_loss == NodeLossPolicy::kFail ? "Fail" : "Requeue");
+  out.set_on_node_loss(to_string(s.on_node_loss));
   return out;
 }
 

@@ -5,16 +5,11 @@
 #include <optional>
 #include <string>
 
-#include "gpuq/v1/gpuq.grpc.pb.h"
+#include "gpuq/v1/gpuq.pb.h"
 #include "scheduler/model.hpp"
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"  // format_quantity
 
 namespace gpuq::api {
-
-// gpu 2000 -> "2", 500 -> "500m"; cpu 4000 -> "4", 250 -> "250m"; memory 64 GiB -> "64Gi"
-// (an exact multiple of Ki/Mi/Gi/Ti/Pi/Ei, else bytes); other resources as an integer count.
-// parse_quantity(format_quantity(q, r), scale_of(r)) == q for every q.
-std::string format_quantity(Quantity q, ResourceId r);
 
 v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names);
 v1::NodeSpec to_proto(const NodeSpec& s, const ResourceNames& names);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "scheduler/resources.hpp"
+#include "spec/resources.hpp"
 
 namespace gpuq::bench {
 

@@ -61,7 +61,7 @@ class Binder {
     return std::nullopt;
   }
   // What a job must give to run here; an error names the field (checked at submit).
-  virtual Result<void> check_run(const storage::RunSpec& run) const {
+  virtual Result<void> check_run(const RunSpec& run) const {
     (void)run;
     return Ok();
   }

@@ -8,7 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/requests.hpp"
 #include "sim/openb.hpp"
-#include "sim/spec_values.hpp"
+#include "spec/error.hpp"
 
 namespace gpuq::cli {
 
@@ -50,7 +50,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const UsageError& e) {
     err << "gpuq: " << e.what() << "\n";
     return 2;
-  } catch (const sim::SpecError& e) {
+  } catch (const spec::SpecError& e) {
     err << "gpuq: " << e.what() << "\n";
     return 2;
   } catch (const sim::TraceError& e) {

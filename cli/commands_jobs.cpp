@@ -4,7 +4,6 @@
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
-#include "sim/spec_yaml.hpp"
 
 namespace gpuq::cli {
 

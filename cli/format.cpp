@@ -1,9 +1,11 @@
 #include "cli/format.hpp"
 
 #include <google/protobuf/util/json_util.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <stdexcept>
 #include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
@@ -14,7 +16,7 @@
 
 #include "api/to_proto.hpp"
 #include "cli/requests.hpp"
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 
 namespace gpuq::cli {
 
@@ -53,56 +55,101 @@ bool needs_quotes(const std::string& s) {
   return std::isdigit(c) || c == '-' || c == '+' || c == '.';
 }
 
-void emit(YAML::Emitter& e, const boost::json::value& v) {
-  switch (v.kind()) {
-    case boost::json::kind::object:
-      if (v.get_object().empty()) e << YAML::Flow;  // "{}" rather than a dangling key
-      e << YAML::BeginMap;
-      for (const auto& kv : v.get_object()) {
-        e << YAML::Key << std::string(kv.key()) << YAML::Value;
-        emit(e, kv.value());
-      }
-      e << YAML::EndMap;
-      break;
-    case boost::json::kind::array:
-      if (v.get_array().empty()) e << YAML::Flow;  // "[]"
-      e << YAML::BeginSeq;
-      for (const auto& x : v.get_array()) emit(e, x);
-      e << YAML::EndSeq;
-      break;
-    case boost::json::kind::string: {
-      std::string s(v.get_string());
-      if (needs_quotes(s)) e << YAML::DoubleQuoted;
-      e << s;
-      break;
-    }
-    case boost::json::kind::bool_:
-      e << v.get_bool();
-      break;
-    case boost::json::kind::int64:
-      e << v.get_int64();
-      break;
-    case boost::json::kind::uint64:
-      e << v.get_uint64();
-      break;
-    case boost::json::kind::double_:
-      e << v.get_double();
-      break;
-    case boost::json::kind::null:
-      e << YAML::Null;
-      break;
+// JSON values as YAML through libyaml's emitter (block style; empty maps and lists inline).
+class YamlOut {
+ public:
+  YamlOut() {
+    yaml_emitter_initialize(&e_);
+    yaml_emitter_set_output(&e_, &YamlOut::write, &out_);
+    yaml_emitter_set_unicode(&e_, 1);
+    yaml_emitter_set_width(&e_, -1);  // no folding of long strings
   }
-}
+  ~YamlOut() { yaml_emitter_delete(&e_); }
+  YamlOut(const YamlOut&) = delete;
+  YamlOut& operator=(const YamlOut&) = delete;
+
+  std::string document(const boost::json::value& v) {
+    yaml_event_t ev;
+    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+    emit(ev);
+    yaml_document_start_event_initialize(&ev, nullptr, nullptr, nullptr, 1);
+    emit(ev);
+    value(v);
+    yaml_document_end_event_initialize(&ev, 1);
+    emit(ev);
+    yaml_stream_end_event_initialize(&ev);
+    emit(ev);
+    return std::move(out_);
+  }
+
+ private:
+  static int write(void* data, unsigned char* buffer, std::size_t size) {
+    static_cast<std::string*>(data)->append(reinterpret_cast<const char*>(buffer), size);
+    return 1;
+  }
+  void emit(yaml_event_t& ev) {
+    // Fails only on a sequence of events that is not YAML, which value() never makes.
+    if (!yaml_emitter_emit(&e_, &ev)) throw std::runtime_error(std::string("yaml: ") + (e_.problem ? e_.problem : "?"));
+  }
+  void scalar(const std::string& text, yaml_scalar_style_t style) {
+    yaml_event_t ev;
+    yaml_scalar_event_initialize(&ev, nullptr, nullptr,
+                                 reinterpret_cast<yaml_char_t*>(const_cast<char*>(text.data())),
+                                 static_cast<int>(text.size()), 1, 1, style);
+    emit(ev);
+  }
+  void value(const boost::json::value& v) {
+    yaml_event_t ev;
+    switch (v.kind()) {
+      case boost::json::kind::object: {
+        const auto& o = v.get_object();
+        yaml_mapping_start_event_initialize(&ev, nullptr, nullptr, 1,
+                                            o.empty() ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+        emit(ev);
+        for (const auto& kv : o) {
+          scalar(std::string(kv.key()), YAML_ANY_SCALAR_STYLE);
+          value(kv.value());
+        }
+        yaml_mapping_end_event_initialize(&ev);
+        emit(ev);
+        break;
+      }
+      case boost::json::kind::array: {
+        const auto& a = v.get_array();
+        yaml_sequence_start_event_initialize(&ev, nullptr, nullptr, 1,
+                                             a.empty() ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+        emit(ev);
+        for (const auto& x : a) value(x);
+        yaml_sequence_end_event_initialize(&ev);
+        emit(ev);
+        break;
+      }
+      case boost::json::kind::string: {
+        std::string s(v.get_string());
+        scalar(s, needs_quotes(s) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+        break;
+      }
+      case boost::json::kind::bool_: scalar(v.get_bool() ? "true" : "false", YAML_PLAIN_SCALAR_STYLE); break;
+      case boost::json::kind::int64: scalar(std::to_string(v.get_int64()), YAML_PLAIN_SCALAR_STYLE); break;
+      case boost::json::kind::uint64: scalar(std::to_string(v.get_uint64()), YAML_PLAIN_SCALAR_STYLE); break;
+      case boost::json::kind::double_: {
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, v.get_double());  // 0.4567, not 0.45669999
+        scalar(std::string(buf, r.ptr), YAML_PLAIN_SCALAR_STYLE);
+        break;
+      }
+      case boost::json::kind::null: scalar("null", YAML_PLAIN_SCALAR_STYLE); break;
+    }
+  }
+
+  yaml_emitter_t e_;
+  std::string out_;
+};
 
 }  // namespace
 
 std::string to_yaml(const google::protobuf::Message& m) {
-  YAML::Emitter e;
-  e.SetDoublePrecision(15);  // 0.4567, not 0.45669999999999999
-  emit(e, boost::json::parse(to_json(m, false)));
-  std::string out = e.c_str();
-  out += '\n';
-  return out;
+  return YamlOut().document(boost::json::parse(to_json(m, false)));
 }
 
 std::string render_message(const google::protobuf::Message& m, OutputFormat f) {

@@ -2,7 +2,6 @@
 
 #include <pwd.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cctype>
 #include <charconv>
@@ -12,8 +11,8 @@
 #include <system_error>
 
 #include "api/to_proto.hpp"
-#include "scheduler/quantity.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/quantity.hpp"
+#include "spec/yaml_read.hpp"
 
 namespace gpuq::cli {
 
@@ -41,13 +40,6 @@ std::filesystem::path current_dir(const std::string& what) {
     throw UsageError("cannot get the current directory for " + what + ": " + ec.message() +
                      "; give an absolute --workdir");
   return cwd;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
 }
 
 }  // namespace
@@ -113,149 +105,128 @@ v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follo
   return req;
 }
 
-v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
-                                              const std::string& default_owner) {
-  YAML::Node node;
-  try {
-    node = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw sim::SpecError(file + ": " + e.what());
-  }
-  const std::string path = file + ": job";
-  sim::require_map(node, path);
-  sim::check_keys(
-      node, path,
-      {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible", "exclusive",
-       "maxRuntime", "gracePeriod", "onNodeLoss", "command", "env", "workingDir"});
-  // parse_job validates the shared keys (and names the field on error); it needs an id and an
-  // integer priority, so give it placeholders and send the user's text instead.
-  YAML::Node core = YAML::Clone(node);
-  for (const char* key : {"onNodeLoss", "command", "env", "workingDir", "priority"})
-    core.remove(key);
-  if (!core["id"]) core["id"] = "placeholder";
-  ResourceNames names;
-  JobSpec spec = sim::parse_job(core, path, names, PriorityClasses{});
-  if (!node["id"]) spec.id = JobId();
-  if (spec.owner.empty()) spec.owner = default_owner;
-  if (const auto& l = node["onNodeLoss"])
-    spec.on_node_loss = sim::read_enum<NodeLossPolicy>(
-        l, path + ".onNodeLoss",
-        {{"Requeue", NodeLossPolicy::kRequeue}, {"Fail", NodeLossPolicy::kFail}});
+namespace {
 
-  v1::SubmitJobRequest req;
-  v1::JobSpec& out = *req.mutable_spec();
-  out = api::to_proto(spec, names);
-  out.set_priority(node["priority"] ? sim::read_string(node["priority"], path + ".priority") : "");
-  if (!node["preemptible"]) out.clear_preemptible();
-  if (!node["gracePeriod"]) out.clear_grace_period_seconds();
-  if (const auto& c = node["command"]) {
-    if (c.IsScalar()) {
-      out.add_command(sim::read_string(c, path + ".command"));
-    } else {
-      sim::require_list(c, path + ".command");
-      for (std::size_t i = 0; i < c.size(); ++i)
-        out.add_command(sim::read_string(c[i], path + ".command[" + std::to_string(i) + "]"));
-    }
+// Runs `read` over a document of `file`; its errors get the line and column of the field they
+// name and the file's name.
+template <class F>
+auto reading(const spec::yaml::Document& doc, const std::string& file, F&& read) {
+  try {
+    return read();
+  } catch (spec::SpecError& e) {
+    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
+    e.from_source(file);
+    throw;
   }
-  if (const auto& env = node["env"]) {
-    sim::require_map(env, path + ".env");
-    for (const auto& kv : env) {
-      const std::string k = kv.first.Scalar();
-      if (k.empty()) throw sim::SpecError(path + ".env: a variable name is empty");
-      (*out.mutable_env())[k] = sim::read_string(kv.second, path + ".env." + k);
-    }
-  }
-  if (const auto& w = node["workingDir"])
-    out.set_working_dir(sim::read_string(w, path + ".workingDir"));
-  return req;
 }
 
-std::vector<std::string> split_yaml_documents(const std::string& text) {
-  std::vector<std::string> docs;
-  std::string current;
-  bool has_content = false;
-  auto flush = [&] {
-    if (has_content) docs.push_back(current);
-    current.clear();
-    has_content = false;
-  };
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::string t = trim(line);
-    if (t == "---" && line.rfind("---", 0) == 0) {
-      flush();
-      continue;
-    }
-    if (t == "..." && line.rfind("...", 0) == 0) continue;  // end-of-document marker
-    if (!t.empty() && t[0] != '#') has_content = true;
-    current += line;
-    current += '\n';
-  }
-  flush();
-  return docs;
+}  // namespace
+
+v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
+                                              const std::string& default_owner) {
+  spec::yaml::Document doc;
+  reading(doc, file, [&] { doc = spec::yaml::parse_one(text); });
+  return reading(doc, file, [&] {
+    const spec::yaml::Node root = doc.root();
+    if (!root.is_map())
+      throw spec::SpecError("expected a map with a job's keys (queue, pods, ...), got " +
+                            root.shown());
+    spec::Path at;
+    ResourceNames names;
+    spec::JobKeys keys;
+    keys.id_required = false;
+    keys.run = true;  // the priority stays text: the server knows the classes
+    Submission sub = spec::read_job(root, at, names, keys);
+    if (sub.job.owner.empty()) sub.job.owner = default_owner;
+    v1::SubmitJobRequest req;
+    v1::JobSpec& out = *req.mutable_spec();
+    out = api::to_proto(sub.job, names);
+    out.set_priority(sub.priority);
+    if (!root.find("preemptible")) out.clear_preemptible();
+    if (!root.find("gracePeriod")) out.clear_grace_period_seconds();
+    for (const std::string& c : sub.run.command) out.add_command(c);
+    for (const auto& [k, v] : sub.run.env) (*out.mutable_env())[k] = v;
+    out.set_working_dir(sub.run.working_dir);
+    return req;
+  });
 }
 
 namespace {
 
-void add_queue(const YAML::Node& n, const std::string& path, std::vector<ApplyItem>& out) {
-  sim::require_map(n, path);
+constexpr std::string_view kKind[] = {"kind"};
+
+void add_queue(spec::yaml::Node n, spec::Path& at, std::vector<ApplyItem>& out) {
   // usageHistory is a scenario's snapshot of the past, not part of a queue's spec.
-  if (n["usageHistory"])
-    throw sim::SpecError(path + ".usageHistory: is only for scenario files; remove it");
+  if (spec::yaml::Node h = n.find("usageHistory")) {
+    spec::Path::Key k(at, "usageHistory");
+    spec::fail_at(h, at, "is only for scenario files; remove it");
+  }
   ResourceNames names;
-  QueueSpec q = sim::parse_queue(n, path, names);
+  QueueSpec q = spec::read_queue(n, at, names, n.find("kind") ? spec::Keys(kKind) : spec::Keys());
   out.push_back({api::to_proto(q, names), std::nullopt});
 }
 
-void add_node(const YAML::Node& n, const std::string& path, std::vector<ApplyItem>& out) {
+void add_node(spec::yaml::Node n, spec::Path& at, std::vector<ApplyItem>& out) {
   ResourceNames names;
-  NodeSpec s = sim::parse_node(n, path, names);
+  NodeSpec s = spec::read_node(n, at, names, n.find("kind") ? spec::Keys(kKind) : spec::Keys());
   out.push_back({std::nullopt, api::to_proto(s, names)});
+}
+
+// One document: `kind: Queue` or `kind: Node` beside the object's keys, or queues:/nodes: lists.
+void add_document(spec::yaml::Node root, std::vector<ApplyItem>& items) {
+  spec::Path at;
+  if (!root.is_map())
+    throw spec::SpecError("expected a map with queues:, nodes: or kind:, got " + root.shown(),
+                          root.mark());
+  if (spec::yaml::Node kind = root.find("kind")) {
+    std::string what;
+    {
+      spec::Path::Key k(at, "kind");
+      what = spec::string_of(kind, at);
+      if (what != "Queue" && what != "Node")
+        spec::fail_at(kind, at, spec::quoted(what) + " is not allowed; use Queue or Node");
+    }
+    if (what == "Queue")
+      add_queue(root, at, items);
+    else
+      add_node(root, at, items);
+    return;
+  }
+  if (!root.find("queues") && !root.find("nodes"))
+    throw spec::SpecError("expected queues:, nodes: or kind: at the top of the document",
+                          root.mark());
+  spec::for_each_key(root, at, {"queues", "nodes"},
+                     [&](std::string_view key, spec::yaml::Node list) {
+                       spec::expect_list(list, at);
+                       for (std::size_t i = 0; i < list.size(); ++i) {
+                         spec::Path::Index li(at, i);
+                         if (key == "queues")
+                           add_queue(list.item(i), at, items);
+                         else
+                           add_node(list.item(i), at, items);
+                       }
+                     });
 }
 
 }  // namespace
 
 std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file) {
-  std::vector<ApplyItem> items;
-  const auto docs = split_yaml_documents(text);
-  if (docs.empty()) throw sim::SpecError(file + ": has no documents; expected queues: or nodes:");
-  for (std::size_t d = 0; d < docs.size(); ++d) {
-    const std::string where =
-        file + (docs.size() > 1 ? ": document " + std::to_string(d + 1) : std::string()) + ": ";
-    YAML::Node doc;
-    try {
-      doc = YAML::Load(docs[d]);
-    } catch (const YAML::Exception& e) {
-      throw sim::SpecError(where + e.what());
-    }
-    sim::require_map(doc, where + "document");
-    if (doc["kind"]) {
-      const std::string kind = sim::read_string(doc["kind"], where + "kind");
-      YAML::Node spec = YAML::Clone(doc);
-      spec.remove("kind");
-      if (kind == "Queue")
-        add_queue(spec, where + "queue", items);
-      else if (kind == "Node")
-        add_node(spec, where + "node", items);
-      else
-        throw sim::SpecError(where + "kind: \"" + kind + "\" is not allowed; use Queue or Node");
-      continue;
-    }
-    sim::check_keys(doc, where + "document", {"queues", "nodes"});
-    if (!doc["queues"] && !doc["nodes"])
-      throw sim::SpecError(where + "document: expected queues:, nodes: or kind:");
-    if (const auto& qs = doc["queues"]) {
-      sim::require_list(qs, where + "queues");
-      for (std::size_t i = 0; i < qs.size(); ++i)
-        add_queue(qs[i], where + "queues[" + std::to_string(i) + "]", items);
-    }
-    if (const auto& ns = doc["nodes"]) {
-      sim::require_list(ns, where + "nodes");
-      for (std::size_t i = 0; i < ns.size(); ++i)
-        add_node(ns[i], where + "nodes[" + std::to_string(i) + "]", items);
-    }
+  std::vector<spec::yaml::Document> docs;
+  try {
+    docs = spec::yaml::parse_stream(text);
+  } catch (spec::SpecError& e) {
+    e.from_source(file);
+    throw;
   }
+  std::vector<ApplyItem> items;
+  std::size_t with_content = 0;
+  for (const spec::yaml::Document& doc : docs) {
+    if (doc.root().is_null()) continue;  // an empty or comment-only document
+    ++with_content;
+    reading(doc, file, [&] { add_document(doc.root(), items); });
+  }
+  if (with_content == 0)
+    throw spec::SpecError("has no documents; expected queues: or nodes:").from_source(file);
   return items;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Requests built from flags and files, with no server involved: what `gpuq submit`, `gpuq apply`,
 // `gpuq logs` and `gpuq usage` send. Errors in what the user typed throw UsageError (exit 2);
-// errors in a file throw sim::SpecError naming the file and the field path (exit 2).
+// errors in a file throw spec::SpecError naming the file, the line and column and the field
+// path (exit 2).
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -46,23 +47,19 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f);
 v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follow);
 
 // A job in the scenario format's keys (id optional, priority an integer or a class name) plus
-// `command` (a list), `env` (a map), `workingDir` and `onNodeLoss`. `owner` defaults to
-// default_owner.
+// `command` (a list), `env` (a map), `workingDir` and `onNodeLoss`, read and checked by the spec
+// layer (spec/yaml_read.hpp). `owner` defaults to default_owner.
 v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
                                               const std::string& default_owner);
-
-// The documents of a multi-document YAML text: split on lines that are exactly "---" (a
-// trailing "\r" or spaces allowed); empty or comment-only documents are dropped.
-std::vector<std::string> split_yaml_documents(const std::string& text);
 
 struct ApplyItem {
   std::optional<v1::QueueSpec> queue;  // exactly one of queue and node is set
   std::optional<v1::NodeSpec> node;
 };
 
-// Each document is either a map with `queues:` and/or `nodes:` lists (the scenario format's keys)
-// or one object with `kind: Queue` or `kind: Node` beside its keys. In file order; within a
-// document queues come before nodes.
+// Each document (separated by ---) is either a map with `queues:` and/or `nodes:` lists (the
+// scenario format's keys) or one object with `kind: Queue` or `kind: Node` beside its keys. In
+// file order; within a document queues come before nodes.
 std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file);
 
 // "1700000000" (Unix seconds), "-7d" / "-24h" / "-30m" / "-90s" (relative to now), or

@@ -6,109 +6,149 @@
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
-#include <yaml-cpp/yaml.h>
 
-#include "sim/scenario.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/limits.hpp"
+#include "spec/validate.hpp"
+#include "spec/yaml_read.hpp"
 
 namespace gpuq::daemon {
 
 namespace {
 
-binder::LocalConfig read_local(const YAML::Node& node) {
-  sim::require_map(node, "local");
-  sim::check_keys(node, "local",
-                  {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim"});
+using spec::Path;
+using spec::SpecError;
+using spec::yaml::Node;
+
+binder::LocalConfig read_local(Node node, Path& at) {
   binder::LocalConfig l;
-  if (node["node"]) l.node = sim::read_string(node["node"], "local.node");
-  if (node["flavor"]) l.flavor = sim::read_string(node["flavor"], "local.flavor");
-  if (l.flavor.empty()) throw sim::SpecError("local.flavor: is empty; name the node's flavor");
-  if (const auto& labels = node["labels"]) l.labels = sim::read_labels(labels, "local.labels");
-  if (node["nvidiaSmi"]) l.nvidia_smi = sim::read_string(node["nvidiaSmi"], "local.nvidiaSmi");
-  if (node["gpus"]) {
-    const auto n = sim::read_int(node["gpus"], "local.gpus");
-    if (n < 0 || n > 255)
-      throw sim::SpecError("local.gpus: " + std::to_string(n) + " is not allowed; use 0 to 255");
-    l.gpus = static_cast<int>(n);
-  }
-  if (node["model"]) l.model = sim::read_string(node["model"], "local.model");
-  if (const auto& reserve = node["reserve"]) {
-    sim::require_map(reserve, "local.reserve");
-    sim::check_keys(reserve, "local.reserve", {"cpu", "memory"});
-    if (reserve["cpu"]) l.reserve_cpu = sim::read_quantity(reserve["cpu"], "local.reserve.cpu", kCpu);
-    if (reserve["memory"]) l.reserve_memory = sim::read_quantity(reserve["memory"], "local.reserve.memory", kMemory);
-  }
-  if (node["logDir"]) l.log_dir = sim::read_string(node["logDir"], "local.logDir");
-  if (node["runDir"]) l.run_dir = sim::read_string(node["runDir"], "local.runDir");
-  if (node["shim"]) l.shim = sim::read_string(node["shim"], "local.shim");
+  spec::for_each_key(
+      node, at, {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim"},
+      [&](std::string_view key, Node v) {
+        if (key == "node") {
+          l.node = spec::string_of(v, at);
+        } else if (key == "flavor") {
+          l.flavor = spec::string_of(v, at);
+          if (l.flavor.empty()) spec::fail_at(v, at, "is empty; name the node's flavor");
+        } else if (key == "labels") {
+          l.labels = spec::string_map_of(v, at, spec::limits::kLabels);
+          spec::located(v, at, [&] { spec::check_labels(l.labels, at); });
+        } else if (key == "nvidiaSmi") {
+          l.nvidia_smi = spec::string_of(v, at);
+        } else if (key == "gpus") {
+          const auto n = spec::int_of(v, at);
+          if (n < 0 || n > spec::limits::kNodeGpus)
+            spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 0 to " +
+                                     std::to_string(spec::limits::kNodeGpus));
+          l.gpus = static_cast<int>(n);
+        } else if (key == "model") {
+          l.model = spec::string_of(v, at);
+        } else if (key == "reserve") {
+          spec::for_each_key(v, at, {"cpu", "memory"}, [&](std::string_view r, Node q) {
+            if (r == "cpu") l.reserve_cpu = spec::quantity_of(q, kCpu, at);
+            else l.reserve_memory = spec::quantity_of(q, kMemory, at);
+          });
+        } else if (key == "logDir") {
+          l.log_dir = spec::string_of(v, at);
+        } else if (key == "runDir") {
+          l.run_dir = spec::string_of(v, at);
+        } else {
+          l.shim = spec::string_of(v, at);
+        }
+      });
   return l;
+}
+
+// The config's errors get the line and column of the field they name and the file's name.
+template <class F>
+void reading(const spec::yaml::Document& doc, const std::string& label, F&& read) {
+  try {
+    read();
+  } catch (SpecError& e) {
+    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
+    e.from_source(label);
+    throw;
+  }
 }
 
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
   Config c;
-  try {
-    YAML::Node root = YAML::Load(yaml_text);
-    if (!root || root.IsNull()) return c;
-    sim::require_map(root, "config");
-    sim::check_keys(root, "config",
-                    {"grpc", "http", "stateFile", "binder", "local", "placement", "topology", "fairSharing",
-                     "priorityClasses", "maxRequestBytes", "queues", "nodes"});
-    if (root["grpc"]) c.grpc_address = sim::read_string(root["grpc"], "grpc");
-    if (root["http"]) c.http_address = sim::read_string(root["http"], "http");
-    if (root["stateFile"]) c.core.state_file = sim::read_string(root["stateFile"], "stateFile");
-    if (root["binder"]) {
-      c.binder = sim::read_string(root["binder"], "binder");
-      if (c.binder != "none" && c.binder != "local")
-        throw sim::SpecError("binder: \"" + c.binder +
-                             "\" is not available in this build; use none or local (kubernetes comes later)");
+  c.label = label;
+  auto doc = std::make_shared<spec::yaml::Document>();
+  reading(*doc, label, [&] { *doc = spec::yaml::parse_one(yaml_text); });
+  c.document = doc;
+  reading(*doc, label, [&] {
+    const Node root = doc->root();
+    if (root.is_null()) return;
+    Path at;
+    spec::for_each_key(root, at,
+                       {"grpc", "http", "stateFile", "binder", "local", "placement", "topology", "fairSharing",
+                        "priorityClasses", "maxRequestBytes", "queues", "nodes"},
+                       [&](std::string_view key, Node v) {
+                         if (key == "grpc") {
+                           c.grpc_address = spec::string_of(v, at);
+                         } else if (key == "http") {
+                           c.http_address = spec::string_of(v, at);
+                         } else if (key == "stateFile") {
+                           c.core.state_file = spec::string_of(v, at);
+                         } else if (key == "binder") {
+                           c.binder = spec::string_of(v, at);
+                           if (c.binder != "none" && c.binder != "local")
+                             spec::fail_at(v, at, "\"" + c.binder +
+                                                      "\" is not available in this build; use none or local "
+                                                      "(kubernetes comes later)");
+                         } else if (key == "maxRequestBytes") {
+                           const auto n = spec::int_of(v, at);
+                           if (n < 1024 || n > (64 << 20))
+                             spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 1024 to 67108864");
+                           c.max_request_bytes = static_cast<int>(n);
+                         } else if (key == "priorityClasses") {
+                           c.core.priority_classes = spec::read_priority_classes(v, at);
+                         } else if (key == "queues") {
+                           spec::expect_list(v, at);
+                           c.queues = v;
+                         } else if (key == "nodes") {
+                           spec::expect_list(v, at);
+                           c.nodes = v;
+                         }
+                       });
+    if (Node local = root.find("local")) {
+      Path::Key k(at, "local");
+      if (c.binder != "local") spec::fail_at(local, at, "is only for binder: local (binder is " + c.binder + ")");
+      c.local = read_local(local, at);
     }
-    if (root["local"]) {
-      if (c.binder != "local") throw sim::SpecError("local: is only for binder: local (binder is " + c.binder + ")");
-      c.local = read_local(root["local"]);
+    if (c.binder == "local" && c.nodes) {
+      Path::Key k(at, "nodes");
+      spec::fail_at(c.nodes, at,
+                    "binder: local runs jobs on this machine, which is its one node (see local:); remove nodes");
     }
-    if (c.binder == "local" && root["nodes"])
-      throw sim::SpecError("nodes: binder: local runs jobs on this machine, which is its one node (see local:); "
-                           "remove nodes");
-    if (root["maxRequestBytes"]) {
-      auto n = sim::read_int(root["maxRequestBytes"], "maxRequestBytes");
-      if (n < 1024 || n > (64 << 20))
-        throw sim::SpecError("maxRequestBytes: " + std::to_string(n) + " is not allowed; use 1024 to 67108864");
-      c.max_request_bytes = static_cast<int>(n);
-    }
-    auto settings = sim::read_engine_settings(root);
-    c.core.engine = settings.config;
-    c.core.priority_classes = settings.classes;
-    if (root["queues"]) {
-      sim::require_list(root["queues"], "queues");
-      c.queues = root["queues"];
-    }
-    if (root["nodes"]) {
-      sim::require_list(root["nodes"], "nodes");
-      c.nodes = root["nodes"];
-    }
+    static_cast<SchedulingPolicy&>(c.core.engine) = spec::read_policy(root, at);
     ResourceNames scratch;
     (void)specs_at_start(c, scratch);  // every error now, before anything starts
-  } catch (const sim::SpecError& e) {
-    throw std::runtime_error(label + ": " + e.what());
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(label + ": not valid YAML: " + e.what());
-  }
+  });
   return c;
 }
 
 StartSpecs specs_at_start(const Config& c, ResourceNames& names) {
   StartSpecs s;
-  if (c.queues)
-    for (std::size_t i = 0; i < c.queues.size(); ++i)
-      s.queues.push_back(sim::parse_queue(c.queues[i], "queues[" + std::to_string(i) + "]", names));
-  if (c.nodes)
-    for (std::size_t i = 0; i < c.nodes.size(); ++i)
-      s.nodes.push_back(sim::parse_node(c.nodes[i], "nodes[" + std::to_string(i) + "]", names));
+  reading(*c.document, c.label, [&] {
+    Path at;
+    {
+      Path::Key k(at, "queues");
+      for (std::size_t i = 0; i < c.queues.size(); ++i) {
+        Path::Index qi(at, i);
+        s.queues.push_back(spec::read_queue(c.queues.item(i), at, names));
+      }
+    }
+    Path::Key k(at, "nodes");
+    for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+      Path::Index ni(at, i);
+      s.nodes.push_back(spec::read_node(c.nodes.item(i), at, names));
+    }
+  });
   return s;
 }
-
 Result<NodeSpec> prepare_local(Config& config) {
   binder::LocalConfig& l = config.local;
   std::error_code ec;

@@ -23,13 +23,13 @@
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   queues: [...]                 # applied at start (scenario-format keys)
 //   nodes: [...]
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
 #include "binder/local/local_binder.hpp"
 #include "daemon/core.hpp"
+#include "spec/yaml.hpp"
 
 namespace gpuq::daemon {
 
@@ -40,10 +40,12 @@ struct Config {
   binder::LocalConfig local;
   int max_request_bytes = 4 << 20;
   CoreConfig core;
-  // Applied at start; parsed (and checked) at load, parsed again into the Core's resource
-  // names by specs_at_start().
-  YAML::Node queues;
-  YAML::Node nodes;
+  // Applied at start; read (and checked) at load, read again into the Core's resource names by
+  // specs_at_start(). The nodes point into `document`.
+  std::shared_ptr<const spec::yaml::Document> document;
+  std::string label;  // the file's name, for errors
+  spec::yaml::Node queues;
+  spec::yaml::Node nodes;
 };
 
 struct StartSpecs {
@@ -56,7 +58,8 @@ StartSpecs specs_at_start(const Config& c, ResourceNames& names);
 // (absolute from here on), and sets config.core.make_binder. Returns the machine's node.
 Result<NodeSpec> prepare_local(Config& config);
 
-// Throws std::runtime_error naming the file, the field and what is allowed.
+// Throws spec::SpecError naming the file, the line and column, the field and what is allowed
+// (std::runtime_error when the file cannot be read).
 Config load_config(const std::string& path);
 Config parse_config(const std::string& yaml_text, const std::string& label);
 

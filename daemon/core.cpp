@@ -7,21 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "api/to_proto.hpp"
-
 namespace gpuq::daemon {
-namespace {
-
-// Ids name the local executor's files and directories: no '/', and no leading '.' ("..").
-bool valid_id(const std::string& id) {
-  if (id.empty() || id.size() > 63 || id.front() == '.') return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.';
-  });
-}
-
-}  // namespace
 
 Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
            std::unique_ptr<storage::Store> store)
@@ -187,9 +173,10 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
   unfinished_.emplace(std::move(id), std::move(rec));
 }
 
-Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now) {
+Result<std::string> Core::submit(Submission sub, Time now) {
+  JobSpec& spec = sub.job;
   sync_names();
-  if (auto r = binder_->check_run(run); !r) return Error{r.error(), r.code()};
+  if (auto r = binder_->check_run(sub.run); !r) return Error{r.error(), r.code()};
   if (spec.id.value.empty()) {
     do {
       spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
@@ -201,10 +188,7 @@ Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storag
       ++last_job_number_;  // taken by a client-supplied id: skip the number
     } while (true);
   } else {
-    if (!valid_id(spec.id.value))
-      return Error{"spec.id: \"" + spec.id.value +
-                       "\" is not allowed; use 1 to 63 letters, digits, '-', '_' or '.', not starting with '.'",
-                   ErrorCode::kInvalidArgument};
+    // The id's form was checked with the request (spec/validate.hpp); here, whether it is free.
     bool taken = unfinished_.count(spec.id.value) > 0;
     if (!taken) {
       auto on_disk = store_->has_job(spec.id.value);
@@ -227,12 +211,12 @@ Result<std::string> Core::submit(JobSpec spec, std::string priority_text, storag
   spec.submitted_at = now;
   if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
   storage::JobRecord rec;
-  rec.spec = spec;
-  rec.run = std::move(run);
-  rec.priority_text = std::move(priority_text);
+  rec.spec = std::move(spec);
+  rec.run = std::move(sub.run);
+  rec.priority_text = std::move(sub.priority);
   rec.number = ++last_job_number_;
-  const std::string id = spec.id.value;
-  unfinished_[id] = std::move(rec);
+  std::string id = rec.spec.id.value;
+  unfinished_.emplace(id, std::move(rec));
   return id;
 }
 
@@ -438,120 +422,85 @@ Core::TurnResult Core::end_turn(Time now) {
   return r;
 }
 
-v1::Job Core::to_proto(const storage::JobRecord& r) const {
-  v1::Job j;
-  *j.mutable_spec() = api::to_proto(r.spec, engine_->resource_names());
-  if (!r.priority_text.empty()) j.mutable_spec()->set_priority(r.priority_text);
-  for (const auto& c : r.run.command) j.mutable_spec()->add_command(c);
-  for (const auto& [k, v] : r.run.env) (*j.mutable_spec()->mutable_env())[k] = v;
-  j.mutable_spec()->set_working_dir(r.run.working_dir);
-  j.set_state(api::to_proto(r.state));
-  j.set_priority(r.spec.priority);
-  j.set_reason(r.reason);
+storage::JobRecord Core::shown(const storage::JobRecord& r) const {
+  storage::JobRecord out = r;
   if (r.state == JobState::kPending)
-    if (const Job* live = engine_->job(r.spec.id)) j.set_reason(engine_->pending_reason(*live));
-  if (r.state == JobState::kPreempting) j.set_reason("preempted by " + r.preempted_by);
-  j.set_submitted_at(r.spec.submitted_at);
-  j.set_admitted_at(r.admitted_at);
-  j.set_finished_at(r.finished_at);
-  j.set_flavor(r.flavor);
-  for (const PodPlacement& p : r.placement) {
-    auto* pp = j.add_placement();
-    if (p.pod_set < r.spec.pod_sets.size()) pp->set_pod_set(r.spec.pod_sets[p.pod_set].name);
-    pp->set_node(p.node);
-    for (int g : p.gpus) pp->add_gpus(g);
-    pp->set_gpu_milli(p.gpu_milli);
-  }
-  j.set_attempts(r.attempts);
-  j.set_preemptions(r.preemptions);
-  j.set_exit_code(r.exit_code);
-  j.set_preempted_by(r.preempted_by);
-  return j;
+    if (const Job* live = engine_->job(r.spec.id)) out.reason = engine_->pending_reason(*live);
+  if (r.state == JobState::kPreempting) out.reason = "preempted by " + r.preempted_by;
+  return out;
 }
 
-Result<v1::Job> Core::job(const std::string& id) {
-  if (auto it = unfinished_.find(id); it != unfinished_.end()) return to_proto(it->second);
+Result<storage::JobRecord> Core::job(const std::string& id) {
+  if (auto it = unfinished_.find(id); it != unfinished_.end()) return shown(it->second);
   auto on_disk = store_->job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   if (!on_disk.value()) return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
-  return to_proto(*on_disk.value());
+  return shown(*on_disk.value());
 }
 
-v1::Job Core::listed(const storage::JobRecord& rec) const {
+storage::JobRecord Core::listed(const storage::JobRecord& rec) const {
   if (!is_finished(rec.state))
-    if (auto it = unfinished_.find(rec.spec.id.value); it != unfinished_.end()) return to_proto(it->second);
-  return to_proto(rec);
+    if (auto it = unfinished_.find(rec.spec.id.value); it != unfinished_.end()) return shown(it->second);
+  return shown(rec);
 }
 
-v1::QueueStatus Core::queue_status(QueueIdx q) const {
-  v1::QueueStatus s;
-  const QueueSpec& spec = engine_->queue_spec(q);
-  *s.mutable_spec() = api::to_proto(spec, engine_->resource_names());
+QueueStatus Core::queue_status(QueueIdx q) const {
+  QueueStatus s;
+  s.spec = engine_->queue_spec(q);
   const auto& quota = engine_->quotas().queue(q);
-  double share = 0;
   for (std::size_t f = 0; f < quota.rows.size() && f < quota.usage.size(); ++f) {
     const auto& row = quota.rows[f];
     const ResourceVec& used = quota.usage[f];
     for (ResourceId r = 0; r < engine_->resource_names().size(); ++r) {
       const bool listed = row.present && row.listed[r];
       if (!listed && used[r] == 0) continue;
-      auto* u = s.add_usage();
-      u->set_flavor(engine_->flavor_name(static_cast<FlavorId>(f)));
-      u->set_resource(engine_->resource_names().name(r));
-      u->set_used(used[r]);
-      u->set_nominal(listed ? row.nominal[r] : 0);
-      u->set_borrowed(std::max<Quantity>(0, used[r] - (listed ? row.nominal[r] : 0)));
+      QueueStatus::Usage u;
+      u.flavor = engine_->flavor_name(static_cast<FlavorId>(f));
+      u.resource = r;
+      u.used = used[r];
+      u.nominal = listed ? row.nominal[r] : 0;
+      u.borrowed = std::max<Quantity>(0, u.used - u.nominal);
+      s.usage.push_back(std::move(u));
     }
     if (!quota.unlimited && row.present)
-      share = std::max(share, engine_->quotas().borrowing_share(q, static_cast<FlavorId>(f), nullptr));
+      s.share = std::max(s.share, engine_->quotas().borrowing_share(q, static_cast<FlavorId>(f), nullptr));
   }
-  s.set_share(share);
-  const auto counts = engine_->job_counts(q);
-  s.set_pending(static_cast<std::int32_t>(counts.pending));
-  s.set_admitted(static_cast<std::int32_t>(counts.admitted));
-  s.set_running(static_cast<std::int32_t>(counts.running));
-  s.set_preempting(static_cast<std::int32_t>(counts.preempting));
+  s.counts = engine_->job_counts(q);
   return s;
 }
 
-std::vector<v1::QueueStatus> Core::queues() const {
-  std::vector<v1::QueueStatus> out;
+std::vector<QueueStatus> Core::queues() const {
+  std::vector<QueueStatus> out;
   for (const auto& [name, spec] : queue_specs_)
     if (auto q = engine_->queue_index(spec.name)) out.push_back(queue_status(*q));
   return out;
 }
 
-Result<v1::QueueStatus> Core::queue(const std::string& name) const {
+Result<QueueStatus> Core::queue(const std::string& name) const {
   auto q = engine_->queue_index(QueueName(name));
-  if (!q || queue_specs_.count(name) == 0)
-    return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  if (!q || queue_specs_.count(name) == 0) return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
   return queue_status(*q);
 }
 
-std::vector<v1::NodeStatus> Core::nodes() const {
-  std::vector<v1::NodeStatus> out;
+std::vector<NodeStatus> Core::nodes() const {
+  std::vector<NodeStatus> out;
   for (const auto& [name, spec] : node_specs_)
-    if (auto n = node(name)) out.push_back(n.value());
+    if (auto n = node(name)) out.push_back(std::move(n.value()));
   return out;
 }
 
-Result<v1::NodeStatus> Core::node(const std::string& name) const {
+Result<NodeStatus> Core::node(const std::string& name) const {
   auto it = node_specs_.find(name);
   auto idx = engine_->cluster().find(name);
   if (it == node_specs_.end() || !idx) return Error{"node \"" + name + "\" does not exist", ErrorCode::kNotFound};
   const Node& n = engine_->cluster().node(*idx);
-  v1::NodeStatus s;
-  *s.mutable_spec() = api::to_proto(it->second, engine_->resource_names());
-  for (ResourceId r = 0; r < engine_->resource_names().size(); ++r) {
-    const std::string& rn = engine_->resource_names().name(r);
-    if (n.capacity[r] != 0) (*s.mutable_capacity())[rn] = n.capacity[r];
-    if (n.used[r] != 0) (*s.mutable_used())[rn] = n.used[r];
-  }
-  s.set_gpus(n.gpu_count());
-  s.set_gpus_free(n.whole_free);
-  std::uint32_t pods = 0;
-  for (const auto& [q, count] : n.tenants) pods += count;
-  s.set_pods(static_cast<std::int32_t>(pods));
+  NodeStatus s;
+  s.spec = it->second;
+  s.capacity = n.capacity;
+  s.used = n.used;
+  s.gpus = n.gpu_count();
+  s.gpus_free = n.whole_free;
+  for (const auto& [q, count] : n.tenants) s.pods += static_cast<int>(count);
   return s;
 }
 

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "binder/binder.hpp"
-#include "gpuq/v1/gpuq.pb.h"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
 
@@ -49,6 +48,31 @@ struct CoreMetrics {
   double last_cycle_seconds = 0;
 };
 
+// A queue as the API shows it: its spec, and its live usage, share and job counts.
+struct QueueStatus {
+  struct Usage {
+    std::string flavor;
+    ResourceId resource = 0;
+    Quantity used = 0;
+    Quantity nominal = 0;
+    Quantity borrowed = 0;  // max(0, used - nominal)
+  };
+  QueueSpec spec;
+  std::vector<Usage> usage;  // per (flavor, resource) with a quota or in use
+  double share = 0;          // weighted dominant share (the fair-share order)
+  Engine::QueueJobCounts counts;
+};
+
+// A node as the API shows it: its spec, and what its pods use now.
+struct NodeStatus {
+  NodeSpec spec;
+  ResourceVec capacity;
+  ResourceVec used;
+  int gpus = 0;
+  int gpus_free = 0;  // wholly free GPUs
+  int pods = 0;
+};
+
 // Receives each committed event (for Watch), on the engine thread.
 using EventSink = std::function<void(const storage::EventRecord&)>;
 
@@ -65,7 +89,9 @@ class Core {
   const PriorityClasses& priority_classes() const { return config_.priority_classes; }
 
   // Commands, each checked before it changes anything; the change is durable after end_turn().
-  Result<std::string> submit(JobSpec spec, std::string priority_text, storage::RunSpec run, Time now);
+  // The submission was read and checked (spec/validate.hpp) before; this checks what needs the
+  // state: the id, the queue and its pending limit, and what the binder can run.
+  Result<std::string> submit(Submission sub, Time now);
   Result<void> cancel(const std::string& id, Time now);
   Result<void> apply_queue(const QueueSpec& spec);
   Result<void> apply_node(const NodeSpec& spec, Time now);
@@ -98,21 +124,18 @@ class Core {
   void halt_binder() { binder_->halt(); }
   const binder::Binder& binder() const { return *binder_; }
 
-  // Queries (engine thread).
-  Result<v1::Job> job(const std::string& id);
-  // A row of a listing: an unfinished job as it is in memory now (with its live pending reason),
-  // a finished one as stored.
-  v1::Job listed(const storage::JobRecord& rec) const;
-  v1::QueueStatus queue_status(QueueIdx q) const;
-  std::vector<v1::QueueStatus> queues() const;
-  Result<v1::QueueStatus> queue(const std::string& name) const;
-  std::vector<v1::NodeStatus> nodes() const;
-  Result<v1::NodeStatus> node(const std::string& name) const;
+  // Queries (engine thread). A job as the API shows it: an unfinished one as it is in memory
+  // now, with the reason it waits (or who preempts it), a finished one as stored.
+  Result<storage::JobRecord> job(const std::string& id);
+  storage::JobRecord listed(const storage::JobRecord& rec) const;
+  QueueStatus queue_status(QueueIdx q) const;
+  std::vector<QueueStatus> queues() const;
+  Result<QueueStatus> queue(const std::string& name) const;
+  std::vector<NodeStatus> nodes() const;
+  Result<NodeStatus> node(const std::string& name) const;
   std::uint64_t last_event_seq() const { return last_event_seq_; }
   const CoreMetrics& metrics() const { return metrics_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
-
-  v1::Job to_proto(const storage::JobRecord& r) const;
 
  private:
   Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
@@ -125,6 +148,7 @@ class Core {
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
+  storage::JobRecord shown(const storage::JobRecord& r) const;
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;

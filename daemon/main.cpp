@@ -12,8 +12,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "api/services.hpp"
 #include "daemon/config.hpp"
+#include "daemon/frontend.hpp"
 #include "daemon/http.hpp"
 #include "daemon/loop.hpp"
 #include "daemon/metrics.hpp"
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   daemon::Loop loop(*core.value());
-  api::Services services(loop);
-  services.attach(*core.value());
+  std::unique_ptr<daemon::Frontend> api = daemon::make_frontend(loop);
+  api->attach(*core.value());
   loop.start();
 
   // The config's queues and nodes are written with the first turn, before serving.
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   int grpc_port = 0;
   builder.AddListeningPort(config.grpc_address, grpc::InsecureServerCredentials(), &grpc_port);
   builder.SetMaxReceiveMessageSize(config.max_request_bytes);
-  services.register_with(builder);
+  api->register_with(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
     std::cerr << "gpuqd: cannot listen on " << config.grpc_address << " (in use, or not an address)\n";
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("event=stopping signal={}", sig);
-  services.close_watches();
+  api->close();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   spdlog::info("event=stopping stage=grpc_done");
   http.stop();

@@ -19,11 +19,13 @@ void scalar(std::ostringstream& out, const char* name, const char* type, const c
 }  // namespace
 
 std::string render_metrics(Loop& loop) {
-  std::vector<v1::QueueStatus> queues;
+  std::vector<QueueStatus> queues;
+  ResourceNames names;
   std::uint64_t last_seq = 0;
   CoreMetrics m;
   loop.run_sync([&](Core& c) {
     queues = c.queues();
+    names = c.names();
     last_seq = c.last_event_seq();
     m = c.metrics();
   });
@@ -31,25 +33,25 @@ std::string render_metrics(Loop& loop) {
   std::ostringstream out;
   auto per_queue = [&](const char* name, const char* text, auto value) {
     help(out, name, "gauge", text);
-    for (const auto& q : queues) out << name << "{queue=\"" << q.spec().name() << "\"} " << value(q) << "\n";
+    for (const auto& q : queues) out << name << "{queue=\"" << q.spec.name.value << "\"} " << value(q) << "\n";
   };
-  per_queue("gpuq_queue_pending_jobs", "Pending jobs per queue.", [](const auto& q) { return q.pending(); });
+  per_queue("gpuq_queue_pending_jobs", "Pending jobs per queue.", [](const auto& q) { return q.counts.pending; });
   per_queue("gpuq_queue_admitted_jobs", "Admitted (not yet running) jobs per queue.",
-            [](const auto& q) { return q.admitted(); });
-  per_queue("gpuq_queue_running_jobs", "Running jobs per queue.", [](const auto& q) { return q.running(); });
+            [](const auto& q) { return q.counts.admitted; });
+  per_queue("gpuq_queue_running_jobs", "Running jobs per queue.", [](const auto& q) { return q.counts.running; });
   per_queue("gpuq_queue_preempting_jobs", "Jobs being preempted per queue.",
-            [](const auto& q) { return q.preempting(); });
+            [](const auto& q) { return q.counts.preempting; });
   per_queue("gpuq_queue_weighted_share", "The queue's weighted share (fair-share order).",
-            [](const auto& q) { return q.share(); });
+            [](const auto& q) { return q.share; });
   for (const auto& [metric, text, field] :
        {std::tuple{"gpuq_queue_usage", "Usage per flavor and resource, base units.", 0},
         std::tuple{"gpuq_queue_nominal", "Nominal quota per flavor and resource, base units.", 1},
         std::tuple{"gpuq_queue_borrowed", "Borrowed per flavor and resource, base units.", 2}}) {
     help(out, metric, "gauge", text);
     for (const auto& q : queues)
-      for (const auto& u : q.usage())
-        out << metric << "{queue=\"" << q.spec().name() << "\",flavor=\"" << u.flavor() << "\",resource=\""
-            << u.resource() << "\"} " << (field == 0 ? u.used() : field == 1 ? u.nominal() : u.borrowed())
+      for (const auto& u : q.usage)
+        out << metric << "{queue=\"" << q.spec.name.value << "\",flavor=\"" << u.flavor << "\",resource=\""
+            << names.name(u.resource) << "\"} " << (field == 0 ? u.used : field == 1 ? u.nominal : u.borrowed)
             << "\n";
   }
   scalar(out, "gpuq_admissions_total", "counter", "Jobs admitted since gpuqd started.", m.admissions);

@@ -1,37 +1,11 @@
 #pragma once
-// Preemption policies, with Kueue's names and meanings (see README.md). The engine's model
-// (scheduler/model.hpp) keeps a PreemptionSpec per queue; the victim search reads it.
+// What preemption adds to the spec's policies (spec/types.hpp: PreemptionSpec, the fair-sharing
+// strategies, with Kueue's names and meanings; see README.md): why a victim was chosen.
 #include <cstdint>
-#include <optional>
-#include <vector>
+
+#include "spec/types.hpp"
 
 namespace gpuq {
-
-enum class WithinQueuePolicy { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
-enum class ReclaimPolicy { kNever, kLowerPriority, kAny };
-enum class BorrowWithinCohortPolicy { kNever, kLowerPriority };
-
-struct PreemptionSpec {
-  WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
-  ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
-  BorrowWithinCohortPolicy borrow_within_cohort = BorrowWithinCohortPolicy::kNever;
-  std::optional<std::int32_t> borrow_max_priority_threshold;  // unset: no cap beyond "lower"
-  std::int64_t min_runtime = 0;  // seconds a job of this queue runs before it may be preempted
-
-  bool enabled() const {
-    return within_queue != WithinQueuePolicy::kNever ||
-           reclaim_within_cohort != ReclaimPolicy::kNever;
-  }
-};
-
-// Fair-sharing preemption strategies, tried in the configured order.
-enum class FairShareStrategy { kLessThanOrEqualToFinalShare, kLessThanInitialShare };
-
-struct FairSharingConfig {
-  bool enabled = false;
-  std::vector<FairShareStrategy> strategies = {FairShareStrategy::kLessThanOrEqualToFinalShare,
-                                               FairShareStrategy::kLessThanInitialShare};
-};
 
 // Why a job was chosen as a victim (Kueue: InClusterQueue, InCohortReclamation,
 // InCohortReclaimWhileBorrowing, InCohortFairSharing).

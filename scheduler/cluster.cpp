@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 
 namespace gpuq {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "scheduler/model.hpp"
-#include "scheduler/result.hpp"
+#include "spec/result.hpp"
 
 namespace gpuq {
 

@@ -20,23 +20,18 @@
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/quota.hpp"
-#include "scheduler/result.hpp"
+#include "spec/result.hpp"
 #include "scheduler/topology.hpp"
 #include "scheduler/usage_history.hpp"
 
 namespace gpuq {
 
-struct EngineConfig {
-  PlacementPolicy placement = PlacementPolicy::kPack;
+// The engine's settings: the cluster-wide policy users declare (spec/types.hpp), and what the
+// front end running it knows.
+struct EngineConfig : SchedulingPolicy {
   // No nodes are modelled: only quotas constrain admission (as in Kueue, which leaves placement
   // to kube-scheduler). Used by scenarios without `nodes`.
   bool quota_only = false;
-  std::vector<std::string> topology_levels;  // node label keys, widest domain first
-  // Decayed usage history in the fair share (seconds; 0: off): a queue's share is raised by the
-  // share of the cluster it used on average lately, decaying with this half-life.
-  Time usage_half_life = 0;
-  // Kueue's fair-sharing preemption (strategies); off: the classic rules.
-  FairSharingConfig fair_sharing;
   // A binder with real processes (the local executor): a cancelled job that holds a placement is
   // Cancelled at once, but its nodes and GPUs stay taken ("draining") until the binder reports
   // that its processes are gone (JobStopped or JobFinished). Off (scenarios, the none binder):

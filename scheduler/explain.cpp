@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "scheduler/engine.hpp"
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 
 namespace gpuq {
 namespace {

@@ -13,7 +13,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <vector>
 
-#include "scheduler/resources.hpp"
+#include "spec/resources.hpp"
 
 namespace gpuq {
 

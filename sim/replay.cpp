@@ -10,7 +10,7 @@
 #include <boost/json.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 #include "sim/replay_stats.hpp"
 
 namespace gpuq::sim {

@@ -10,28 +10,47 @@
 #include <system_error>
 
 #include <boost/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "sim/csv.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/yaml_read.hpp"
 
 namespace gpuq::sim {
 namespace {
 
 namespace fs = std::filesystem;
 
-YAML::Node load_yaml(const std::string& path, const char* what) {
+using spec::Path;
+using spec::SpecError;
+using spec::yaml::Node;
+
+// A YAML file whose top level is a map; its errors name the file, the line and the column.
+spec::yaml::Document load_yaml(const std::string& path, const char* what) {
   const std::string text = csv::read_file(path);
-  YAML::Node root;
   try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(path + ": not valid YAML: " + e.what());
+    spec::yaml::Document doc = spec::yaml::parse_one(text);
+    if (!doc.root().is_map())
+      throw SpecError(std::string("expected a map with ") + what + " keys, got " + doc.root().shown(),
+                      doc.root().mark());
+    return doc;
+  } catch (SpecError& e) {
+    e.from_source(path);
+    throw;
   }
-  if (!root.IsMap()) throw SpecError(path + ": expected a map with " + what + " keys, got " + shown(root));
-  return root;
+}
+
+// Runs `read` over the document; its errors get the line and column of the field they name and
+// the file's name.
+template <class F>
+auto reading(const std::string& path, const spec::yaml::Document& doc, F&& read) {
+  try {
+    return read();
+  } catch (SpecError& e) {
+    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
+    e.from_source(path);
+    throw;
+  }
 }
 
 bool is_yaml(const std::string& path) {
@@ -48,23 +67,25 @@ std::string first_line(const std::string& path) {
 }
 
 std::vector<NodeSpec> read_yaml_cluster(const std::string& path, ResourceNames& names) {
-  const YAML::Node root = load_yaml(path, "cluster");
-  const YAML::Node nodes = root["nodes"];
-  if (!nodes || !nodes.IsSequence() || nodes.size() == 0)
-    throw SpecError(path + ": nodes: is required; list the cluster's nodes (name, flavor, capacity)");
-  std::vector<NodeSpec> out;
-  std::set<std::string> seen;
-  try {
+  const spec::yaml::Document doc = load_yaml(path, "cluster");
+  return reading(path, doc, [&] {
+    const Node nodes = doc.root().find("nodes");
+    if (!nodes.is_list() || nodes.size() == 0)
+      throw SpecError("nodes: is required; list the cluster's nodes (name, flavor, capacity)");
+    std::vector<NodeSpec> out;
+    std::set<std::string> seen;
+    Path at;
+    Path::Key k(at, "nodes");
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const std::string p = "nodes[" + std::to_string(i) + "]";
-      out.push_back(parse_node(nodes[i], p, names));
-      if (!seen.insert(out.back().name).second)
-        throw SpecError(p + ".name: \"" + out.back().name + "\" is listed twice");
+      Path::Index ni(at, i);
+      out.push_back(spec::read_node(nodes.item(i), at, names));
+      if (!seen.insert(out.back().name).second) {
+        Path::Key nk(at, "name");
+        spec::fail_at(nodes.item(i).find("name"), at, "\"" + out.back().name + "\" is listed twice");
+      }
     }
-  } catch (const SpecError& e) {
-    throw SpecError(path + ": " + e.what());
-  }
-  return out;
+    return out;
+  });
 }
 
 // YAML by its extension; otherwise a CSV by its header's column names (a Tiresias spec or the
@@ -95,7 +116,7 @@ std::vector<NodeSpec> read_cluster(const RunOptions& o, ResourceNames& names) {
 
 struct QueueConfig {
   std::string file;  // "" for the default queues
-  EngineSettings settings;
+  EngineConfig config;
   bool placement_set = false;
   std::vector<QueueSpec> queues;
 };
@@ -103,24 +124,32 @@ struct QueueConfig {
 QueueConfig read_queue_file(const std::string& path, ResourceNames& names) {
   QueueConfig c;
   c.file = path;
-  const YAML::Node root = load_yaml(path, "queue");
-  try {
-    check_keys(root, "", {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodes"});
-    c.settings = read_engine_settings(root);
-    c.placement_set = static_cast<bool>(root["placement"]);
-    const YAML::Node queues = root["queues"];
-    if (!queues || !queues.IsSequence() || queues.size() == 0)
+  const spec::yaml::Document doc = load_yaml(path, "queue");
+  reading(path, doc, [&] {
+    const Node root = doc.root();
+    Path at;
+    spec::for_each_key(root, at, {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodes"},
+                       [](std::string_view, Node) {});
+    static_cast<SchedulingPolicy&>(c.config) = spec::read_policy(root, at);
+    if (Node classes = root.find("priorityClasses")) {  // checked; a trace's priorities are numbers
+      Path::Key k(at, "priorityClasses");
+      (void)spec::read_priority_classes(classes, at);
+    }
+    c.placement_set = static_cast<bool>(root.find("placement"));
+    const Node queues = root.find("queues");
+    if (!queues.is_list() || queues.size() == 0)
       throw SpecError("queues: is required; list the queues (name, cohort, weight, quotas, preemption)");
     std::set<std::string> seen;
+    Path::Key k(at, "queues");
     for (std::size_t i = 0; i < queues.size(); ++i) {
-      const std::string p = "queues[" + std::to_string(i) + "]";
-      c.queues.push_back(parse_queue(queues[i], p, names));
-      if (!seen.insert(c.queues.back().name.value).second)
-        throw SpecError(p + ".name: \"" + c.queues.back().name.value + "\" is listed twice");
+      Path::Index qi(at, i);
+      c.queues.push_back(spec::read_queue(queues.item(i), at, names));
+      if (!seen.insert(c.queues.back().name.value).second) {
+        Path::Key nk(at, "name");
+        spec::fail_at(queues.item(i).find("name"), at, "\"" + c.queues.back().name.value + "\" is listed twice");
+      }
     }
-  } catch (const SpecError& e) {
-    throw SpecError(path + ": " + e.what());
-  }
+  });
   return c;
 }
 
@@ -192,13 +221,13 @@ PreparedRuns prepare_runs(const RunOptions& o) {
                                     "; the queues are " + join_names(c.queues) +
                                     " (or use --assign round-robin or --assign hash)");
     std::vector<PlacementPolicy> policies = o.policies;
-    if (policies.empty()) policies.push_back(c.settings.config.placement);
+    if (policies.empty()) policies.push_back(c.config.placement);
     for (PlacementPolicy p : policies) {
       ReplayInput in;
       in.label = to_string(p);
       if (o.queue_files.size() > 1) in.label += " + " + fs::path(c.file).filename().string();
       in.queues_file = c.file;
-      in.config = c.settings.config;
+      in.config = c.config;
       in.config.placement = p;
       in.names = names;
       in.queues = c.queues;

@@ -5,16 +5,17 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <vector>
-#include <yaml-cpp/eventhandler.h>
 
-#include "sim/spec_yaml.hpp"
+#include "spec/yaml_read.hpp"
 
 namespace gpuq::sim {
 namespace {
 
 namespace json = boost::json;
+using spec::Path;
+using spec::SpecError;
+using spec::yaml::Node;
 
 struct Layout {
   Time now = 0;
@@ -33,118 +34,32 @@ std::string counted(std::size_t n, const char* what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
-Layout read_layout(const YAML::Node& root) {
+Layout read_layout(Node root, Path& at) {
   Layout l;
-  if (root["now"]) l.now = read_int(root["now"], "now");
-  l.config.quota_only = !root["nodes"];
-  if (const auto& fs = root["fairSharing"]) {
-    require_map(fs, "fairSharing");
-    check_keys(fs, "fairSharing", {"enabled", "preemptionStrategies", "usageHalfLife"});
-    if (fs["enabled"]) l.config.fair_sharing.enabled = read_bool(fs["enabled"], "fairSharing.enabled");
-    if (fs["usageHalfLife"]) {
-      l.config.usage_half_life = read_int(fs["usageHalfLife"], "fairSharing.usageHalfLife");
-      if (l.config.usage_half_life <= 0)
-        throw SpecError("fairSharing.usageHalfLife: \"" + fs["usageHalfLife"].Scalar() +
-                        "\" must be > 0 seconds");
-    }
-    if (const auto& st = fs["preemptionStrategies"]) {
-      require_list(st, "fairSharing.preemptionStrategies");
-      if (st.size() == 0 || st.size() > 2)
-        throw SpecError("fairSharing.preemptionStrategies: lists " + std::to_string(st.size()) +
-                        " strategies; list one or both of LessThanOrEqualToFinalShare, "
-                        "LessThanInitialShare");
-      auto& strategies = l.config.fair_sharing.strategies;
-      strategies.clear();
-      for (std::size_t i = 0; i < st.size(); ++i) {
-        const std::string p = "fairSharing.preemptionStrategies[" + std::to_string(i) + "]";
-        auto s = read_enum<FairShareStrategy>(
-            st[i], p,
-            {{"LessThanOrEqualToFinalShare", FairShareStrategy::kLessThanOrEqualToFinalShare},
-             {"LessThanInitialShare", FairShareStrategy::kLessThanInitialShare}});
-        if (std::find(strategies.begin(), strategies.end(), s) != strategies.end())
-          throw SpecError(p + ": \"" + st[i].Scalar() + "\" is listed twice");
-        strategies.push_back(s);
-      }
-    }
+  if (Node now = root.find("now")) {
+    Path::Key k(at, "now");
+    l.now = spec::int_of(now, at);
   }
-  if (const auto& topo = root["topology"]) {
-    require_map(topo, "topology");
-    check_keys(topo, "topology", {"levels"});
-    const auto& levels = topo["levels"];
-    if (!levels)
-      throw SpecError("topology.levels: is required; list node label keys, widest first");
-    if (!levels.IsSequence())
-      throw SpecError("topology.levels: expected a list of node label keys, got " + shown(levels));
-    for (std::size_t i = 0; i < levels.size(); ++i) {
-      const std::string p = "topology.levels[" + std::to_string(i) + "]";
-      std::string key = read_string(levels[i], p);
-      if (key.empty()) throw SpecError(p + ": is empty; name a node label key");
-      for (const std::string& prev : l.config.topology_levels)
-        if (prev == key) throw SpecError(p + ": \"" + key + "\" is listed twice");
-      l.config.topology_levels.push_back(std::move(key));
-    }
+  static_cast<SchedulingPolicy&>(l.config) = spec::read_policy(root, at);
+  l.config.quota_only = !root.find("nodes");
+  if (Node classes = root.find("priorityClasses")) {
+    Path::Key k(at, "priorityClasses");
+    l.classes = spec::read_priority_classes(classes, at);
   }
-  if (root["priorityClasses"]) l.classes = parse_priority_classes(root["priorityClasses"], "priorityClasses");
-  if (root["placement"])
-    l.config.placement = read_enum<PlacementPolicy>(
-        root["placement"], "placement",
-        {{"pack", PlacementPolicy::kPack}, {"spread", PlacementPolicy::kSpread}, {"frag-aware", PlacementPolicy::kFragAware}});
   return l;
 }
 
-// Whether line `line` (0-based) of `text` is indented with a tab, which YAML forbids.
-bool tab_indented(const std::string& text, int line) {
-  std::size_t at = 0;
-  for (int i = 0; i < line && at != std::string::npos; ++i) {
-    at = text.find('\n', at);
-    if (at != std::string::npos) ++at;
+// A list, or nothing (an absent or empty key).
+Node list_or_empty(Node root, const char* key, Path& at) {
+  const Node n = root.find(key);
+  if (n && !n.is_list() && !n.is_null()) {
+    Path::Key k(at, key);
+    spec::fail_at(n, at, "expected a list, got " + n.shown());
   }
-  for (; at < text.size() && (text[at] == ' ' || text[at] == '\t'); ++at)
-    if (text[at] == '\t') return true;
-  return false;
-}
-
-// Counts the documents of a YAML text that have content (a stray --- makes an empty one), up to
-// a few. yaml-cpp 0.7's LoadAll can loop for ever on some malformed texts, appending empty
-// documents until memory runs out, so the documents are walked with the parser directly, and
-// only as far as needed to tell one from several.
-std::size_t count_documents(const std::string& text) {
-  class Counter : public YAML::EventHandler {
-   public:
-    bool content = false;
-    void OnDocumentStart(const YAML::Mark&) override { content = false; }
-    void OnDocumentEnd() override {}
-    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-    void OnAlias(const YAML::Mark&, YAML::anchor_t) override { content = true; }
-    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {
-      content = true;
-    }
-    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                         YAML::EmitterStyle::value) override {
-      content = true;
-    }
-    void OnSequenceEnd() override {}
-    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                    YAML::EmitterStyle::value) override {
-      content = true;
-    }
-    void OnMapEnd() override {}
-  };
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  Counter counter;
-  std::size_t documents = 0;
-  for (int step = 0; step < 16 && documents < 2 && parser.HandleNextDocument(counter); ++step)
-    documents += counter.content ? 1 : 0;
-  return documents;
-}
-
-const YAML::Node list_or_empty(const YAML::Node& root, const char* key) {
-  const YAML::Node n = root[key];
-  if (n && !n.IsSequence() && !n.IsNull())
-    throw SpecError(std::string(key) + ": expected a list, got " + shown(n));
   return n;
 }
+
+constexpr std::string_view kRunningKeys[] = {"admittedAt", "nodes", "flavor"};
 
 // Loads a scenario's state into an engine, section by section, checking cross references
 // (queues, nodes, flavors, job ids) first so that errors name the field that is wrong.
@@ -153,11 +68,11 @@ class StateLoader {
   StateLoader(Engine& engine, Time now, const PriorityClasses& classes)
       : engine_(engine), now_(now), classes_(classes) {}
 
-  void load(const YAML::Node& root, json::array& rejected) {
-    load_queues(list_or_empty(root, "queues"));
-    load_nodes(list_or_empty(root, "nodes"));
-    load_running(list_or_empty(root, "running"));
-    load_pending(list_or_empty(root, "pending"), rejected);
+  void load(Node root, Path& at, json::array& rejected) {
+    load_queues(list_or_empty(root, "queues", at), at);
+    load_nodes(list_or_empty(root, "nodes", at), at);
+    load_running(list_or_empty(root, "running", at), at);
+    load_pending(list_or_empty(root, "pending", at), at, rejected);
   }
 
  private:
@@ -165,129 +80,201 @@ class StateLoader {
     if (std::find(flavors_.begin(), flavors_.end(), f) == flavors_.end()) flavors_.push_back(f);
   }
 
-  void check_queue(const std::string& path, const QueueName& name) const {
+  void check_queue(Node n, const Path& at, const QueueName& name) const {
     if (!engine_.queue_index(name))
-      throw SpecError(path + ": \"" + name.value + "\" is not a queue; the queues are " +
-                      join(queue_names_, "(none)"));
+      spec::fail_at(n, at, "\"" + name.value + "\" is not a queue; the queues are " + join(queue_names_, "(none)"));
   }
 
-  void check_id(const std::string& path, const JobId& id) {
-    auto [it, fresh] = job_at_.emplace(id.value, path + ".id");
+  void check_id(Node job, Path& at, const JobId& id) {
+    Path::Key k(at, "id");
+    auto [it, fresh] = job_at_.emplace(id.value, at.str());
     if (!fresh)
-      throw SpecError(path + ".id: \"" + id.value + "\" is listed twice; also at " + it->second);
+      spec::fail_at(job.find("id"), at, "\"" + id.value + "\" is listed twice; also at " + it->second);
   }
 
-  void load_queues(const YAML::Node& queues) {
-    if (!queues || queues.size() == 0) {
+  void load_queues(Node queues, Path& at) {
+    Path::Key k(at, "queues");
+    if (queues.size() == 0) {
       QueueSpec def;  // no queues: one default queue with the whole cluster as its limit
       def.name = QueueName("default");
       (void)engine_.apply_queue(def);
       queue_names_.push_back(def.name.value);
     }
-    for (std::size_t i = 0; queues && i < queues.size(); ++i) {
-      const std::string p = "queues[" + std::to_string(i) + "]";
-      QueueSpec q = parse_queue(queues[i], p, engine_.resource_names());
-      if (engine_.queue_index(q.name))
-        throw SpecError(p + ".name: \"" + q.name.value + "\" is listed twice");
-      if (auto r = engine_.apply_queue(q); !r) throw SpecError(p + ": " + r.error());
-      if (const auto& history = queues[i]["usageHistory"]) load_history(history, p, q.name);
+    static constexpr std::string_view kHistory[] = {"usageHistory"};
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      Path::Index qi(at, i);
+      const Node n = queues.item(i);
+      QueueSpec q = spec::read_queue(n, at, engine_.resource_names(), kHistory);
+      if (engine_.queue_index(q.name)) {
+        Path::Key nk(at, "name");
+        spec::fail_at(n.find("name"), at, "\"" + q.name.value + "\" is listed twice");
+      }
+      if (auto r = engine_.apply_queue(q); !r) spec::fail_at(n, at, r.error());
+      if (Node history = n.find("usageHistory")) load_history(history, at, q.name);
       queue_names_.push_back(q.name.value);
       for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
     }
   }
 
-  void load_history(const YAML::Node& history, const std::string& queue_path, const QueueName& q) {
-    const std::string hp = queue_path + ".usageHistory";
+  void load_history(Node history, Path& at, const QueueName& q) {
+    Path::Key k(at, "usageHistory");
     if (!engine_.config().usage_half_life)
-      throw SpecError(hp + ": needs fairSharing.usageHalfLife, the half-life it decays with");
-    ResourceVec average = read_resources(history, hp, engine_.resource_names());
-    if (auto r = engine_.set_usage_history(q, average, now_); !r) throw SpecError(hp + ": " + r.error());
+      spec::fail_at(history, at, "needs fairSharing.usageHalfLife, the half-life it decays with");
+    ResourceVec average = spec::resources_of(history, at, engine_.resource_names());
+    for (std::size_t r = 0; r < engine_.resource_names().size(); ++r)
+      if (average[static_cast<ResourceId>(r)] < 0)
+        spec::fail_at(history, at, "a resource's usage is negative; it must be >= 0");
+    if (auto r = engine_.set_usage_history(q, average, now_); !r) spec::fail_at(history, at, r.error());
   }
 
-  void load_nodes(const YAML::Node& nodes) {
-    for (std::size_t i = 0; nodes && i < nodes.size(); ++i) {
-      const std::string p = "nodes[" + std::to_string(i) + "]";
-      NodeSpec n = parse_node(nodes[i], p, engine_.resource_names());
-      if (!node_flavor_.emplace(n.name, n.flavor).second)
-        throw SpecError(p + ".name: \"" + n.name + "\" is listed twice");
-      if (n.dedicated_to) check_queue(p + ".dedicatedTo", *n.dedicated_to);
-      if (auto r = engine_.upsert_node(n, now_); !r) throw SpecError(p + ": " + r.error());
+  void load_nodes(Node nodes, Path& at) {
+    Path::Key k(at, "nodes");
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      Path::Index ni(at, i);
+      const Node y = nodes.item(i);
+      NodeSpec n = spec::read_node(y, at, engine_.resource_names());
+      if (!node_flavor_.emplace(n.name, n.flavor).second) {
+        Path::Key nk(at, "name");
+        spec::fail_at(y.find("name"), at, "\"" + n.name + "\" is listed twice");
+      }
+      if (n.dedicated_to) {
+        Path::Key dk(at, "dedicatedTo");
+        check_queue(y.find("dedicatedTo"), at, *n.dedicated_to);
+      }
+      if (auto r = engine_.upsert_node(n, now_); !r) spec::fail_at(y, at, r.error());
       node_names_.push_back(n.name);
       add_flavor(n.flavor);
     }
   }
 
-  void load_running(const YAML::Node& running) {
-    for (std::size_t i = 0; running && i < running.size(); ++i) {
-      const std::string p = "running[" + std::to_string(i) + "]";
-      check_job_keys(running[i], p, /*running=*/true);
-      JobSpec j = parse_job(running[i], p, engine_.resource_names(), classes_);
-      RunningPlacement where = parse_running_placement(running[i], p, now_);
-      check_id(p, j.id);
-      check_queue(p + ".queue", j.queue);
-      check_running(running[i], p, j, where);
-      if (auto r = engine_.restore_running(std::move(j), where, now_); !r)
-        throw SpecError(p + ": " + r.error());
+  RunningPlacement read_placement(Node job, Path& at) const {
+    RunningPlacement where;
+    where.admitted_at = now_;
+    if (Node a = job.find("admittedAt")) {
+      Path::Key k(at, "admittedAt");
+      where.admitted_at = spec::int_of(a, at);
+      if (where.admitted_at > now_)
+        spec::fail_at(a, at, a.shown() + " is after now (" + std::to_string(now_) +
+                                 "); a running job was admitted at or before now");
+    }
+    if (Node f = job.find("flavor")) {
+      Path::Key k(at, "flavor");
+      where.flavor = spec::string_of(f, at);
+    }
+    if (Node nodes = job.find("nodes")) {
+      Path::Key k(at, "nodes");
+      spec::expect_list(nodes, at);
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        Path::Index ni(at, i);
+        where.nodes.push_back(spec::string_of(nodes.item(i), at));
+      }
+    }
+    return where;
+  }
+
+  void load_running(Node running, Path& at) {
+    Path::Key k(at, "running");
+    spec::JobKeys keys;
+    keys.classes = &classes_;
+    keys.also = kRunningKeys;
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      Path::Index ri(at, i);
+      const Node y = running.item(i);
+      JobSpec j = spec::read_job(y, at, engine_.resource_names(), keys).job;
+      RunningPlacement where = read_placement(y, at);
+      check_id(y, at, j.id);
+      {
+        Path::Key qk(at, "queue");
+        check_queue(y.find("queue"), at, j.queue);
+      }
+      check_running(y, at, j, where);
+      if (auto r = engine_.restore_running(std::move(j), where, now_); !r) spec::fail_at(y, at, r.error());
     }
   }
 
   // What the engine would only report without a field path, checked here with one.
-  void check_running(const YAML::Node& yaml, const std::string& p, const JobSpec& j,
-                     const RunningPlacement& where) const {
-    if (j.submitted_at > where.admitted_at)
-      throw SpecError(p + ".submittedAt: \"" + std::to_string(j.submitted_at) +
-                      "\" is after admittedAt (" + std::to_string(where.admitted_at) +
-                      "); a job is submitted before it is admitted");
+  void check_running(Node y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
+    if (j.submitted_at > where.admitted_at) {
+      Path::Key k(at, "submittedAt");
+      spec::fail_at(y.find("submittedAt"), at,
+                    "\"" + std::to_string(j.submitted_at) + "\" is after admittedAt (" +
+                        std::to_string(where.admitted_at) + "); a job is submitted before it is admitted");
+    }
     for (std::size_t k = 0; k < j.pod_sets.size(); ++k) {
       // Pending jobs asking for this are rejected by the engine; a running one cannot exist.
-      if (!is_valid_gpu_request(j.pod_sets[k].per_pod[kGpu]))
-        throw SpecError(p + ".pods[" + std::to_string(k) + "].resources.gpu: \"" +
-                        yaml["pods"][k]["resources"]["gpu"].Scalar() +
-                        "\" is not allowed; a pod takes either a share of one GPU (below 1) or "
-                        "whole GPUs");
+      if (!is_valid_gpu_request(j.pod_sets[k].per_pod[kGpu])) {
+        Path::Key pk(at, "pods");
+        Path::Index pi(at, k);
+        Path::Key rk(at, "resources");
+        Path::Key gk(at, "gpu");
+        const Node gpu = y.find("pods").item(k).find("resources").find("gpu");
+        spec::fail_at(gpu, at,
+                      gpu.shown() + " is not allowed; a pod takes either a share of one GPU (below 1) or whole GPUs");
+      }
     }
-    if (where.flavor && std::find(flavors_.begin(), flavors_.end(), *where.flavor) == flavors_.end())
-      throw SpecError(p + ".flavor: \"" + *where.flavor + "\" is not a flavor; the flavors are " +
-                      join(flavors_, "(none: no quota or node names one)"));
-    check_running_nodes(p, j, where);
+    if (where.flavor && std::find(flavors_.begin(), flavors_.end(), *where.flavor) == flavors_.end()) {
+      Path::Key k(at, "flavor");
+      spec::fail_at(y.find("flavor"), at,
+                    "\"" + *where.flavor + "\" is not a flavor; the flavors are " +
+                        join(flavors_, "(none: no quota or node names one)"));
+    }
+    check_running_nodes(y, at, j, where);
   }
 
-  void check_running_nodes(const std::string& p, const JobSpec& j,
-                           const RunningPlacement& where) const {
-    for (std::size_t k = 0; k < where.nodes.size(); ++k) {
-      const std::string np = p + ".nodes[" + std::to_string(k) + "]";
-      auto it = node_flavor_.find(where.nodes[k]);
-      if (it == node_flavor_.end())
-        throw SpecError(np + ": \"" + where.nodes[k] + "\" is not a node; " +
-                        (node_names_.empty() ? std::string("the scenario has no nodes")
-                                             : "the nodes are " + join(node_names_, "")));
-      const std::string& first = node_flavor_.at(where.nodes.front());
-      if (it->second != first)
-        throw SpecError(np + ": node " + it->first + " is of flavor " + it->second + ", but node " +
-                        where.nodes.front() + " (nodes[0]) is of flavor " + first +
-                        "; a job's pods share one flavor");
+  void check_running_nodes(Node y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
+    const std::string job_path = at.str();
+    {
+      Path::Key nk(at, "nodes");
+      const Node nodes = y.find("nodes");
+      for (std::size_t k = 0; k < where.nodes.size(); ++k) {
+        Path::Index ni(at, k);
+        auto it = node_flavor_.find(where.nodes[k]);
+        if (it == node_flavor_.end())
+          spec::fail_at(nodes.item(k), at,
+                        "\"" + where.nodes[k] + "\" is not a node; " +
+                            (node_names_.empty() ? std::string("the scenario has no nodes")
+                                                 : "the nodes are " + join(node_names_, "")));
+        const std::string& first = node_flavor_.at(where.nodes.front());
+        if (it->second != first)
+          spec::fail_at(nodes.item(k), at,
+                        "node " + it->first + " is of flavor " + it->second + ", but node " + where.nodes.front() +
+                            " (nodes[0]) is of flavor " + first + "; a job's pods share one flavor");
+      }
+      if (where.nodes.empty()) return;
+      std::size_t pods = 0;
+      for (const PodSet& s : j.pod_sets) pods += static_cast<std::size_t>(s.count);
+      if (where.nodes.size() != pods)
+        spec::fail_at(nodes, at,
+                      "lists " + counted(where.nodes.size(), "node") + " for " + counted(pods, "pod") +
+                          "; give one node per pod");
     }
-    if (where.nodes.empty()) return;
-    std::size_t pods = 0;
-    for (const PodSet& s : j.pod_sets) pods += static_cast<std::size_t>(s.count);
-    if (where.nodes.size() != pods)
-      throw SpecError(p + ".nodes: lists " + counted(where.nodes.size(), "node") + " for " +
-                      counted(pods, "pod") + "; give one node per pod");
     const std::string& f = node_flavor_.at(where.nodes.front());
-    if (where.flavor && *where.flavor != f)
-      throw SpecError(p + ".flavor: \"" + *where.flavor + "\" does not match " + p +
-                      ".nodes[0]: node " + where.nodes.front() + " is of flavor " + f);
+    if (where.flavor && *where.flavor != f) {
+      Path::Key fk(at, "flavor");
+      spec::fail_at(y.find("flavor"), at,
+                    "\"" + *where.flavor + "\" does not match " + job_path + ".nodes[0]: node " +
+                        where.nodes.front() + " is of flavor " + f);
+    }
   }
 
-  void load_pending(const YAML::Node& pending, json::array& rejected) {
-    for (std::size_t i = 0; pending && i < pending.size(); ++i) {
-      const std::string p = "pending[" + std::to_string(i) + "]";
-      check_job_keys(pending[i], p, /*running=*/false);
-      JobSpec j = parse_job(pending[i], p, engine_.resource_names(), classes_);
-      check_id(p, j.id);
+  void load_pending(Node pending, Path& at, json::array& rejected) {
+    Path::Key k(at, "pending");
+    spec::JobKeys keys;
+    keys.classes = &classes_;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      Path::Index pi(at, i);
+      const Node y = pending.item(i);
+      if (y.is_map())
+        for (std::string_view key : kRunningKeys)
+          if (Node v = y.find(key)) {
+            Path::Key kk(at, key);
+            spec::fail_at(v, at, "only running jobs have admittedAt, nodes and flavor; move the job to running");
+          }
+      JobSpec j = spec::read_job(y, at, engine_.resource_names(), keys).job;
+      check_id(y, at, j.id);
       std::string id = j.id.value;
       if (auto r = engine_.submit(std::move(j), now_); !r) {
-        if (r.code() != ErrorCode::kRejected) throw SpecError(p + ": " + r.error());
+        if (r.code() != ErrorCode::kRejected) spec::fail_at(y, at, r.error());
         rejected.push_back(json::object{{"job", id}, {"reason", r.error()}});
       }
     }
@@ -324,31 +311,21 @@ json::object admission_json(const Admission& a, bool with_pods) {
 }  // namespace
 
 json::value run_scenario(const std::string& yaml_text, const std::string& file_label) {
+  spec::yaml::Document doc;
   try {
-    YAML::Node root;
-    try {
-      const std::size_t count = count_documents(yaml_text);
-      if (count > 1)
-        throw SpecError("the file holds " + std::to_string(count) +
-                        " YAML documents (separated by ---); put the scenario in one");
-      root = YAML::Load(yaml_text);
-      if (root.IsNull() && count == 1)
-        throw SpecError("the first YAML document is empty; put the scenario in the first one");
-    } catch (const YAML::Exception& e) {
-      throw SpecError(
-          "line " + std::to_string(e.mark.line + 1) + ", column " +
-          std::to_string(e.mark.column + 1) + ": " + e.msg +
-          (tab_indented(yaml_text, e.mark.line) ? "; indent with spaces, not tabs" : ""));
-    }
-    if (!root.IsMap()) throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending");
-    check_keys(
-        root, "",
-        {"now", "fairSharing", "topology", "placement", "priorityClasses", "queues", "nodes",
-         "running", "pending"});
-    Layout layout = read_layout(root);
+    doc = spec::yaml::parse_one(yaml_text);
+    const Node root = doc.root();
+    Path at;
+    if (!root.is_map())
+      throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending", root.mark());
+    spec::for_each_key(root, at,
+                       {"now", "fairSharing", "topology", "placement", "priorityClasses", "queues", "nodes",
+                        "running", "pending"},
+                       [](std::string_view, Node) {});
+    Layout layout = read_layout(root, at);
     Engine engine(layout.config);
     json::array rejected;
-    StateLoader(engine, layout.now, layout.classes).load(root, rejected);
+    StateLoader(engine, layout.now, layout.classes).load(root, at, rejected);
 
     json::array admitted;
     json::array preempted;
@@ -368,10 +345,10 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
                         {"preempted", std::move(preempted)},
                         {"pending", std::move(pending)},
                         {"rejected", std::move(rejected)}};
-  } catch (const SpecError& e) {
-    throw SpecError(file_label + ": " + e.what());
-  } catch (const YAML::Exception& e) {  // a shape the checks above missed; still name the file
-    throw SpecError(file_label + ": " + e.what());
+  } catch (SpecError& e) {
+    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
+    e.from_source(file_label);
+    throw;
   }
 }
 
@@ -437,15 +414,6 @@ std::string to_pretty_json(const json::value& v) {
   pretty(out, v, 0);
   out += "\n";
   return out;
-}
-
-EngineSettings read_engine_settings(const YAML::Node& root) {
-  Layout l = read_layout(root);
-  EngineSettings s;
-  s.config = l.config;
-  s.config.quota_only = false;
-  s.classes = l.classes;
-  return s;
 }
 
 }  // namespace gpuq::sim

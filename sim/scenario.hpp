@@ -6,25 +6,14 @@
 #include <boost/json/value.hpp>
 
 #include "scheduler/engine.hpp"
-
-namespace YAML {
-class Node;
-}
+#include "spec/error.hpp"
 
 namespace gpuq::sim {
 
-// Loads and runs the scenario in `yaml_text`. Throws SpecError, naming `file_label` and the
-// field, when the input cannot be understood. Pending jobs that can never fit are not errors:
+// Loads and runs the scenario in `yaml_text`. Throws spec::SpecError, naming `file_label`, the
+// line and column and the field, when the input cannot be understood. Pending jobs that can never fit are not errors:
 // they are reported under "rejected".
 boost::json::value run_scenario(const std::string& yaml_text, const std::string& file_label);
-
-// The engine settings a scenario (and gpuqd's config) may set at its top level: `fairSharing`,
-// `topology: {levels}`, `placement`, `priorityClasses`. Throws SpecError naming the field.
-struct EngineSettings {
-  EngineConfig config;
-  PriorityClasses classes;
-};
-EngineSettings read_engine_settings(const YAML::Node& root);
 
 // Pretty JSON: two-space indentation, keys in insertion order. Ends with a newline.
 std::string to_pretty_json(const boost::json::value& v);

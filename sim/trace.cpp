@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 #include "sim/csv.hpp"
 
 namespace gpuq::sim {

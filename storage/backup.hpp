@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "scheduler/result.hpp"
+#include "spec/result.hpp"
 
 namespace gpuq::storage {
 

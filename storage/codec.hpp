@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "scheduler/model.hpp"
-#include "scheduler/result.hpp"
+#include "spec/result.hpp"
 #include "storage/store.hpp"
 
 namespace gpuq::storage {

@@ -16,18 +16,12 @@
 #include <vector>
 
 #include "scheduler/engine.hpp"
-#include "scheduler/result.hpp"
+#include "spec/result.hpp"
 
 namespace gpuq::storage {
 
 inline constexpr int kSchemaVersion = 1;
 
-// What the local binder runs for a job (not the engine's concern).
-struct RunSpec {
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  std::string working_dir;
-};
 
 struct JobRecord {
   JobSpec spec;             // priority resolved to an integer; submitted_at set

@@ -291,7 +291,7 @@ void LocalBinder::start() {
   s_->thread = std::thread([this] { s_->io.run(); });
 }
 
-Result<void> LocalBinder::check_run(const storage::RunSpec& run) const { return s_->launcher.check(run); }
+Result<void> LocalBinder::check_run(const RunSpec& run) const { return s_->launcher.check(run); }
 
 void LocalBinder::bind(const Admission& admission, const storage::JobRecord& job) {
   s_->open.push_back([s = s_.get(), admission, job] { s->spawn(admission, job); });

@@ -73,7 +73,7 @@ class LocalBinder final : public Binder {
   void start() override;
   void halt() override;
   bool confirms_stops() const override { return true; }
-  Result<void> check_run(const storage::RunSpec& run) const override;
+  Result<void> check_run(const RunSpec& run) const override;
   std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const override;
 
   const Inventory& inventory() const;

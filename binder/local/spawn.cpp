@@ -59,7 +59,7 @@ Launcher::Launcher(const LocalConfig& config, const Inventory& inventory) : gpus
   }
 }
 
-Result<void> Launcher::check(const storage::RunSpec& run) const {
+Result<void> Launcher::check(const RunSpec& run) const {
   if (run.command.empty() || run.command.front().empty())
     return Error{"spec.command: is empty; the local executor runs a command (argv), e.g. [\"python\", \"train.py\"]",
                  ErrorCode::kInvalidArgument};
@@ -72,7 +72,7 @@ Result<void> Launcher::check(const storage::RunSpec& run) const {
   return Ok();
 }
 
-std::optional<std::string> Launcher::precheck(const storage::RunSpec& run) const {
+std::optional<std::string> Launcher::precheck(const RunSpec& run) const {
   if (run.command.empty()) return "no command to run";
   if (!run.working_dir.empty()) {
     std::error_code ec;

@@ -35,9 +35,9 @@ class Launcher {
   Launcher() = default;
   Launcher(const LocalConfig& config, const Inventory& inventory);
   // At submit: what the local executor needs (a command; an absolute working directory).
-  Result<void> check(const storage::RunSpec& run) const;
+  Result<void> check(const RunSpec& run) const;
   // At start: the command exists and may be run, the working directory exists; else why not.
-  std::optional<std::string> precheck(const storage::RunSpec& run) const;
+  std::optional<std::string> precheck(const RunSpec& run) const;
   Result<StartedPod> start(const PodLaunch& pod) const;
   // The environment a pod's command gets (tests read it through the command's output).
   std::vector<std::string> environment(const PodLaunch& pod) const;

@@ -108,7 +108,7 @@ TEST_CASE("before a pod starts: the command must exist and be executable, the di
   LocalConfig c;
   Inventory inv;
   Launcher l(c, inv);
-  storage::RunSpec run;
+  RunSpec run;
   CHECK(l.check(run).code() == ErrorCode::kInvalidArgument);
   run.command = {"sh", "-c", "true"};
   run.working_dir = "relative/dir";

@@ -4,7 +4,6 @@
 #include "cli/cli.hpp"
 
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <boost/json.hpp>
 #include <filesystem>
@@ -16,8 +15,9 @@
 #include "cli/client.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
-#include "scheduler/quantity.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/error.hpp"
+#include "spec/quantity.hpp"
+#include "spec/yaml_read.hpp"
 
 using namespace gpuq;
 using namespace gpuq::cli;
@@ -57,14 +57,14 @@ Run run(const std::vector<std::string>& args) {
 TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the same value") {
   ResourceNames names;
   const auto other = *names.intern("rdma/hca");
-  CHECK(api::format_quantity(2000, kGpu) == "2");
-  CHECK(api::format_quantity(500, kGpu) == "500m");
-  CHECK(api::format_quantity(4000, kCpu) == "4");
-  CHECK(api::format_quantity(250, kCpu) == "250m");
-  CHECK(api::format_quantity(Quantity{64} << 30, kMemory) == "64Gi");
-  CHECK(api::format_quantity(1536, kMemory) == "1536");  // 1.5Ki: not exact in Ki, so bytes
-  CHECK(api::format_quantity(1000, kMemory) == "1000");
-  CHECK(api::format_quantity(2048, other) == "2048");
+  CHECK(format_quantity(2000, kGpu) == "2");
+  CHECK(format_quantity(500, kGpu) == "500m");
+  CHECK(format_quantity(4000, kCpu) == "4");
+  CHECK(format_quantity(250, kCpu) == "250m");
+  CHECK(format_quantity(Quantity{64} << 30, kMemory) == "64Gi");
+  CHECK(format_quantity(1536, kMemory) == "1536");  // 1.5Ki: not exact in Ki, so bytes
+  CHECK(format_quantity(1000, kMemory) == "1000");
+  CHECK(format_quantity(2048, other) == "2048");
   const Quantity values[] = {0,
                              1,
                              7,
@@ -81,7 +81,7 @@ TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the 
                              kMaxQuantity};
   for (ResourceId r : {kGpu, kCpu, kMemory, other})
     for (Quantity q : values) {
-      const std::string text = api::format_quantity(q, r);
+      const std::string text = format_quantity(q, r);
       auto back = parse_quantity(text, scale_of(r));
       INFO(text);
       REQUIRE(back.ok());
@@ -89,9 +89,17 @@ TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the 
     }
 }
 
+// A spec read from YAML text by the spec layer.
+template <class F>
+auto read_yaml(const std::string& text, F read) {
+  const auto doc = spec::yaml::parse_one(text);
+  spec::Path at;
+  return read(doc.root(), at);
+}
+
 TEST_CASE("to_proto of specs uses the .proto's names and notation") {
   ResourceNames names;
-  auto q = sim::parse_queue(YAML::Load(R"(
+  auto q = read_yaml(R"(
 name: team-a
 cohort: research
 weight: 2
@@ -106,8 +114,8 @@ preemption:
   reclaimWithinCohort: Any
   borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 5}
   minRuntime: 600
-)"),
-                            "q", names);
+)",
+                     [&](spec::yaml::Node n, spec::Path& at) { return spec::read_queue(n, at, names); });
   v1::QueueSpec p = api::to_proto(q, names);
   CHECK(p.name() == "team-a");
   CHECK(p.cohort() == "research");
@@ -135,10 +143,10 @@ preemption:
   CHECK(pp.preemption().within_queue() == "Never");
   CHECK_FALSE(pp.preemption().has_max_priority_threshold());
 
-  auto n = sim::parse_node(YAML::Load(R"(
+  auto n = read_yaml(R"(
 {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 192, memory: 2Ti}, labels: {zone: z1},
- state: Cordoned, dedicatedTo: team-a})"),
-                           "n", names);
+ state: Cordoned, dedicatedTo: team-a})",
+                     [&](spec::yaml::Node y, spec::Path& at) { return spec::read_node(y, at, names); });
   v1::NodeSpec np = api::to_proto(n, names);
   CHECK(np.state() == "Cordoned");
   CHECK(np.capacity().at("gpu") == "8");
@@ -320,12 +328,11 @@ workingDir: /data
   auto err = [](const std::string& text) {
     return error_of([&] { submit_request_from_yaml(text, "j.yaml", "u"); });
   };
-  CHECK(err("queue: q\npods: [{resources: {gpu: 1}}]\ncolour: red\n").find("j.yaml: job") == 0);
-  CHECK(err("queue: q\npods: [{resources: {gpu: 1}}]\ncolour: red\n").find("colour") !=
-        std::string::npos);
+  CHECK(err("queue: q\npods: [{resources: {gpu: 1}}]\ncolour: red\n").find("j.yaml:3:1: colour: unknown key") ==
+        0);
   CHECK(err("queue: q\npods: [{resources: {gpu: lots}}]\n").find("pods[0].resources.gpu") !=
         std::string::npos);
-  CHECK(err("pods: [{resources: {gpu: 1}}]\n").find("job.queue") != std::string::npos);
+  CHECK(err("pods: [{resources: {gpu: 1}}]\n").find("j.yaml:1:1: queue: is required") == 0);
   CHECK(err("queue: q\npods: [{resources: {gpu: 1}}]\nonNodeLoss: Maybe\n").find("onNodeLoss") !=
         std::string::npos);
   CHECK(err("queue: q\npods: [{resources: {gpu: 1}}]\nsubmittedAt: 5\n").find("submittedAt") !=
@@ -333,12 +340,9 @@ workingDir: /data
   CHECK(err("queue: [\n").find("j.yaml") == 0);
 }
 
-TEST_CASE("apply files: documents split on --- lines, both forms, errors name document and field") {
-  auto docs = split_yaml_documents("a: 1\n---\nb: 2\n--- \n# only a comment\n---\n----\nc: 3\n");
-  REQUIRE(docs.size() == 3);
-  CHECK(docs[0] == "a: 1\n");
-  CHECK(docs[2] == "----\nc: 3\n");
-  CHECK(split_yaml_documents("---\nx: 1\n...\n").size() == 1);
+TEST_CASE("apply files: documents separated by ---, both forms, errors name line, column and field") {
+  CHECK(parse_apply_file("---\nqueues: [{name: x}]\n...\n", "f.yaml").size() == 1);
+  CHECK(parse_apply_file("queues: [{name: x}]\n---\n# only a comment\n---\nnodes: []\n", "f.yaml").size() == 1);
 
   const std::string file = R"(
 queues:
@@ -373,11 +377,11 @@ state: Draining
   };
   CHECK(err("queues:\n  - name: a\n---\nqueues:\n  - name: b\n    quotas: [{flavor: x, resources: "
             "{gpu: {nominal: -z}}}]\n")
-            .find("f.yaml: document 2: queues[0].quotas[0].resources.gpu.nominal") == 0);
+            .find("f.yaml:6:53: queues[0].quotas[0].resources.gpu.nominal: quantity \"-z\": not a number") == 0);
   CHECK(err("nodes:\n  - {name: n, flavor: f, capacity: {gpu: 1.5}}\n")
-            .find("f.yaml: nodes[0].capacity.gpu") == 0);
+            .find("f.yaml:2:42: nodes[0].capacity.gpu: \"1500m\" is not a whole number of GPUs") == 0);
   CHECK(err("kind: Pod\nname: x\n").find("Queue or Node") != std::string::npos);
-  CHECK(err("kind: Queue\nname: x\nwieght: 2\n").find("f.yaml: queue") == 0);
+  CHECK(err("kind: Queue\nname: x\nwieght: 2\n").find("f.yaml:3:1: wieght: unknown key; did you mean weight?") == 0);
   CHECK(err("queue:\n  - name: a\n").find("queue") != std::string::npos);
   CHECK(err("queues:\n  - name: a\n    usageHistory: {gpu: 1}\n").find("queues[0].usageHistory") !=
         std::string::npos);
@@ -525,11 +529,12 @@ TEST_CASE("json output is protobuf's JSON with field names and every field; yaml
   CHECK(v.as_object().contains("next_page_token"));
 
   const std::string yaml = to_yaml(r);
-  YAML::Node y = YAML::Load(yaml);
-  CHECK(y["jobs"][0]["spec"]["id"].as<std::string>() == "123");
-  CHECK(yaml.find("\"123\"") != std::string::npos);  // a string that looks like a number is quoted
-  CHECK(y["jobs"][0]["state"].as<std::string>() == "JOB_STATE_RUNNING");
-  CHECK(y["jobs"][0]["attempts"].as<int>() == 0);
+  const auto doc = spec::yaml::parse_one(yaml);
+  const auto y = doc.root().find("jobs").item(0);
+  CHECK(y.find("spec").find("id").text() == "123");
+  CHECK(y.find("spec").find("id").quoted());  // a string that looks like a number is quoted
+  CHECK(y.find("state").text() == "JOB_STATE_RUNNING");
+  CHECK(y.find("attempts").text() == "0");
   CHECK(yaml.find("placement: []") != std::string::npos);  // empty lists inline
   v1::QueueStatus q;
   q.set_share(0.4567);

@@ -30,7 +30,7 @@ printf 'queues:\n  - name: q\n    weight: zero\n' >"$tmp/bad.yaml"
 "$gpuq" sim scenario "$tmp/bad.yaml" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check "bad file exits 2" "[ $rc -eq 2 ]"
-check "error names file and field" "grep -q 'bad.yaml: queues\[0\].weight' $tmp/err"
+check "error names file, line, column and field" "grep -Eq 'bad.yaml:3:13: queues\[0\].weight' $tmp/err"
 check "bad file prints nothing on stdout" "[ ! -s $tmp/out ]"
 
 "$gpuq" sim scenario "$tmp/missing.yaml" >/dev/null 2>"$tmp/err"

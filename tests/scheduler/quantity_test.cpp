@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 
 using gpuq::parse_quantity;
 using gpuq::UnitScale;

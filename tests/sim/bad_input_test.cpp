@@ -4,11 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <boost/json.hpp>
+#include <cctype>
 #include <string>
 #include <vector>
 
 #include "sim/scenario.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/error.hpp"
 
 namespace {
 
@@ -24,12 +25,29 @@ struct Bad {
 std::string error_of(const std::string& yaml) {
   try {
     (void)gpuq::sim::run_scenario(yaml, "file.yaml");
-  } catch (const gpuq::sim::SpecError& e) {
+  } catch (const gpuq::spec::SpecError& e) {
     return e.what();
   } catch (const std::exception& e) {
     return std::string("(not a SpecError) ") + e.what();
   }
   return "(accepted)";
+}
+
+// "file.yaml:LINE:COLUMN: " at the start of msg: every error says where it is. Returns the
+// position after it and the "LINE:COLUMN" seen (npos when absent).
+std::pair<std::size_t, std::string> location(const std::string& msg) {
+  const std::string file = "file.yaml:";
+  if (msg.rfind(file, 0) != 0) return {std::string::npos, ""};
+  std::size_t i = file.size();
+  const std::size_t start = i;
+  for (int part = 0; part < 2; ++part) {
+    const std::size_t digits = i;
+    while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) ++i;
+    if (i == digits || i >= msg.size() || msg[i] != ':') return {std::string::npos, ""};
+    ++i;
+  }
+  if (i >= msg.size() || msg[i] != ' ') return {std::string::npos, ""};
+  return {i + 1, msg.substr(start, i - 1 - start)};
 }
 
 void check_bad(const Bad& c) {
@@ -38,8 +56,15 @@ void check_bad(const Bad& c) {
   CAPTURE(c.yaml);
   const std::string msg = error_of(c.yaml);
   CAPTURE(msg);
-  CHECK(msg.rfind("file.yaml: ", 0) == 0);
-  if (!c.path.empty()) CHECK(msg.rfind("file.yaml: " + c.path + ": ", 0) == 0);
+  const auto [after, where] = location(msg);
+  REQUIRE(after != std::string::npos);
+  // `path` is a field's path, or, for a syntax error, "line L, column C".
+  if (c.path.rfind("line ", 0) == 0) {
+    const std::size_t comma = c.path.find(", column ");
+    CHECK(where == c.path.substr(5, comma - 5) + ":" + c.path.substr(comma + 9));
+  } else if (!c.path.empty()) {
+    CHECK(msg.compare(after, c.path.size() + 2, c.path + ": ") == 0);
+  }
   if (!c.value.empty()) CHECK(msg.find("\"" + c.value + "\"") != std::string::npos);
   CHECK(msg.find(c.hint) != std::string::npos);
 }
@@ -69,11 +94,12 @@ const std::string kQueue = "queues: [{name: q}]\n";
 TEST_CASE("bad input: the file as a whole") {
   check_all({
       {"syntax error: unclosed flow list", "queues: [{name: q}\n", "line 2, column 1", "",
-       "end of sequence flow not found"},
+       "did not find expected ',' or ']' while parsing a flow sequence started at line 1, column 9"},
       {"syntax error: bad indentation", "queues:\n  - name: q\n   weight: 1\n", "line 3, column 4",
-       "", "end of sequence not found"},
-      {"syntax error: tab indentation", "queues:\n\t- name: q\n", "line 2, column 2", "",
-       "illegal block entry; indent with spaces, not tabs"},
+       "", "did not find expected '-' indicator while parsing a block collection started at line 2"},
+      {"syntax error: tab indentation", "queues:\n\t- name: q\n", "line 2, column 1", "",
+       "found character that cannot start any token while scanning for the next token started at line 2, "
+       "column 1; indent with spaces, not tabs"},
       {"syntax error: a tab inside a value is no error, a tab before a key is",
        "now: 1\nqueues:\n  - name: q\n  \tweight: 1\n", "line 4, column 3", "",
        "indent with spaces, not tabs"},
@@ -83,8 +109,8 @@ TEST_CASE("bad input: the file as a whole") {
       {"empty file", "", "", "", "the file must be a YAML map"},
       {"two YAML documents", "now: 1\n---\nnow: 2\n", "", "", "2 YAML documents"},
       {"unknown top-level key", "nows: 5\n", "nows", "",
-       "unknown key; allowed here: now, fairSharing, topology, placement, priorityClasses, queues, "
-       "nodes, running, pending"},
+       "unknown key; did you mean now? allowed here: now, fairSharing, topology, placement, priorityClasses, "
+       "queues, nodes, running, pending"},
       {"priorityClasses: a list", "priorityClasses: [high]\n", "priorityClasses", "",
        "expected a map"},
       {"priorityClasses: a value not an integer", "priorityClasses: {batch: lots}\n",
@@ -115,7 +141,7 @@ TEST_CASE("bad input: fairSharing, topology, placement") {
       {"fairSharing: a scalar", "fairSharing: true\n", "fairSharing", "true",
        "expected a map, got \"true\""},
       {"fairSharing: unknown key", "fairSharing: {enable: true}\n", "fairSharing.enable", "",
-       "unknown key; allowed here: enabled, preemptionStrategies"},
+       "unknown key; did you mean enabled? allowed here: enabled, preemptionStrategies"},
       {"fairSharing.enabled: not a bool", "fairSharing: {enabled: yes}\n", "fairSharing.enabled",
        "yes", "use true or false"},
       {"fairSharing.enabled: a list", "fairSharing: {enabled: [true]}\n", "fairSharing.enabled", "",
@@ -132,7 +158,7 @@ TEST_CASE("bad input: fairSharing, topology, placement") {
        "fairSharing.preemptionStrategies[1]", "", "expected a string, got a list"},
       {"topology: a list", "topology: [zone]\n", "topology", "", "expected a map, got a list"},
       {"topology: unknown key", "topology: {level: [zone]}\n", "topology.level", "",
-       "unknown key; allowed here: levels"},
+       "unknown key; did you mean levels? allowed here: levels"},
       {"topology.levels: missing", "topology: {}\n", "topology.levels", "", "is required"},
       {"topology.levels: a scalar", "topology: {levels: zone}\n", "topology.levels", "zone",
        "expected a list"},
@@ -192,7 +218,7 @@ TEST_CASE("bad input: queues") {
       {"quota: a scalar", "queues: [{name: q, quotas: [h100]}]\n", q0 + ".quotas[0]", "h100",
        "expected a map"},
       {"quota: unknown key", "queues: [{name: q, quotas: [{flavour: h100}]}]\n",
-       q0 + ".quotas[0].flavour", "", "unknown key; allowed here: flavor, resources"},
+       q0 + ".quotas[0].flavour", "", "unknown key; did you mean flavor? allowed here: flavor, resources"},
       {"quota.flavor: missing", "queues: [{name: q, quotas: [{resources: {}}]}]\n",
        q0 + ".quotas[0].flavor", "", "is required"},
       {"quota.flavor: empty", "queues: [{name: q, quotas: [{flavor: \"\", resources: {}}]}]\n",
@@ -341,7 +367,7 @@ TEST_CASE("bad input: nodes") {
       {"capacity: empty resource name", "nodes: [{name: n, flavor: f, capacity: {\"\": 8}}]\n",
        n0 + ".capacity", "", "is not a resource name"},
       {"capacity.gpu: a fraction", "nodes: [{name: n, flavor: f, capacity: {gpu: 1.5}}]\n",
-       n0 + ".capacity.gpu", "1.5", "not a whole number of GPUs"},
+       n0 + ".capacity.gpu", "1500m", "not a whole number of GPUs"},  // 1.5 GPUs, as a quantity
       {"capacity.gpu: millis", "nodes: [{name: n, flavor: f, capacity: {gpu: 500m}}]\n",
        n0 + ".capacity.gpu", "500m", "not a whole number of GPUs"},
       {"capacity.gpu: too many", "nodes: [{name: n, flavor: f, capacity: {gpu: 256}}]\n",
@@ -356,7 +382,7 @@ TEST_CASE("bad input: nodes") {
        "nodes: [{name: n, flavor: f, capacity: {}, labels: {zone: {a: 1}}}]\n", n0 + ".labels.zone",
        "", "expected a string, got a map"},
       {"labels: an empty key", "nodes: [{name: n, flavor: f, capacity: {}, labels: {\"\": a}}]\n",
-       n0 + ".labels", "", "has an empty label key"},
+       n0 + ".labels", "", "has an empty key"},
       {"capacity: a key that is a map", "nodes: [{name: n, flavor: f, capacity: {{a: 1}: 8}}]\n",
        n0 + ".capacity", "", "has a key that is a map"},
       {"labels: a key twice",

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "sim/scenario.hpp"
-#include "sim/spec_yaml.hpp"
+#include "spec/error.hpp"
 #include "tests/support/files.hpp"
 
 namespace fs = std::filesystem;
@@ -43,7 +43,7 @@ TEST_CASE("every scenario file gives its expected output") {
       std::string error;
       try {
         got = gpuq::sim::run_scenario(slurp(yaml), yaml.filename().string());
-      } catch (const gpuq::sim::SpecError& e) {
+      } catch (const gpuq::spec::SpecError& e) {
         error = e.what();
       }
       CHECK_MESSAGE(error.empty(), error);
@@ -55,7 +55,7 @@ TEST_CASE("every scenario file gives its expected output") {
       std::string error;
       try {
         (void)gpuq::sim::run_scenario(slurp(yaml), yaml.filename().string());
-      } catch (const gpuq::sim::SpecError& e) {
+      } catch (const gpuq::spec::SpecError& e) {
         error = e.what();
       }
       CHECK_MESSAGE(error.find(want) != std::string::npos,

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,8 +68,9 @@ struct ResourceVec {
 
 // Maps resource names to slots. gpu, cpu and memory are always present; other names (e.g.
 // "rdma/hca") are given the next free slot on first use. Names are only ever appended, into
-// fixed slots, and published by the count: one thread may intern while others read (gpuqd's
-// engine thread interns request names while its store thread encodes a batch).
+// fixed slots, and published by the count: threads may intern and read at once (gpuqd reads
+// requests into specs on gRPC's threads while its store thread encodes a batch); interning
+// takes a lock, reading does not.
 class ResourceNames {
  public:
   ResourceNames() : names_{"gpu", "cpu", "memory"}, size_(3) {}
@@ -87,9 +89,11 @@ class ResourceNames {
       if (names_[i] == name) return static_cast<ResourceId>(i);
     return std::nullopt;
   }
-  // nullopt when all kMaxResources slots are taken. One interning thread at a time.
+  // nullopt when all kMaxResources slots are taken.
   std::optional<ResourceId> intern(std::string_view name) {
     if (auto id = find(name)) return id;
+    std::lock_guard lock(intern_mu_);
+    if (auto id = find(name)) return id;  // interned by another thread meanwhile
     const std::uint32_t n = size_.load(std::memory_order_relaxed);
     if (n == kMaxResources) return std::nullopt;
     names_[n] = std::string(name);
@@ -102,6 +106,7 @@ class ResourceNames {
  private:
   std::array<std::string, kMaxResources> names_;
   std::atomic<std::uint32_t> size_{0};
+  std::mutex intern_mu_;  // not copied: each copy interns on its own
 };
 
 }  // namespace gpuq

@@ -3,8 +3,8 @@
 #include <string>
 #include <string_view>
 
-#include "scheduler/resources.hpp"
-#include "scheduler/result.hpp"
+#include "spec/resources.hpp"
+#include "spec/result.hpp"
 
 namespace gpuq {
 
@@ -22,5 +22,9 @@ Result<Quantity> parse_quantity(std::string_view text, UnitScale scale);
 
 // Formats base units back into the shortest exact notation ("500m", "2", "16Gi").
 std::string format_quantity(Quantity q, UnitScale scale);
+// As resource r is written: gpu 2000 -> "2", 500 -> "500m"; cpu 4000 -> "4", 250 -> "250m";
+// memory 64 GiB -> "64Gi" (an exact multiple of Ki/Mi/Gi/Ti/Pi/Ei, else bytes); other resources
+// as an integer count. parse_quantity(format_quantity(q, r), scale_of(r)) == q for every q.
+std::string format_quantity(Quantity q, ResourceId r);
 
 }  // namespace gpuq

@@ -1,4 +1,4 @@
-#include "scheduler/quantity.hpp"
+#include "spec/quantity.hpp"
 
 #include <cctype>
 #include <cstdint>
@@ -15,7 +15,8 @@ Error bad(std::string_view text, std::string_view why) {
 
 constexpr std::string_view kTooLarge =
     "too large; at most 2^63-1 base units (thousandths for gpu and cpu, bytes for memory)";
-constexpr std::string_view kHint = "; use a number with an optional suffix, e.g. 2, 500m, 1.5, 16Gi";
+constexpr std::string_view kHint =
+    "; use a number with an optional suffix, e.g. 2, 500m, 1.5, 16Gi";
 
 struct Suffix {
   int exp10 = 0;
@@ -27,27 +28,44 @@ Suffix parse_suffix(std::string_view s) {
   if (s.empty()) return {};
   if (s.size() == 2 && s[1] == 'i') {
     switch (s[0]) {
-      case 'K': return {0, 10};
-      case 'M': return {0, 20};
-      case 'G': return {0, 30};
-      case 'T': return {0, 40};
-      case 'P': return {0, 50};
-      case 'E': return {0, 60};
-      default: return {0, 0, false};
+      case 'K':
+        return {0, 10};
+      case 'M':
+        return {0, 20};
+      case 'G':
+        return {0, 30};
+      case 'T':
+        return {0, 40};
+      case 'P':
+        return {0, 50};
+      case 'E':
+        return {0, 60};
+      default:
+        return {0, 0, false};
     }
   }
   if (s.size() != 1) return {0, 0, false};
   switch (s[0]) {
-    case 'n': return {-9, 0};
-    case 'u': return {-6, 0};
-    case 'm': return {-3, 0};
-    case 'k': return {3, 0};
-    case 'M': return {6, 0};
-    case 'G': return {9, 0};
-    case 'T': return {12, 0};
-    case 'P': return {15, 0};
-    case 'E': return {18, 0};
-    default: return {0, 0, false};
+    case 'n':
+      return {-9, 0};
+    case 'u':
+      return {-6, 0};
+    case 'm':
+      return {-3, 0};
+    case 'k':
+      return {3, 0};
+    case 'M':
+      return {6, 0};
+    case 'G':
+      return {9, 0};
+    case 'T':
+      return {12, 0};
+    case 'P':
+      return {15, 0};
+    case 'E':
+      return {18, 0};
+    default:
+      return {0, 0, false};
   }
 }
 
@@ -158,7 +176,8 @@ Result<Quantity> parse_quantity(std::string_view text, UnitScale scale) {
 std::string format_quantity(Quantity q, UnitScale scale) {
   if (q == 0) return "0";
   std::string sign = q < 0 ? "-" : "";
-  std::uint64_t a = q < 0 ? static_cast<std::uint64_t>(-(q + 1)) + 1 : static_cast<std::uint64_t>(q);
+  std::uint64_t a =
+      q < 0 ? static_cast<std::uint64_t>(-(q + 1)) + 1 : static_cast<std::uint64_t>(q);
   if (scale == UnitScale::kMilli) {
     if (a % 1000 == 0) return sign + std::to_string(a / 1000);
     return sign + std::to_string(a) + "m";
@@ -170,6 +189,13 @@ std::string format_quantity(Quantity q, UnitScale scale) {
     ++shift;
   }
   return sign + std::to_string(a) + (shift ? kBinary[shift - 1] : "");
+}
+
+std::string format_quantity(Quantity q, ResourceId r) {
+  // Only memory uses the binary suffixes; "other" resources are plain counts even when they
+  // happen to be multiples of 1024.
+  if (r == kMemory || scale_of(r) == UnitScale::kMilli) return format_quantity(q, scale_of(r));
+  return std::to_string(q);
 }
 
 }  // namespace gpuq

@@ -1,0 +1,80 @@
+#include "api/views.hpp"
+
+#include "api/to_proto.hpp"
+
+namespace gpuq::api {
+
+v1::Job to_proto(const storage::JobRecord& r, const ResourceNames& names) {
+  v1::Job j;
+  v1::JobSpec& spec = *j.mutable_spec();
+  spec = to_proto(r.spec, names);
+  if (!r.priority_text.empty()) spec.set_priority(r.priority_text);
+  for (const auto& c : r.run.command) spec.add_command(c);
+  for (const auto& [k, v] : r.run.env) (*spec.mutable_env())[k] = v;
+  spec.set_working_dir(r.run.working_dir);
+  j.set_state(to_proto(r.state));
+  j.set_priority(r.spec.priority);
+  j.set_reason(r.reason);
+  j.set_submitted_at(r.spec.submitted_at);
+  j.set_admitted_at(r.admitted_at);
+  j.set_finished_at(r.finished_at);
+  j.set_flavor(r.flavor);
+  for (const PodPlacement& p : r.placement) {
+    auto* pp = j.add_placement();
+    if (p.pod_set < r.spec.pod_sets.size()) pp->set_pod_set(r.spec.pod_sets[p.pod_set].name);
+    pp->set_node(p.node);
+    for (int g : p.gpus) pp->add_gpus(g);
+    pp->set_gpu_milli(p.gpu_milli);
+  }
+  j.set_attempts(r.attempts);
+  j.set_preemptions(r.preemptions);
+  j.set_exit_code(r.exit_code);
+  j.set_preempted_by(r.preempted_by);
+  return j;
+}
+
+v1::JobEvent to_proto(const storage::EventRecord& e) {
+  v1::JobEvent out;
+  out.set_seq(e.seq);
+  out.set_at(e.at);
+  out.set_job_id(e.job);
+  out.set_queue(e.queue);
+  if (e.from) out.set_from(to_proto(*e.from));
+  out.set_to(to_proto(e.to));
+  out.set_reason(e.reason);
+  return out;
+}
+
+v1::QueueStatus to_proto(const daemon::QueueStatus& s, const ResourceNames& names) {
+  v1::QueueStatus out;
+  *out.mutable_spec() = to_proto(s.spec, names);
+  for (const auto& u : s.usage) {
+    auto* p = out.add_usage();
+    p->set_flavor(u.flavor);
+    p->set_resource(names.name(u.resource));
+    p->set_used(u.used);
+    p->set_nominal(u.nominal);
+    p->set_borrowed(u.borrowed);
+  }
+  out.set_share(s.share);
+  out.set_pending(static_cast<std::int32_t>(s.counts.pending));
+  out.set_admitted(static_cast<std::int32_t>(s.counts.admitted));
+  out.set_running(static_cast<std::int32_t>(s.counts.running));
+  out.set_preempting(static_cast<std::int32_t>(s.counts.preempting));
+  return out;
+}
+
+v1::NodeStatus to_proto(const daemon::NodeStatus& s, const ResourceNames& names) {
+  v1::NodeStatus out;
+  *out.mutable_spec() = to_proto(s.spec, names);
+  for (ResourceId r = 0; r < names.size(); ++r) {
+    if (s.capacity[r] != 0) (*out.mutable_capacity())[names.name(r)] = s.capacity[r];
+    if (s.used[r] != 0) (*out.mutable_used())[names.name(r)] = s.used[r];
+  }
+  out.set_gpus(s.gpus);
+  out.set_gpus_free(s.gpus_free);
+  out.set_pods(s.pods);
+  return out;
+}
+
+}  // namespace gpuq::api

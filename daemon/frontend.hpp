@@ -1,0 +1,26 @@
+#pragma once
+// The API gpuqd serves. Implemented above the daemon, by api/ (the gRPC services of gpuq.v1;
+// make_frontend is defined in api/services.cpp and linked into gpuqd), so that daemon/ includes
+// nothing of api/: the daemon owns the engine thread and the state, the API only posts work to it.
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "daemon/loop.hpp"
+
+namespace gpuq::daemon {
+
+class Frontend {
+ public:
+  virtual ~Frontend() = default;
+  virtual void register_with(grpc::ServerBuilder& builder) = 0;
+  // Once, before serving: wires committed events to watch streams, learns the resource names and
+  // priority classes requests are read with.
+  virtual void attach(Core& core) = 0;
+  // Ends every stream (shutdown).
+  virtual void close() = 0;
+};
+
+std::unique_ptr<Frontend> make_frontend(Loop& loop);
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,198 @@
+// Job intake: checking and storing a submitted job, and restoring a running one on its placement.
+#include <algorithm>
+#include <type_traits>
+
+#include "scheduler/engine.hpp"
+#include "scheduler/placement.hpp"
+#include "spec/quantity.hpp"
+
+namespace gpuq {
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  // splitmix64-style combination: order-sensitive and well spread.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 27);
+}
+
+std::uint64_t shape_of(const JobSpec& spec) {
+  std::uint64_t h = spec.exclusive ? 1 : 2;
+  for (const PodSet& s : spec.pod_sets) {
+    h = mix(h, static_cast<std::uint64_t>(s.count));
+    for (Quantity q : s.per_pod.v) h = mix(h, static_cast<std::uint64_t>(q));
+  }
+  return h;
+}
+
+}  // namespace
+
+Result<Job> Engine::make_job(JobSpec spec) const {
+  if (auto v = validate_job(spec); !v) return Error{v.error(), v.code()};
+  if (job_ids_.count(spec.id.value))
+    return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  auto q = queue_index(spec.queue);
+  if (!q)
+    return Error{"queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kRejected};
+  Job job;
+  job.queue = *q;
+  // validate_job bounded each set's per_pod * count by 2^52, so with the running total also
+  // bounded after every step, no sum here exceeds 2^53.
+  for (const PodSet& s : spec.pod_sets) {
+    job.total += s.per_pod * s.count;
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (job.total[r] > kMaxQuantity)
+        return Error{"job \"" + spec.id.value + "\": " + resources_.name(r) +
+                     " for all its pods is more than " +
+                     format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
+  }
+  job.shape = shape_of(spec);
+  for (const PodSet& s : spec.pod_sets)
+    if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))
+      job.smallest_gpu_pod = s.per_pod[kGpu];
+  job.candidates = candidate_flavors(*q, spec);
+  job.spec = std::move(spec);
+  return job;
+}
+
+void Engine::reserve_jobs(std::size_t more) {
+  jobs_.reserve(jobs_.size() + more);
+  job_ids_.reserve(job_ids_.size() + more);
+  admission_seq_.reserve(admission_seq_.size() + more);
+}
+
+std::uint32_t Engine::store_job(Job job) {
+  auto j = static_cast<std::uint32_t>(jobs_.size());
+  job.order = next_order_++;
+  job_ids_.emplace(job.spec.id.value, j);
+  if (config_.placement == PlacementPolicy::kFragAware) count_shapes(job);
+  jobs_.push_back(std::move(job));
+  admission_seq_.push_back(0);
+  return j;
+}
+
+void Engine::count_shapes(const Job& job) {
+  for (const PodSet& s : job.spec.pod_sets) shape_counts_[shape_of(s.per_pod)] += static_cast<std::size_t>(s.count);
+  frag_dirty_ = true;
+}
+
+Result<void> Engine::submit(JobSpec spec, Time now) {
+  auto job = make_job(std::move(spec));
+  if (!job) return Error{job.error(), job.code()};
+  if (auto why = never_fits(*job)) return Error{*why, ErrorCode::kRejected};
+  const std::uint32_t j = store_job(std::move(job.value()));
+  add_pending(j);
+  emit(jobs_[j], std::nullopt, now);
+  return Ok();
+}
+
+Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {
+  const std::string who = "job \"" + spec.id.value + "\": ";
+  auto made = make_job(std::move(spec));
+  if (!made) {
+    // A running job's queue must exist: that is a broken state, not a job to turn away.
+    return Error{made.code() == ErrorCode::kRejected ? who + made.error() : made.error(),
+                 made.code() == ErrorCode::kRejected ? ErrorCode::kNotFound : made.code()};
+  }
+  Job& job = made.value();
+  if (auto bad = gpu_shape_error(job.spec)) return Error{who + *bad};
+
+  FlavorId f = job.candidates.empty() ? kNoFlavor : job.candidates.front();
+  if (where.flavor) {
+    auto id = flavor_id(*where.flavor);
+    if (!id) return Error{who + "flavor \"" + *where.flavor + "\" does not exist"};
+    f = *id;
+  }
+  if (!where.nodes.empty()) {
+    auto n = cluster_.find(where.nodes.front());
+    if (!n) return Error{who + "node \"" + where.nodes.front() + "\" does not exist"};
+    f = cluster_.node(*n).flavor;
+  }
+  auto slots = place_restored(job, where, f);
+  if (!slots) return Error{slots.error()};
+
+  const std::uint32_t j = store_job(std::move(job));
+  admit(j, f, std::move(slots.value()), where.admitted_at);
+  Job& restored = jobs_[j];
+  restored.state = JobState::kRunning;
+  emit(restored, JobState::kAdmitted, now);
+  return Ok();
+}
+
+// The slot of a restored pod on exactly the GPUs it held, if they and the rest of its resources
+// are free on node n.
+Result<PodSlot> Engine::exact_slot(NodeIdx n, const ResourceVec& pod, const std::vector<int>& gpus,
+                                   const Job& job) const {
+  const Node& node = cluster_.node(n);
+  const GpuAsk ask = GpuAsk::of(pod[kGpu]);
+  const std::size_t want = ask.fraction > 0 ? 1 : static_cast<std::size_t>(ask.whole);
+  if (gpus.size() != want)
+    return Error{"holds " + std::to_string(gpus.size()) + " GPU indices for " + std::to_string(want) + " GPUs"};
+  PodSlot slot;
+  slot.node = n;
+  slot.resources = pod;
+  slot.queue = job.queue;
+  slot.exclusive = job.spec.exclusive;
+  slot.milli_per_gpu = static_cast<std::int16_t>(ask.fraction > 0 ? ask.fraction : kMilliPerGpu);
+  for (int g : gpus) {
+    if (g < 0 || g >= node.gpu_count()) return Error{"GPU " + std::to_string(g) + " does not exist"};
+    if (std::find(slot.gpus.begin(), slot.gpus.end(), g) != slot.gpus.end())
+      return Error{"GPU " + std::to_string(g) + " is listed twice"};
+    if (node.gpu_free[static_cast<std::size_t>(g)] < slot.milli_per_gpu)
+      return Error{"GPU " + std::to_string(g) + " is already taken"};
+    slot.gpus.push_back(static_cast<std::uint8_t>(g));
+  }
+  for (ResourceId r = 0; r < kMaxResources; ++r)
+    if (r != kGpu && node.capacity[r] - node.used[r] < pod[r])
+      return Error{"not enough " + resources_.name(r) + " free"};
+  return slot;
+}
+
+Result<std::vector<PodSlot>> Engine::place_restored(const Job& job, const RunningPlacement& where,
+                                                    FlavorId f) {
+  std::vector<PodSlot> slots;
+  if (config_.quota_only) return slots;
+  const std::string who = "job \"" + job.spec.id.value + "\": ";
+  if (where.nodes.empty()) {
+    rebuild_topology_if_needed();
+    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement, &frag_};
+    if (auto placed = place(cluster_, topology_, req)) return std::move(*placed);
+    return Error{who + "does not fit on the free capacity of flavor " +
+                 (f == kNoFlavor ? std::string("(none)") : flavor_names_[f])};
+  }
+  std::size_t pods = 0;
+  for (const PodSet& s : job.spec.pod_sets) pods += static_cast<std::size_t>(s.count);
+  if (where.nodes.size() != pods)
+    return Error{who + "nodes has " + std::to_string(where.nodes.size()) + " entries for " +
+                 std::to_string(pods) + " pods; give one node per pod"};
+  std::size_t i = 0;
+  for (const PodSet& s : job.spec.pod_sets) {
+    for (std::int32_t k = 0; k < s.count; ++k, ++i) {
+      auto n = cluster_.find(where.nodes[i]);
+      Error err{who + "pod " + std::to_string(i) + " does not fit on node " + where.nodes[i]};
+      if (!n) err.message = who + "node \"" + where.nodes[i] + "\" does not exist";
+      else if (cluster_.node(*n).flavor != f)
+        err.message = who + "its pods are on nodes of different flavors";
+      // Taken as it is: state and dedication do not matter, physical room does.
+      else if (i < where.gpus.size() && !where.gpus[i].empty()) {
+        auto slot = exact_slot(*n, s.per_pod, where.gpus[i], job);
+        if (slot) {
+          cluster_.retake(slot.value());
+          slots.push_back(std::move(slot.value()));
+          continue;
+        }
+        err.message = who + "pod " + std::to_string(i) + " on node " + where.nodes[i] + ": " + slot.error();
+      } else if (cluster_.fits_physically(*n, s.per_pod)) {
+        slots.push_back(cluster_.take(*n, s.per_pod, job.queue, job.spec.exclusive,
+                                      config_.placement));
+        continue;
+      }
+      for (auto it = slots.rbegin(); it != slots.rend(); ++it) cluster_.release(*it);
+      return err;
+    }
+  }
+  return slots;
+}
+
+}  // namespace gpuq

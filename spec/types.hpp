@@ -1,0 +1,166 @@
+#pragma once
+// What users declare, as plain values: queues (with cohort, quotas and preemption policy), nodes,
+// jobs (pod sets, and what the binder runs), priority classes and the cluster-wide scheduling
+// settings. Every front end produces these (YAML files: spec/yaml_read.hpp; the gRPC API:
+// api/from_proto.hpp; traces: sim/; Kubernetes pods and nodes: binder/kubernetes), checks them
+// with spec/validate.hpp, and hands them to the engine, which consumes them.
+//
+// Quantities are integers in base units (spec/resources.hpp): milli-GPU, millicores, bytes.
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spec/resources.hpp"
+
+namespace gpuq {
+
+using Time = std::int64_t;  // seconds; the engine never reads a clock, time is always an argument
+
+// A string that means one thing only, so a queue name cannot be passed where a job id is wanted.
+template <class Tag>
+struct Name {
+  std::string value;
+  Name() = default;
+  explicit Name(std::string v) : value(std::move(v)) {}
+  auto operator<=>(const Name&) const = default;
+  bool empty() const { return value.empty(); }
+};
+using JobId = Name<struct JobIdTag>;
+using QueueName = Name<struct QueueNameTag>;
+
+// Each enum's names (the ones the YAML keys, the API and the stored state use) are in
+// spec/enums.hpp.
+enum class NodeState { kReady, kCordoned, kDraining, kDown };
+enum class QueueingStrategy { kBestEffortFIFO, kStrictFIFO };
+enum class PlacementPolicy { kPack, kSpread, kFragAware };
+enum class NodeLossPolicy { kRequeue, kFail };
+
+// Preemption policies, with Kueue's names and meanings (preemption/README.md).
+enum class WithinQueuePolicy { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+enum class ReclaimPolicy { kNever, kLowerPriority, kAny };
+enum class BorrowWithinCohortPolicy { kNever, kLowerPriority };
+// Fair-sharing preemption strategies, tried in the configured order.
+enum class FairShareStrategy { kLessThanOrEqualToFinalShare, kLessThanInitialShare };
+
+struct PreemptionSpec {
+  WithinQueuePolicy within_queue = WithinQueuePolicy::kNever;
+  ReclaimPolicy reclaim_within_cohort = ReclaimPolicy::kNever;
+  BorrowWithinCohortPolicy borrow_within_cohort = BorrowWithinCohortPolicy::kNever;
+  std::optional<std::int32_t> borrow_max_priority_threshold;  // unset: no cap beyond "lower"
+  std::int64_t min_runtime = 0;  // seconds a job of this queue runs before it may be preempted
+
+  bool enabled() const {
+    return within_queue != WithinQueuePolicy::kNever ||
+           reclaim_within_cohort != ReclaimPolicy::kNever;
+  }
+};
+
+struct FairSharingConfig {
+  bool enabled = false;
+  std::vector<FairShareStrategy> strategies = {FairShareStrategy::kLessThanOrEqualToFinalShare,
+                                               FairShareStrategy::kLessThanInitialShare};
+};
+
+// The cluster-wide settings a scenario or gpuqd's config declares at its top level.
+struct SchedulingPolicy {
+  PlacementPolicy placement = PlacementPolicy::kPack;
+  std::vector<std::string> topology_levels;  // node label keys, widest domain first
+  // Decayed usage history in the fair share (seconds; 0: off): a queue's share is raised by the
+  // share of the cluster it used on average lately, decaying with this half-life.
+  Time usage_half_life = 0;
+  // Kueue's fair-sharing preemption (strategies); off: the classic rules.
+  FairSharingConfig fair_sharing;
+};
+
+// Named priorities, as Kubernetes' PriorityClass: a job may give a class name instead of an
+// integer. A configuration that lists classes replaces these defaults.
+struct PriorityClasses {
+  std::map<std::string, std::int32_t> by_name = {
+      {"low", -100}, {"normal", 0}, {"high", 100}, {"critical", 1000}};
+};
+
+struct ResourceQuota {
+  Quantity nominal = 0;
+  std::optional<Quantity> borrowing_limit;  // unset: unlimited
+  std::optional<Quantity> lending_limit;    // unset: all of nominal may be lent
+};
+
+struct FlavorQuota {
+  std::string flavor;
+  std::vector<std::pair<ResourceId, ResourceQuota>> resources;
+};
+
+struct QueueSpec {
+  QueueName name;
+  std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
+  double weight = 1.0;
+  QueueingStrategy strategy = QueueingStrategy::kBestEffortFIFO;
+  // In the order flavors are tried. Empty: no quota at all; the queue is limited only by free
+  // capacity and ordered by the classic DRF share.
+  std::vector<FlavorQuota> quotas;
+  PreemptionSpec preemption;
+  // At most this many Pending jobs; a submission beyond it is refused (gpuqd: RESOURCE_EXHAUSTED).
+  // Jobs already pending stay when the limit is lowered. 0: no limit.
+  std::int32_t max_pending_jobs = 0;
+};
+
+struct NodeSpec {
+  std::string name;
+  std::string flavor;
+  ResourceVec capacity;  // gpu in milli-GPU and always whole GPUs
+  std::map<std::string, std::string> labels;
+  NodeState state = NodeState::kReady;
+  std::optional<QueueName> dedicated_to;
+};
+
+struct PodSet {
+  std::string name;
+  std::int32_t count = 1;
+  ResourceVec per_pod;
+};
+
+struct JobSpec {
+  JobId id;
+  QueueName queue;
+  std::string owner;
+  std::string name;
+  std::int32_t priority = 0;
+  Time submitted_at = 0;
+  std::vector<PodSet> pod_sets;
+  std::vector<std::string> flavors;  // accepted flavors; empty: any the queue has
+  std::optional<Time> max_runtime;
+  bool preemptible = true;
+  Time grace_period = 30;
+  bool exclusive = false;  // no other queue's pods on the nodes this job uses
+  NodeLossPolicy on_node_loss = NodeLossPolicy::kRequeue;
+};
+
+// What a binder runs for a job (the local executor: one process per pod). Not the engine's
+// concern: it is kept beside the JobSpec, not in it.
+struct RunSpec {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+};
+
+// A job as a user submits it: the spec, what runs, and the priority as written ("high", "100",
+// or empty), which the front end that knows the priority classes resolves into job.priority.
+struct Submission {
+  JobSpec job;
+  RunSpec run;
+  std::string priority;
+};
+
+}  // namespace gpuq
+
+template <class Tag>
+struct std::hash<gpuq::Name<Tag>> {
+  std::size_t operator()(const gpuq::Name<Tag>& n) const noexcept {
+    return std::hash<std::string>{}(n.value);
+  }
+};

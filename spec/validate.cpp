@@ -1,0 +1,415 @@
+#include "spec/validate.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "spec/enums.hpp"
+#include "spec/limits.hpp"
+#include "spec/quantity.hpp"
+
+namespace gpuq::spec {
+
+namespace {
+
+bool alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+bool name_char(char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; }
+
+std::string count(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+std::string count(std::size_t n, const std::string& what) {
+  return count(n, what.c_str(), (what + "s").c_str());
+}
+
+// Why `name` breaks the name rule, or "" when it keeps it.
+std::string name_problem(std::string_view name, std::size_t max_length, bool owner = false) {
+  if (name.size() > max_length)
+    return "is " + count(name.size(), "character") + " long; at most " +
+           std::to_string(max_length) + " are allowed";
+  const bool first_ok = alnum(name.front()) || (owner && name.front() == '_');
+  for (char c : name)
+    if (!(name_char(c) || (owner && c == '@')))
+      return std::string("holds ") + (static_cast<unsigned char>(c) < 0x20 || c == 0x7f
+                                          ? std::string("a control character")
+                                          : "'" + std::string(1, c) + "'");
+  if (!first_ok) return "begins with '" + std::string(1, name.front()) + "'";
+  if (name.find("..") != std::string_view::npos) return "holds \"..\"";
+  return {};
+}
+
+const char* kNameRule = "use letters, digits, '-', '_' and '.', beginning with a letter or a digit";
+
+std::string shown(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return quoted(std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
+}
+
+std::string shown(Quantity q, ResourceId r) { return quoted(format_quantity(q, r)); }
+
+void check_not_negative(Quantity q, ResourceId r, const Path& at) {
+  if (q < 0) fail(at, shown(q, r) + " is negative; it must be >= 0");
+}
+
+void check_resources(const ResourceVec& v, Path& at, const ResourceNames& names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto r = static_cast<ResourceId>(i);
+    Path::Key k(at, names.name(r));
+    check_not_negative(v[r], r, at);
+  }
+}
+
+// A Kubernetes label name segment or value: alphanumeric at both ends, '-', '_', '.' inside.
+std::string segment_problem(std::string_view s) {
+  if (s.size() > limits::kLabelSegment)
+    return "is " + count(s.size(), "character") + " long; at most " +
+           std::to_string(limits::kLabelSegment) + " are allowed";
+  for (char c : s)
+    if (!name_char(c))
+      return std::string("holds ") + (static_cast<unsigned char>(c) < 0x20 || c == 0x7f
+                                          ? std::string("a control character")
+                                          : "'" + std::string(1, c) + "'");
+  if (!alnum(s.front()) || !alnum(s.back())) return "must begin and end with a letter or a digit";
+  return {};
+}
+
+// A DNS subdomain (a label key's prefix): lowercase letters, digits, '-' and '.'.
+std::string prefix_problem(std::string_view s) {
+  if (s.size() > limits::kLabelPrefix)
+    return "has a prefix of " + count(s.size(), "character") + "; at most " +
+           std::to_string(limits::kLabelPrefix) + " are allowed";
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+      return "has a prefix that is not a DNS name (lowercase letters, digits, '-' and '.')";
+  return {};
+}
+
+std::string text_problem(std::string_view s, std::size_t max_length) {
+  if (s.size() > max_length)
+    return "is " + count(s.size(), "byte") + " long; at most " + std::to_string(max_length) +
+           " are allowed";
+  for (char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "holds a control character";
+  return {};
+}
+
+// A string the local executor hands to execve: no NUL, at most Linux's MAX_ARG_STRLEN.
+std::string exec_problem(std::string_view s) {
+  if (s.find('\0') != std::string_view::npos) return "holds a NUL character";
+  if (s.size() > limits::kArgBytes)
+    return "is " + count(s.size(), "byte") + " long; at most " + std::to_string(limits::kArgBytes) +
+           " are allowed (Linux's limit for one argument)";
+  return {};
+}
+
+}  // namespace
+
+bool valid_job_id(std::string_view id) {
+  return !id.empty() && name_problem(id, limits::kJobId).empty();
+}
+
+void check_name(std::string_view name, const Path& at) {
+  if (name.empty()) fail(at, "is empty");
+  if (auto why = name_problem(name, limits::kName); !why.empty())
+    fail(at, quoted(name) + " is not a name: it " + why + "; " + kNameRule);
+}
+
+void check_job_id(std::string_view id, const Path& at) {
+  if (id.empty()) fail(at, "is empty");
+  if (auto why = name_problem(id, limits::kJobId); !why.empty())
+    fail(at, quoted(id) + " is not a job id: it " + why + "; use 1 to " +
+                 std::to_string(limits::kJobId) +
+                 " letters, digits, '-', '_' and '.', beginning with a letter or a digit");
+}
+
+void check_label_key(std::string_view key, const Path& at) {
+  if (key.empty()) fail(at, "is empty; a label key is a name such as zone or gpuq.io/rack");
+  const auto slash = key.find('/');
+  std::string why;
+  if (slash != std::string_view::npos) {
+    why = slash == 0 ? "has an empty prefix" : prefix_problem(key.substr(0, slash));
+    if (why.empty() && slash + 1 == key.size()) why = "has an empty name after '/'";
+    if (why.empty()) why = segment_problem(key.substr(slash + 1));
+  } else {
+    why = segment_problem(key);
+  }
+  if (!why.empty())
+    fail(at, quoted(key) + " is not a label key: it " + why +
+                 "; use [prefix/]name, the name up to 63 letters, digits, '-', '_' and '.', the "
+                 "prefix a DNS name "
+                 "such as gpuq.io");
+}
+
+void check_labels(const std::map<std::string, std::string>& labels, Path& at) {
+  if (labels.size() > limits::kLabels)
+    fail(at, "has " + count(labels.size(), "label") + "; at most " +
+                 std::to_string(limits::kLabels) + " are allowed");
+  for (const auto& [key, value] : labels) {
+    Path::Key k(at, key);
+    check_label_key(key, at);
+    if (value.empty()) continue;
+    if (auto why = segment_problem(value); !why.empty())
+      fail(at, quoted(value) + " is not a label value: it " + why +
+                   "; use up to 63 letters, digits, '-', '_' and '.' (or nothing)");
+  }
+}
+
+void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
+  {
+    Path::Key k(at, "name");
+    check_name(q.name.value, at);
+  }
+  if (!q.cohort.empty()) {
+    Path::Key k(at, "cohort");
+    check_name(q.cohort, at);
+  }
+  if (!(q.weight > 0) || !std::isfinite(q.weight)) {
+    Path::Key k(at, "weight");
+    fail(at, shown(q.weight) + " must be > 0");
+  }
+  {
+    Path::Key quotas(at, "quotas");
+    if (q.quotas.size() > limits::kQuotaFlavors)
+      fail(at, "lists " + count(q.quotas.size(), "flavor") + "; at most " +
+                   std::to_string(limits::kQuotaFlavors) + " are allowed");
+    for (std::size_t i = 0; i < q.quotas.size(); ++i) {
+      Path::Index fi(at, i);
+      const FlavorQuota& fq = q.quotas[i];
+      {
+        Path::Key k(at, "flavor");
+        check_name(fq.flavor, at);
+        for (std::size_t j = 0; j < i; ++j)
+          if (q.quotas[j].flavor == fq.flavor) fail(at, quoted(fq.flavor) + " is listed twice");
+      }
+      Path::Key res(at, "resources");
+      for (const auto& [r, rq] : fq.resources) {
+        Path::Key rk(at, names.name(r));
+        {
+          Path::Key k(at, "nominal");
+          check_not_negative(rq.nominal, r, at);
+        }
+        for (const auto& [key, limit] : {std::pair{"borrowingLimit", rq.borrowing_limit},
+                                         std::pair{"lendingLimit", rq.lending_limit}}) {
+          if (!limit) continue;
+          Path::Key k(at, key);
+          check_not_negative(*limit, r, at);
+          if (q.cohort.empty())
+            fail(at, shown(*limit, r) +
+                         " needs the queue to be in a cohort; set its cohort or leave out " + key);
+        }
+      }
+    }
+  }
+  {
+    Path::Key p(at, "preemption");
+    const PreemptionSpec& pre = q.preemption;
+    if (pre.min_runtime < 0) {
+      Path::Key k(at, "minRuntime");
+      fail(at, quoted(std::to_string(pre.min_runtime)) + " must be >= 0 seconds");
+    }
+    // As in Kueue: other queues' jobs are candidates only through reclaimWithinCohort.
+    if (pre.borrow_within_cohort != BorrowWithinCohortPolicy::kNever &&
+        pre.reclaim_within_cohort == ReclaimPolicy::kNever) {
+      Path::Key k(at, "borrowWithinCohort");
+      fail(at, "policy LowerPriority needs reclaimWithinCohort LowerPriority or Any (it is Never)");
+    }
+  }
+  if (q.max_pending_jobs < 0) {
+    Path::Key k(at, "maxPendingJobs");
+    fail(at, quoted(std::to_string(q.max_pending_jobs)) + " must be >= 0 (0: no limit)");
+  }
+}
+
+void validate(const NodeSpec& n, Path& at, const ResourceNames& names) {
+  {
+    Path::Key k(at, "name");
+    check_name(n.name, at);
+  }
+  {
+    Path::Key k(at, "flavor");
+    check_name(n.flavor, at);
+  }
+  {
+    Path::Key k(at, "capacity");
+    check_resources(n.capacity, at, names);
+    Path::Key g(at, "gpu");
+    if (n.capacity[kGpu] % kMilliPerGpu != 0)
+      fail(at,
+           shown(n.capacity[kGpu], kGpu) + " is not a whole number of GPUs; a node has whole GPUs");
+    if (n.capacity[kGpu] / kMilliPerGpu > limits::kNodeGpus)
+      fail(at, shown(n.capacity[kGpu], kGpu) + " is too many; a node has at most " +
+                   std::to_string(limits::kNodeGpus) + " GPUs");
+  }
+  {
+    Path::Key k(at, "labels");
+    check_labels(n.labels, at);
+  }
+  if (n.dedicated_to) {
+    Path::Key k(at, "dedicatedTo");
+    check_name(n.dedicated_to->value, at);
+  }
+}
+
+void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
+  if (!j.id.empty()) {
+    Path::Key k(at, "id");
+    check_job_id(j.id.value, at);
+  }
+  {
+    Path::Key k(at, "queue");
+    if (j.queue.empty()) fail(at, "is empty; name the queue to submit to");
+    check_name(j.queue.value, at);
+  }
+  if (!j.owner.empty()) {
+    Path::Key k(at, "owner");
+    if (auto why = name_problem(j.owner, limits::kName, /*owner=*/true); !why.empty())
+      fail(at, quoted(j.owner) + " is not a user name: it " + why +
+                   "; use letters, digits, '-', '_', '.' and '@', beginning with a letter, a digit "
+                   "or '_'");
+  }
+  if (!j.name.empty()) {
+    Path::Key k(at, "name");
+    if (auto why = text_problem(j.name, limits::kJobName); !why.empty())
+      fail(at, quoted(j.name) + " " + why);
+  }
+  {
+    Path::Key k(at, "pods");
+    if (j.pod_sets.empty()) fail(at, "is empty; a job needs at least one pod set");
+    if (j.pod_sets.size() > limits::kPodSets)
+      fail(at, "lists " + count(j.pod_sets.size(), "pod set") + "; at most " +
+                   std::to_string(limits::kPodSets) + " are allowed");
+    std::int64_t pods = 0;
+    for (std::size_t i = 0; i < j.pod_sets.size(); ++i) {
+      Path::Index pi(at, i);
+      const PodSet& s = j.pod_sets[i];
+      if (!s.name.empty()) {
+        Path::Key nk(at, "name");
+        if (auto why = name_problem(s.name, limits::kPodSetName); !why.empty())
+          fail(at, quoted(s.name) + " is not a pod set name: it " + why + "; " + kNameRule);
+      }
+      {
+        Path::Key ck(at, "count");
+        if (s.count < 1 || s.count > limits::kPodsPerJob)
+          fail(at, quoted(std::to_string(s.count)) + " must be 1.." +
+                       std::to_string(limits::kPodsPerJob));
+      }
+      pods += s.count;
+      Path::Key rk(at, "resources");
+      check_resources(s.per_pod, at, names);
+    }
+    if (pods > limits::kPodsPerJob)
+      fail(at, "ask for " + std::to_string(pods) + " pods in all; a job has at most " +
+                   std::to_string(limits::kPodsPerJob));
+  }
+  {
+    Path::Key k(at, "flavors");
+    if (j.flavors.size() > limits::kJobFlavors)
+      fail(at, "lists " + count(j.flavors.size(), "flavor") + "; at most " +
+                   std::to_string(limits::kJobFlavors) + " are allowed");
+    for (std::size_t i = 0; i < j.flavors.size(); ++i) {
+      Path::Index fi(at, i);
+      check_name(j.flavors[i], at);
+    }
+  }
+  if (j.max_runtime && *j.max_runtime <= 0) {
+    Path::Key k(at, "maxRuntime");
+    fail(at, quoted(std::to_string(*j.max_runtime)) + " must be > 0 seconds");
+  }
+  if (j.grace_period < 0) {
+    Path::Key k(at, "gracePeriod");
+    fail(at, quoted(std::to_string(j.grace_period)) + " must be >= 0 seconds");
+  }
+}
+
+void validate(const RunSpec& r, Path& at) {
+  {
+    Path::Key k(at, "command");
+    if (r.command.size() > limits::kCommandArgs)
+      fail(at, "has " + count(r.command.size(), "argument") + "; at most " +
+                   std::to_string(limits::kCommandArgs) + " are allowed");
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < r.command.size(); ++i) {
+      Path::Index ai(at, i);
+      if (auto why = exec_problem(r.command[i]); !why.empty()) fail(at, "the argument " + why);
+      bytes += r.command[i].size() + 1;
+    }
+    if (bytes > limits::kCommandBytes)
+      fail(at, "is " + std::to_string(bytes) + " bytes in all; at most " +
+                   std::to_string(limits::kCommandBytes) + " are allowed");
+  }
+  {
+    Path::Key k(at, "env");
+    if (r.env.size() > limits::kEnvEntries)
+      fail(at, "has " + count(r.env.size(), "variable") + "; at most " +
+                   std::to_string(limits::kEnvEntries) + " are allowed");
+    std::size_t bytes = 0;
+    for (const auto& [name, value] : r.env) {
+      Path::Key nk(at, name);
+      if (name.empty()) fail(at, "a variable name is empty");
+      if (name.find('=') != std::string::npos)
+        fail(at, quoted(name) + " is not a variable name: it holds '='");
+      if (auto why = exec_problem(name + "=" + value); !why.empty())
+        fail(at, "the variable " + why);
+      bytes += name.size() + value.size() + 2;
+    }
+    if (bytes > limits::kEnvBytes)
+      fail(at, "is " + std::to_string(bytes) + " bytes in all; at most " +
+                   std::to_string(limits::kEnvBytes) + " are allowed");
+  }
+  if (!r.working_dir.empty()) {
+    Path::Key k(at, "workingDir");
+    if (r.working_dir.find('\0') != std::string::npos) fail(at, "holds a NUL character");
+    if (r.working_dir.size() > limits::kWorkingDir)
+      fail(at, "is " + count(r.working_dir.size(), "byte") + " long; at most " +
+                   std::to_string(limits::kWorkingDir) + " are allowed");
+  }
+}
+
+void validate(const PriorityClasses& c, Path& at) {
+  if (c.by_name.size() > limits::kPriorityClasses)
+    fail(at, "lists " + count(c.by_name.size(), "class", "classes") + "; at most " +
+                 std::to_string(limits::kPriorityClasses) + " are allowed");
+  for (const auto& [name, value] : c.by_name) {
+    Path::Key k(at, name);
+    if (!name.empty() && name.find_first_not_of("-+0123456789") == std::string::npos)
+      fail(at, "a class name must not be a number");
+    check_name(name, at);
+  }
+}
+
+void validate(const SchedulingPolicy& p, Path& at) {
+  {
+    Path::Key t(at, "topology");
+    Path::Key l(at, "levels");
+    if (p.topology_levels.size() > limits::kTopologyLevels)
+      fail(at, "lists " + count(p.topology_levels.size(), "level") + "; at most " +
+                   std::to_string(limits::kTopologyLevels) + " are allowed");
+    for (std::size_t i = 0; i < p.topology_levels.size(); ++i) {
+      Path::Index li(at, i);
+      check_label_key(p.topology_levels[i], at);
+      for (std::size_t k = 0; k < i; ++k)
+        if (p.topology_levels[k] == p.topology_levels[i])
+          fail(at, quoted(p.topology_levels[i]) + " is listed twice");
+    }
+  }
+  Path::Key fs(at, "fairSharing");
+  if (p.usage_half_life < 0) {
+    Path::Key k(at, "usageHalfLife");
+    fail(at, quoted(std::to_string(p.usage_half_life)) + " must be > 0 seconds");
+  }
+  Path::Key st(at, "preemptionStrategies");
+  const auto& s = p.fair_sharing.strategies;
+  if (s.empty() || s.size() > 2)
+    fail(at, "lists " + count(s.size(), "strategy", "strategies") + "; list one or both of " +
+                 one_of(enum_words<FairShareStrategy>()));
+  if (s.size() == 2 && s[0] == s[1]) {
+    Path::Index i(at, 1);
+    fail(at, quoted(to_string(s[1])) + " is listed twice");
+  }
+}
+
+}  // namespace gpuq::spec

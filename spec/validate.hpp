@@ -1,0 +1,38 @@
+#pragma once
+// The checks every spec passes, whatever front end made it: ranges, names and their character
+// sets, cross-field rules, and the limits of spec/limits.hpp. Each throws SpecError naming the
+// field's path (under `at`), the value and what is allowed. They read typed values, so a YAML
+// file, an API request and a Kubernetes pod are refused in the same words.
+//
+// Names (queues, cohorts, nodes, flavors, priority classes, resources' and labels' name
+// segments) are 1 to 253 characters of letters, digits, '-', '_' and '.', beginning with a
+// letter or a digit, with no ".." (so a name is never a path: no '/', no control characters).
+// Job ids keep the same set and are at most 63 characters; owners may also hold '@' and begin
+// with '_'. Label keys and values follow Kubernetes (spec/limits.hpp).
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "spec/error.hpp"
+#include "spec/types.hpp"
+
+namespace gpuq::spec {
+
+// Whether `id` is a valid job id (an empty one is not).
+bool valid_job_id(std::string_view id);
+
+void check_name(std::string_view name, const Path& at);
+void check_job_id(std::string_view id, const Path& at);
+void check_label_key(std::string_view key, const Path& at);
+void check_labels(const std::map<std::string, std::string>& labels, Path& at);
+
+// `names` spells resources in paths ("quotas[0].resources.gpu.nominal").
+void validate(const QueueSpec& q, Path& at, const ResourceNames& names);
+void validate(const NodeSpec& n, Path& at, const ResourceNames& names);
+// An empty id is allowed (gpuqd assigns one); a front end that needs one checks that itself.
+void validate(const JobSpec& j, Path& at, const ResourceNames& names);
+void validate(const RunSpec& r, Path& at);
+void validate(const PriorityClasses& c, Path& at);
+void validate(const SchedulingPolicy& p, Path& at);
+
+}  // namespace gpuq::spec

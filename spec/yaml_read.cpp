@@ -1,0 +1,427 @@
+#include "spec/yaml_read.hpp"
+
+#include "spec/limits.hpp"
+#include "spec/validate.hpp"
+
+namespace gpuq::spec {
+
+void fail_at(yaml::Node n, const Path& at, std::string reason) {
+  SpecError e(at, std::move(reason));
+  if (n) e.locate(n.mark());
+  throw e;
+}
+
+void expect_map(yaml::Node n, const Path& at) {
+  if (!n.is_map()) fail_at(n, at, "expected a map, got " + n.shown());
+}
+
+void expect_list(yaml::Node n, const Path& at) {
+  if (!n.is_list()) fail_at(n, at, "expected a list, got " + n.shown());
+}
+
+std::string_view text_of(yaml::Node n, const Path& at, const char* what) {
+  if (!n.is_scalar()) fail_at(n, at, std::string("expected ") + what + ", got " + n.shown());
+  return n.text();
+}
+
+std::string string_of(yaml::Node n, const Path& at) { return std::string(text_of(n, at)); }
+
+std::int64_t int_of(yaml::Node n, const Path& at) {
+  const std::string_view t = text_of(n, at, "an integer");
+  return located(n, at, [&] { return int_value(t, at); });
+}
+
+std::int32_t int32_of(yaml::Node n, const Path& at) {
+  const std::string_view t = text_of(n, at, "an integer");
+  return located(n, at, [&] { return int32_value(t, at); });
+}
+
+double number_of(yaml::Node n, const Path& at) {
+  const std::string_view t = text_of(n, at, "a number");
+  return located(n, at, [&] { return number_value(t, at); });
+}
+
+bool bool_of(yaml::Node n, const Path& at) {
+  const std::string_view t = text_of(n, at, "true or false");
+  return located(n, at, [&] { return bool_value(t, at); });
+}
+
+Quantity quantity_of(yaml::Node n, ResourceId r, const Path& at) {
+  const std::string_view t = text_of(n, at, "a quantity such as 2, 500m, 16Gi");
+  return located(n, at, [&] { return quantity_value(t, r, at); });
+}
+
+ResourceId resource_of(yaml::Node key, Path& at, ResourceNames& names) {
+  const std::string_view name = key.text();
+  if (name.empty()) return located(key, at, [&] { return resource_value(name, names, at); });
+  Path::Key k(at, name);
+  return located(key, at, [&] { return resource_value(name, names, at); });
+}
+
+ResourceVec resources_of(yaml::Node n, Path& at, ResourceNames& names) {
+  expect_map(n, at);
+  ResourceVec v;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const ResourceId r = resource_of(n.key(i), at, names);
+    Path::Key k(at, n.key(i).text());
+    v[r] = quantity_of(n.value(i), r, at);
+  }
+  return v;
+}
+
+std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries) {
+  expect_map(n, at);
+  // Before reading any of it: a map too big to take costs nothing more than its parse.
+  if (n.size() > max_entries)
+    fail_at(n, at,
+            "has " + std::to_string(n.size()) + " entries; at most " + std::to_string(max_entries) +
+                " are allowed");
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string_view k = n.key(i).text();
+    if (k.empty()) fail_at(n.key(i), at, "has an empty key");
+    Path::Key pk(at, k);
+    out.emplace_hint(out.end(), std::string(k), string_of(n.value(i), at));
+  }
+  return out;
+}
+
+void refuse_unknown_key(yaml::Node key, const Path& at, std::initializer_list<std::string_view> allowed, Keys also) {
+  std::vector<std::string_view> words(allowed);
+  words.insert(words.end(), also.begin(), also.end());
+  std::string list;
+  for (std::string_view w : words) list += (list.empty() ? "" : ", ") + std::string(w);
+  if (key.text().empty()) fail_at(key, at, "has an empty key; allowed here: " + list);
+  Path here = at;
+  here.push_key(key.text());
+  std::string why = "unknown key; ";
+  if (auto near = nearest(key.text(), words)) why += "did you mean " + std::string(*near) + "? ";
+  fail_at(key, here, why + "allowed here: " + list);
+}
+
+void require(yaml::Node map, Path& at, std::initializer_list<std::string_view> keys) {
+  for (std::string_view key : keys)
+    if (!map.find(key)) {
+      Path::Key k(at, key);
+      fail_at(map, at, "is required");
+    }
+}
+
+namespace {
+
+PreemptionSpec read_preemption(yaml::Node n, Path& at) {
+  PreemptionSpec p;
+  for_each_key(
+      n, at, {"withinQueue", "reclaimWithinCohort", "borrowWithinCohort", "minRuntime"},
+      [&](std::string_view key, yaml::Node v) {
+        if (key == "withinQueue") {
+          p.within_queue = enum_of<WithinQueuePolicy>(v, at);
+        } else if (key == "reclaimWithinCohort") {
+          p.reclaim_within_cohort = enum_of<ReclaimPolicy>(v, at);
+        } else if (key == "minRuntime") {
+          p.min_runtime = int_of(v, at);
+        } else {  // borrowWithinCohort
+          if (!v.is_map())
+            fail_at(
+                v, at,
+                "expected a map such as {policy: LowerPriority, maxPriorityThreshold: 0}, got " +
+                    v.shown());
+          for_each_key(v, at, {"policy", "maxPriorityThreshold"},
+                       [&](std::string_view k, yaml::Node w) {
+                         if (k == "policy")
+                           p.borrow_within_cohort = enum_of<BorrowWithinCohortPolicy>(w, at);
+                         else
+                           p.borrow_max_priority_threshold = int32_of(w, at);
+                       });
+          require(v, at, {"policy"});
+        }
+      });
+  return p;
+}
+
+FlavorQuota read_flavor_quota(yaml::Node n, Path& at, ResourceNames& names) {
+  FlavorQuota fq;
+  for_each_key(n, at, {"flavor", "resources"}, [&](std::string_view key, yaml::Node v) {
+    if (key == "flavor") {
+      fq.flavor = string_of(v, at);
+      return;
+    }
+    expect_map(v, at);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const ResourceId r = resource_of(v.key(i), at, names);
+      Path::Key rk(at, v.key(i).text());
+      const yaml::Node q = v.value(i);
+      if (!q.is_map())
+        fail_at(q, at,
+                "expected a map such as {nominal: 8, borrowingLimit: 4, lendingLimit: 4}, got " +
+                    q.shown());
+      ResourceQuota rq;
+      for_each_key(q, at, {"nominal", "borrowingLimit", "lendingLimit"},
+                   [&](std::string_view k, yaml::Node w) {
+                     const Quantity value = quantity_of(w, r, at);
+                     if (k == "nominal")
+                       rq.nominal = value;
+                     else if (k == "borrowingLimit")
+                       rq.borrowing_limit = value;
+                     else
+                       rq.lending_limit = value;
+                   });
+      require(q, at, {"nominal"});
+      fq.resources.emplace_back(r, rq);
+    }
+  });
+  require(n, at, {"flavor", "resources"});
+  return fq;
+}
+
+}  // namespace
+
+QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
+  expect_map(n, at);
+  QueueSpec q;
+  for_each_key(
+      n, at,
+      {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs"},
+      [&](std::string_view key, yaml::Node v) {
+        if (key == "name") {
+          q.name = QueueName(string_of(v, at));
+        } else if (key == "cohort") {
+          q.cohort = string_of(v, at);
+          if (q.cohort.empty()) fail_at(v, at, "is empty; name a cohort or leave the key out");
+        } else if (key == "weight") {
+          q.weight = number_of(v, at);
+        } else if (key == "queueingStrategy") {
+          q.strategy = enum_of<QueueingStrategy>(v, at);
+        } else if (key == "quotas") {
+          expect_list(v, at);
+          if (v.size() > limits::kQuotaFlavors)
+            fail_at(v, at,
+                    "lists " + std::to_string(v.size()) + " flavors; at most " +
+                        std::to_string(limits::kQuotaFlavors) + " are allowed");
+          for (std::size_t i = 0; i < v.size(); ++i) {
+            Path::Index fi(at, i);
+            q.quotas.push_back(read_flavor_quota(v.item(i), at, names));
+          }
+        } else if (key == "preemption") {
+          q.preemption = read_preemption(v, at);
+        } else if (key == "maxPendingJobs") {
+          q.max_pending_jobs = int32_of(v, at);
+        }
+      },
+      also);
+  require(n, at, {"name"});
+  located(n, at, [&] { validate(q, at, names); });
+  return q;
+}
+
+NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
+  expect_map(n, at);
+  NodeSpec s;
+  for_each_key(
+      n, at, {"name", "flavor", "capacity", "labels", "state", "dedicatedTo"},
+      [&](std::string_view key, yaml::Node v) {
+        if (key == "name") {
+          s.name = string_of(v, at);
+        } else if (key == "flavor") {
+          s.flavor = string_of(v, at);
+        } else if (key == "capacity") {
+          s.capacity = resources_of(v, at, names);
+        } else if (key == "labels") {
+          s.labels = string_map_of(v, at, limits::kLabels);
+        } else if (key == "state") {
+          s.state = enum_of<NodeState>(v, at);
+        } else if (key == "dedicatedTo") {
+          s.dedicated_to = QueueName(string_of(v, at));
+          if (s.dedicated_to->empty())
+            fail_at(v, at, "is empty; name a queue or leave the key out");
+        }
+      },
+      also);
+  require(n, at, {"name", "flavor", "capacity"});
+  located(n, at, [&] { validate(s, at, names); });
+  return s;
+}
+
+namespace {
+
+PodSet read_pod_set(yaml::Node n, Path& at, ResourceNames& names) {
+  PodSet s;
+  for_each_key(n, at, {"name", "count", "resources"}, [&](std::string_view key, yaml::Node v) {
+    if (key == "name") {
+      s.name = string_of(v, at);
+    } else if (key == "count") {
+      const std::int64_t c = int_of(v, at);
+      if (c < 1 || c > limits::kPodsPerJob)
+        fail_at(v, at, v.shown() + " must be 1.." + std::to_string(limits::kPodsPerJob));
+      s.count = static_cast<std::int32_t>(c);
+    } else {
+      s.per_pod = resources_of(v, at, names);
+    }
+  });
+  require(n, at, {"resources"});
+  return s;
+}
+
+std::vector<std::string> read_command(yaml::Node v, Path& at) {
+  if (v.is_scalar()) return {std::string(v.text())};
+  expect_list(v, at);
+  if (v.size() > limits::kCommandArgs)
+    fail_at(v, at,
+            "has " + std::to_string(v.size()) + " arguments; at most " +
+                std::to_string(limits::kCommandArgs) + " are allowed");
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    Path::Index ai(at, i);
+    out.push_back(string_of(v.item(i), at));
+  }
+  return out;
+}
+
+}  // namespace
+
+Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys& keys) {
+  expect_map(n, at);
+  Submission sub;
+  JobSpec& j = sub.job;
+  auto read = [&](std::string_view key, yaml::Node v) {
+    if (key == "id") {
+      j.id = JobId(string_of(v, at));
+      if (j.id.empty()) fail_at(v, at, "is empty");
+    } else if (key == "queue") {
+      j.queue = QueueName(string_of(v, at));
+    } else if (key == "name") {
+      j.name = string_of(v, at);
+    } else if (key == "owner") {
+      j.owner = string_of(v, at);
+    } else if (key == "priority") {
+      sub.priority = string_of(v, at);
+      if (keys.classes)
+        j.priority =
+            located(v, at, [&] { return priority_value(sub.priority, *keys.classes, at); });
+    } else if (key == "submittedAt") {
+      j.submitted_at = int_of(v, at);
+    } else if (key == "pods") {
+      expect_list(v, at);
+      if (v.size() > limits::kPodSets)
+        fail_at(v, at,
+                "lists " + std::to_string(v.size()) + " pod sets; at most " +
+                    std::to_string(limits::kPodSets) + " are allowed");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        Path::Index pi(at, i);
+        j.pod_sets.push_back(read_pod_set(v.item(i), at, names));
+      }
+    } else if (key == "flavors") {
+      expect_list(v, at);
+      if (v.size() > limits::kJobFlavors)
+        fail_at(v, at,
+                "lists " + std::to_string(v.size()) + " flavors; at most " +
+                    std::to_string(limits::kJobFlavors) + " are allowed");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        Path::Index fi(at, i);
+        j.flavors.push_back(string_of(v.item(i), at));
+      }
+    } else if (key == "preemptible") {
+      j.preemptible = bool_of(v, at);
+    } else if (key == "exclusive") {
+      j.exclusive = bool_of(v, at);
+    } else if (key == "maxRuntime") {
+      j.max_runtime = int_of(v, at);
+    } else if (key == "gracePeriod") {
+      j.grace_period = int_of(v, at);
+    } else if (key == "onNodeLoss") {
+      j.on_node_loss = enum_of<NodeLossPolicy>(v, at);
+    } else if (key == "command") {
+      sub.run.command = read_command(v, at);
+    } else if (key == "env") {
+      sub.run.env = string_map_of(v, at, limits::kEnvEntries);
+    } else if (key == "workingDir") {
+      sub.run.working_dir = string_of(v, at);
+    }
+  };
+  if (keys.run)
+    for_each_key(n, at,
+                 // A submission's time is the server's: no submittedAt.
+                 {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible",
+                  "exclusive", "maxRuntime", "gracePeriod", "onNodeLoss", "command", "env",
+                  "workingDir"},
+                 read, keys.also);
+  else
+    for_each_key(n, at,
+                 {"id", "queue", "name", "owner", "priority", "submittedAt", "pods", "flavors",
+                  "preemptible", "exclusive", "maxRuntime", "gracePeriod"},
+                 read, keys.also);
+  if (keys.id_required) require(n, at, {"id"});
+  require(n, at, {"queue", "pods"});
+  located(n, at, [&] {
+    validate(j, at, names);
+    validate(sub.run, at);
+  });
+  return sub;
+}
+
+PriorityClasses read_priority_classes(yaml::Node n, Path& at) {
+  expect_map(n, at);
+  PriorityClasses classes;
+  classes.by_name.clear();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string_view name = n.key(i).text();
+    if (name.empty()) fail_at(n.key(i), at, "a class name is empty");
+    Path::Key k(at, name);
+    classes.by_name[std::string(name)] = int32_of(n.value(i), at);
+  }
+  located(n, at, [&] { validate(classes, at); });
+  return classes;
+}
+
+SchedulingPolicy read_policy(yaml::Node root, Path& at) {
+  SchedulingPolicy p;
+  if (const yaml::Node v = root.find("placement")) {
+    Path::Key k(at, "placement");
+    p.placement = enum_of<PlacementPolicy>(v, at);
+  }
+  if (const yaml::Node t = root.find("topology")) {
+    Path::Key k(at, "topology");
+    for_each_key(t, at, {"levels"}, [&](std::string_view, yaml::Node levels) {
+      if (!levels.is_list())
+        fail_at(levels, at, "expected a list of node label keys, got " + levels.shown());
+      for (std::size_t i = 0; i < levels.size(); ++i) {
+        Path::Index li(at, i);
+        p.topology_levels.push_back(string_of(levels.item(i), at));
+      }
+    });
+    if (!t.find("levels")) {
+      Path::Key lk(at, "levels");
+      fail_at(t, at, "is required; list node label keys, widest first");
+    }
+  }
+  if (const yaml::Node fs = root.find("fairSharing")) {
+    Path::Key k(at, "fairSharing");
+    for_each_key(fs, at, {"enabled", "preemptionStrategies", "usageHalfLife"},
+                 [&](std::string_view key, yaml::Node v) {
+                   if (key == "enabled") {
+                     p.fair_sharing.enabled = bool_of(v, at);
+                   } else if (key == "usageHalfLife") {
+                     p.usage_half_life = int_of(v, at);
+                     if (p.usage_half_life <= 0) fail_at(v, at, v.shown() + " must be > 0 seconds");
+                   } else {
+                     expect_list(v, at);
+                     if (v.size() == 0 || v.size() > 2)
+                       fail_at(v, at,
+                               "lists " + std::to_string(v.size()) +
+                                   " strategies; list one or both of " +
+                                   one_of(enum_words<FairShareStrategy>()));
+                     auto& strategies = p.fair_sharing.strategies;
+                     strategies.clear();
+                     for (std::size_t i = 0; i < v.size(); ++i) {
+                       Path::Index si(at, i);
+                       strategies.push_back(enum_of<FairShareStrategy>(v.item(i), at));
+                     }
+                   }
+                 });
+  }
+  located(root, at, [&] { validate(p, at); });
+  return p;
+}
+
+}  // namespace gpuq::spec

@@ -1,0 +1,115 @@
+#pragma once
+// Specs from YAML documents (spec/yaml.hpp), with the keys of the scenario format
+// (../shared/SCENARIOS.md), which gpuqd's config, `gpuq apply` and job files share. Every error
+// is a SpecError naming the field's path and its line and column; unknown keys are refused with
+// the nearest allowed key as a suggestion. Each spec is checked with spec/validate.hpp before it
+// is returned.
+//
+// The small readers below are for front ends that read keys of their own (a scenario's running
+// jobs, gpuqd's `local:` block): they keep the same words and the same locations.
+#include <initializer_list>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "spec/error.hpp"
+#include "spec/types.hpp"
+#include "spec/values.hpp"
+#include "spec/yaml.hpp"
+
+namespace gpuq::spec {
+
+using Keys = std::span<const std::string_view>;
+
+[[noreturn]] void fail_at(yaml::Node n, const Path& at, std::string reason);
+void expect_map(yaml::Node n, const Path& at);
+void expect_list(yaml::Node n, const Path& at);
+// A scalar's text; `what` names what was expected when the node is not a scalar.
+std::string_view text_of(yaml::Node n, const Path& at, const char* what = "a string");
+std::string string_of(yaml::Node n, const Path& at);
+std::int64_t int_of(yaml::Node n, const Path& at);
+std::int32_t int32_of(yaml::Node n, const Path& at);
+double number_of(yaml::Node n, const Path& at);
+bool bool_of(yaml::Node n, const Path& at);
+Quantity quantity_of(yaml::Node n, ResourceId r, const Path& at);
+template <class E>
+E enum_of(yaml::Node n, const Path& at);
+// A resource name (a map's key; `at` is the map's path), interned into `names`.
+ResourceId resource_of(yaml::Node key, Path& at, ResourceNames& names);
+// {name: quantity, ...}: resources interned into `names`.
+ResourceVec resources_of(yaml::Node n, Path& at, ResourceNames& names);
+// {key: string, ...}, refused before it is read when it has more than `max_entries`.
+std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries);
+
+// Runs f(); a SpecError from it that has no line and column yet gets `n`'s, or those of the node
+// its path leads to below `n` (whose own path is `at`).
+template <class F>
+auto located(yaml::Node n, const Path& at, F&& f) -> decltype(f());
+
+// Calls f(key, value) for each entry of the map `n`, with the key pushed on `at`. A key not in
+// `allowed` (nor in `also`) is refused with the allowed keys and the nearest one.
+template <class F>
+void for_each_key(yaml::Node n, Path& at, std::initializer_list<std::string_view> allowed, F&& f,
+                  Keys also = {});
+// Each of `keys` must be in the map `n` ("<path>.<key>: is required" otherwise).
+void require(yaml::Node n, Path& at, std::initializer_list<std::string_view> keys);
+void refuse_unknown_key(yaml::Node key, const Path& at,
+                        std::initializer_list<std::string_view> allowed, Keys also);
+
+// The specs. `also`: keys the caller reads itself (a scenario queue's usageHistory).
+QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
+NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
+
+struct JobKeys {
+  bool id_required = true;
+  // command, env, workingDir and onNodeLoss (a job file for `gpuq submit -f`).
+  bool run = false;
+  // Resolve the priority into job.priority with these classes; null: keep only the text (the
+  // server resolves it).
+  const PriorityClasses* classes = nullptr;
+  Keys also;  // read by the caller (a scenario's running jobs: admittedAt, nodes, flavor)
+};
+Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys& keys);
+
+// `priorityClasses: {name: integer, ...}`.
+PriorityClasses read_priority_classes(yaml::Node n, Path& at);
+// The cluster-wide settings among a document's top-level keys: placement, topology.levels and
+// fairSharing (enabled, preemptionStrategies, usageHalfLife). Other keys are left to the caller.
+SchedulingPolicy read_policy(yaml::Node root, Path& at);
+
+// ---------------------------------------------------------------------------------------------
+
+template <class F>
+auto located(yaml::Node n, const Path& at, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (SpecError& e) {
+    if (!e.mark()) e.locate(n.at(e.path(), at.parts().size()).mark());
+    throw;
+  }
+}
+
+template <class E>
+E enum_of(yaml::Node n, const Path& at) {
+  const std::string_view text = text_of(n, at);
+  return located(n, at, [&] { return enum_value<E>(text, at); });
+}
+
+template <class F>
+void for_each_key(yaml::Node n, Path& at, std::initializer_list<std::string_view> allowed, F&& f,
+                  Keys also) {
+  expect_map(n, at);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const yaml::Node key = n.key(i);
+    const std::string_view k = key.text();
+    bool known = false;
+    for (std::string_view a : allowed) known = known || a == k;
+    for (std::string_view a : also) known = known || a == k;
+    if (!known || k.empty()) refuse_unknown_key(key, at, allowed, also);
+    Path::Key pk(at, k);
+    f(k, n.value(i));
+  }
+}
+
+}  // namespace gpuq::spec
