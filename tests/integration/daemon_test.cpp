@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -123,6 +126,60 @@ TEST_CASE("gpuqd: bad input gets the right code and a message naming the field; 
   }
   // Still serving.
   CHECK(submit(d, job("ok", "research", "1")).ok());
+}
+
+TEST_CASE("gpuqd: a 200000-label node and a 100000-variable job are refused by their limits; others are served meanwhile") {
+  TempDir dir;
+  Daemon d(dir.path);
+  // About 3 MB each, under the 4 MiB request limit: these reach gpuqd, which reads them off the
+  // engine thread and refuses them by size (spec/limits.hpp). Before the spec layer a request
+  // like this froze the engine thread for minutes.
+  v1::ApplyNodeRequest node;
+  node.mutable_spec()->set_name("wide");
+  node.mutable_spec()->set_flavor("h100");
+  (*node.mutable_spec()->mutable_capacity())["gpu"] = "8";
+  for (int i = 0; i < 200'000; ++i) (*node.mutable_spec()->mutable_labels())["l" + std::to_string(i)] = "v";
+  auto env_job = job("env", "research", "1");
+  for (int i = 0; i < 100'000; ++i) (*env_job.mutable_spec()->mutable_env())["V" + std::to_string(i)] = "x";
+
+  // While four of each are in flight, a client keeps asking for the queues (an engine-thread
+  // call). The deadline is not a measurement: it turns a frozen engine thread into a failure
+  // instead of a hang.
+  std::atomic<int> big_done{0};
+  std::vector<std::thread> big;
+  std::vector<grpc::Status> node_status(4), job_status(4);
+  for (int k = 0; k < 4; ++k) {
+    big.emplace_back([&, k] {
+      grpc::ClientContext ctx;
+      v1::ApplyNodeResponse resp;
+      node_status[k] = d.nodes->Apply(&ctx, node, &resp);
+      job_status[k] = submit(d, env_job);
+      ++big_done;
+    });
+  }
+  int answered = 0, failed = 0;
+  do {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::ListQueuesResponse qs;
+    if (d.queues->List(&ctx, v1::ListQueuesRequest{}, &qs).ok() && qs.queues_size() == 2) ++answered;
+    else ++failed;
+  } while (big_done.load() < 4);
+  for (auto& t : big) t.join();
+  CHECK(failed == 0);
+  CHECK(answered >= 1);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(node_status[k].error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(node_status[k].error_message() == "spec.labels: has 200000 labels; at most 1024 are allowed");
+    CHECK(job_status[k].error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(job_status[k].error_message() == "spec.env: has 100000 variables; at most 4096 are allowed");
+  }
+  // Nothing of them was kept, and the daemon goes on.
+  grpc::ClientContext ctx;
+  v1::ListNodesResponse nodes;
+  REQUIRE(d.nodes->List(&ctx, v1::ListNodesRequest{}, &nodes).ok());
+  for (const auto& n : nodes.nodes()) CHECK(n.spec().name() != "wide");
+  CHECK(submit(d, job("after", "research", "1")).ok());
 }
 
 TEST_CASE("gpuqd: watch replays events from a sequence number, then streams live ones") {

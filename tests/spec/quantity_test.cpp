@@ -2,8 +2,7 @@
 
 #include "spec/quantity.hpp"
 
-using gpuq::parse_quantity;
-using gpuq::UnitScale;
+using namespace gpuq;
 
 namespace {
 gpuq::Quantity milli(const char* s) { return parse_quantity(s, UnitScale::kMilli).value(); }
@@ -62,4 +61,39 @@ TEST_CASE("format gives back the shortest exact notation") {
   CHECK(format_quantity(0, UnitScale::kUnit) == "0");
   for (const char* s : {"500m", "2", "1500m"})
     CHECK(format_quantity(milli(s), UnitScale::kMilli) == s);
+}
+
+TEST_CASE("format_quantity is exact Kubernetes notation that parses back to the same value") {
+  ResourceNames names;
+  const auto other = *names.intern("rdma/hca");
+  CHECK(format_quantity(2000, kGpu) == "2");
+  CHECK(format_quantity(500, kGpu) == "500m");
+  CHECK(format_quantity(4000, kCpu) == "4");
+  CHECK(format_quantity(250, kCpu) == "250m");
+  CHECK(format_quantity(Quantity{64} << 30, kMemory) == "64Gi");
+  CHECK(format_quantity(1536, kMemory) == "1536");  // 1.5Ki: not exact in Ki, so bytes
+  CHECK(format_quantity(1000, kMemory) == "1000");
+  CHECK(format_quantity(2048, other) == "2048");
+  const Quantity values[] = {0,
+                             1,
+                             7,
+                             250,
+                             500,
+                             999,
+                             1000,
+                             1500,
+                             2000,
+                             4096,
+                             1536,
+                             Quantity{3} << 20,
+                             (Quantity{1} << 40) + 1,
+                             kMaxQuantity};
+  for (ResourceId r : {kGpu, kCpu, kMemory, other})
+    for (Quantity q : values) {
+      const std::string text = format_quantity(q, r);
+      auto back = parse_quantity(text, scale_of(r));
+      INFO(text);
+      REQUIRE(back.ok());
+      CHECK(*back == q);
+    }
 }

@@ -1,0 +1,152 @@
+// The YAML tree (spec/yaml.hpp): what libyaml's events become, where each node is, and what is
+// refused while parsing, each with its line and column.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "spec/yaml.hpp"
+
+using namespace gpuq::spec;
+using yaml::Node;
+
+namespace {
+
+// The message of the SpecError parse_one throws, or "(accepted)".
+std::string error_of(const std::string& text) {
+  try {
+    (void)yaml::parse_one(text);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("a document becomes a tree of maps, lists and scalars with their lines and columns") {
+  const auto doc = yaml::parse_one(
+      "# a comment\n"
+      "queues:\n"
+      "  - name: a\n"
+      "    weight: 2\n"
+      "  - {name: \"b\", cohort: 'c'}\n"
+      "empty:\n"
+      "tilde: ~\n"
+      "quoted_null: \"null\"\n"
+      "block: |\n"
+      "  two\n"
+      "  lines\n");
+  const Node root = doc.root();
+  REQUIRE(root.is_map());
+  CHECK(root.size() == 5);
+  CHECK(root.key(0).text() == "queues");
+  CHECK(root.key(0).mark().line == 2);
+  CHECK(root.key(0).mark().column == 1);
+  const Node queues = root.find("queues");
+  REQUIRE(queues.is_list());
+  CHECK(queues.size() == 2);
+  CHECK(queues.item(0).find("name").text() == "a");
+  CHECK(queues.item(0).find("weight").mark().line == 4);
+  CHECK(queues.item(0).find("weight").mark().column == 13);
+  CHECK(queues.item(1).find("name").text() == "b");
+  CHECK(queues.item(1).find("name").quoted());
+  CHECK(queues.item(1).find("cohort").text() == "c");
+  CHECK(queues.item(1).mark().column == 5);
+  CHECK(root.find("empty").is_null());
+  CHECK(root.find("tilde").is_null());
+  CHECK(root.find("quoted_null").is_scalar());  // quoted: a string, whatever it says
+  CHECK(root.find("quoted_null").text() == "null");
+  CHECK(root.find("block").text() == "two\nlines\n");
+  CHECK_FALSE(root.find("absent"));
+  CHECK(root.find("absent").shown() == "nothing");
+  CHECK(queues.shown() == "a list");
+  CHECK(root.find("tilde").shown() == "nothing");
+}
+
+TEST_CASE("the path of an error leads back to its node, or to the deepest one on the way") {
+  const auto doc = yaml::parse_one("queues:\n  - name: a\n    quotas:\n      - {flavor: x}\n");
+  Path at;
+  at.push_key("queues");
+  at.push_index(0);
+  at.push_key("quotas");
+  at.push_index(0);
+  at.push_key("flavor");
+  const SpecError e(at, "why");
+  CHECK(e.path_text() == "queues[0].quotas[0].flavor");
+  CHECK(doc.at(e.path()).text() == "x");
+  CHECK(doc.at(e.path()).mark().line == 4);
+  at.pop();
+  at.push_key("resources");  // missing: its map
+  const SpecError missing(at, "is required");
+  CHECK(doc.at(missing.path()).is_map());
+  CHECK(doc.at(missing.path()).mark().column == 9);
+}
+
+TEST_CASE("syntax errors say where, and what libyaml found; a tab before a key gets a hint") {
+  CHECK(error_of("queues: [{name: q}\n").rfind("2:1: did not find expected ',' or ']'", 0) == 0);
+  const std::string tab = error_of("queues:\n\t- name: q\n");
+  CHECK(tab.rfind("2:1: ", 0) == 0);
+  CHECK(tab.find("indent with spaces, not tabs") != std::string::npos);
+  CHECK(error_of("a: \"open\n").find("found unexpected end of stream") != std::string::npos);
+}
+
+TEST_CASE("a key given twice is refused where it is given the second time, naming the first") {
+  CHECK(error_of("now: 1\nnow: 2\n") ==
+        "2:1: now: is listed twice in this map (first at line 1, column 1); give each key once");
+  CHECK(error_of("queues:\n  - {name: a, weight: 1, name: b}\n") ==
+        "2:26: queues[0].name: is listed twice in this map (first at line 2, column 6); give each key once");
+  // A big map is checked by sorting its keys (linear-logarithmic), with the same words.
+  std::string big = "labels:\n";
+  for (int i = 0; i < 100; ++i) big += "  k" + std::to_string(i) + ": v\n";
+  big += "  k42: again\n";
+  CHECK(error_of(big) ==
+        "102:3: labels.k42: is listed twice in this map (first at line 44, column 3); give each key once");
+}
+
+TEST_CASE("a key must be a plain name, not a list or a map") {
+  CHECK(error_of("queues: [{name: q, [a]: 1}]\n") ==
+        "1:20: queues[0]: has a key that is a list; a key must be a plain name");
+  CHECK(error_of("? {a: 1}\n: x\n").find("has a key that is a map") != std::string::npos);
+}
+
+TEST_CASE("nesting deeper than the limit is refused") {
+  std::string deep;
+  for (std::size_t i = 0; i < yaml::kMaxDepth; ++i) deep += "[";
+  CHECK(error_of(deep + std::string(yaml::kMaxDepth, ']') + "\n") == "(accepted)");
+  const std::string too_deep = deep + "[" + std::string(yaml::kMaxDepth + 1, ']') + "\n";
+  CHECK(error_of(too_deep).find("nests deeper than 64 levels of lists and maps") != std::string::npos);
+}
+
+TEST_CASE("aliases share their anchor's node; expanding past the limit is refused") {
+  const auto doc = yaml::parse_one(
+      "quota: &q {nominal: 8}\n"
+      "queues:\n"
+      "  - {name: a, gpu: *q}\n"
+      "  - {name: b, gpu: *q}\n");
+  CHECK(doc.root().find("queues").item(1).find("gpu").find("nominal").text() == "8");
+  CHECK(error_of("a: *nothing\n").find("the alias *nothing names no anchor") != std::string::npos);
+  CHECK(error_of("a: &x [1, *x]\n").find("refers to a list or map that contains it") != std::string::npos);
+  // The "billion laughs": nine levels of ten aliases each would be a billion nodes.
+  std::string laughs = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 10; ++i) {
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ", *l" : "*l") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  const std::string e = error_of(laughs);
+  CHECK(e.find("aliases expand this part of the document to more than 1000000 nodes") != std::string::npos);
+  CHECK(e.rfind("6:5: l5: ", 0) == 0);  // where the part that went past the limit is
+}
+
+TEST_CASE("documents: one expected, several with content refused, empty ones ignored") {
+  CHECK(yaml::parse_one("").root().is_null());
+  CHECK(yaml::parse_one("# only a comment\n").root().is_null());
+  CHECK(yaml::parse_one("---\na: 1\n...\n").root().find("a").text() == "1");
+  CHECK(error_of("a: 1\n---\nb: 2\n") ==
+        "3:1: the text holds 2 YAML documents (separated by ---); put everything in one");
+  CHECK(error_of("---\n---\nb: 2\n").find("the first YAML document is empty") != std::string::npos);
+  const auto docs = yaml::parse_stream("a: 1\n---\n# nothing\n---\nb: 2\n");
+  REQUIRE(docs.size() == 3);
+  CHECK(docs[1].root().is_null());
+  CHECK(docs[2].root().find("b").mark().line == 5);  // lines count from the start of the stream
+}
