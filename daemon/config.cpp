@@ -161,6 +161,13 @@ Result<NodeSpec> prepare_local(Config& config) {
   auto inventory = binder::discover(l);
   if (!inventory) return Error{inventory.error(), inventory.code()};
   NodeSpec node = binder::local_node(l, inventory.value());
+  try {  // the machine's node is a spec like any other: its name, flavor and labels are checked
+    spec::Path at("local");
+    spec::validate(node, at, ResourceNames{});
+  } catch (const spec::SpecError& e) {
+    return Error{std::string(e.what()) + " (the node gpuqd made of this machine; set local.node or local.flavor)",
+                 ErrorCode::kInvalidArgument};
+  }
   spdlog::info("event=local_executor node={} gpus={} source={} model=\"{}\" cpu_milli={} memory_bytes={} logs={}",
                node.name, inventory.value().gpus.size(), inventory.value().source,
                inventory.value().gpus.empty() ? "" : inventory.value().gpus.front().name, inventory.value().cpu,

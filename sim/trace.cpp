@@ -16,6 +16,7 @@
 
 #include "spec/quantity.hpp"
 #include "sim/csv.hpp"
+#include "spec/validate.hpp"
 
 namespace gpuq::sim {
 namespace {
@@ -62,12 +63,6 @@ bool given(const CsvReader& row, std::size_t col) {
   return col != kNone && !row.field(col).empty();
 }
 
-bool is_queue_name(std::string_view v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
-  });
-}
-
 // A Kubernetes quantity in 0..kMaxQuantity base units; 0 when the column is absent or empty.
 Quantity quantity(const CsvReader& row, std::size_t col, UnitScale scale,
                   std::string_view allowed) {
@@ -101,9 +96,11 @@ std::vector<TraceJob> parse_native(const std::string& text, const std::string& l
     TraceJob j;
     j.id = given(row, c[0]) ? std::string(row.field(c[0])) : "job-" + std::to_string(row.line());
     j.submit = row.count(c[1], kMaxSeconds, "seconds");
-    if (!is_queue_name(row.field(c[2])))
-      row.fail(c[2], shown(row.field(c[2])) +
-                         " is not a queue name (allowed: letters, digits, '-', '_' and '.')");
+    try {  // the queue is named as every front end names one (spec/validate.hpp)
+      spec::check_name(row.field(c[2]), spec::Path());
+    } catch (const spec::SpecError& e) {
+      row.fail(c[2], e.reason());
+    }
     j.tenant = std::string(row.field(c[2]));
     if (given(row, c[3]))
       j.priority = static_cast<std::int32_t>(row.integer(c[3], INT32_MIN, INT32_MAX, ""));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -107,6 +108,23 @@ Result<Inventory> discover(const LocalConfig& config) {
   return inv;
 }
 
+// A GPU's model as a Kubernetes label value, as NVIDIA's GPU feature discovery writes it:
+// "NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3" (at most 63 characters, alphanumeric at both
+// ends).
+std::string model_label(const std::string& model) {
+  std::string v;
+  for (char c : model) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    v.push_back(keep ? c : '-');
+  }
+  if (v.size() > 63) v.resize(63);
+  auto edge = [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); };
+  while (!v.empty() && edge(v.back())) v.pop_back();
+  std::size_t b = 0;
+  while (b < v.size() && edge(v[b])) ++b;
+  return v.substr(b);
+}
+
 NodeSpec local_node(const LocalConfig& config, const Inventory& inventory) {
   NodeSpec n;
   n.name = config.node;
@@ -116,7 +134,9 @@ NodeSpec local_node(const LocalConfig& config, const Inventory& inventory) {
   }
   n.flavor = config.flavor;
   n.labels = config.labels;
-  if (!inventory.gpus.empty()) n.labels.emplace("gpuq.io/gpu-model", inventory.gpus.front().name);
+  if (!inventory.gpus.empty())
+    if (std::string model = model_label(inventory.gpus.front().name); !model.empty())
+      n.labels.emplace("gpuq.io/gpu-model", std::move(model));
   n.capacity[kGpu] = static_cast<Quantity>(inventory.gpus.size()) * kMilliPerGpu;
   n.capacity[kCpu] = inventory.cpu;
   n.capacity[kMemory] = inventory.memory;

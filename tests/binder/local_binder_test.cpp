@@ -99,7 +99,7 @@ TEST_CASE("the node is this machine: its GPUs in milli-GPU, its CPU and memory l
   CHECK(n.flavor == "a100");
   CHECK(n.capacity[kGpu] == 2000);
   CHECK(n.capacity[kCpu] == 16000);
-  CHECK(n.labels.at("gpuq.io/gpu-model") == "NVIDIA H100 80GB HBM3");
+  CHECK(n.labels.at("gpuq.io/gpu-model") == "NVIDIA-H100-80GB-HBM3");  // a valid label value
   CHECK(pod_log_path("/l", "j1", 3) == fs::path("/l/j1/pod-3.log"));
 }
 

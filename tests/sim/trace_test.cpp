@@ -137,11 +137,9 @@ TEST_CASE("trace native: every bad value is refused with file:line:column, value
       {"j,,q,60,1,1,1Gi,1,0,,\n",
        "t.csv:2:2: column \"submit\": \"\" is not a whole number (allowed: " + seconds},
       {"j,0,a b,60,1,1,1Gi,1,0,,\n",
-       "t.csv:2:3: column \"queue\": \"a b\" is not a queue name (allowed: letters, digits, '-', "
-       "'_' and '.')"},
-      {"j,0,,60,1,1,1Gi,1,0,,\n",
-       "t.csv:2:3: column \"queue\": \"\" is not a queue name (allowed: letters, digits, '-', '_' "
-       "and '.')"},
+       "t.csv:2:3: column \"queue\": \"a b\" is not a name: it holds ' '; use letters, digits, '-', "
+       "'_' and '.', beginning with a letter or a digit"},
+      {"j,0,,60,1,1,1Gi,1,0,,\n", "t.csv:2:3: column \"queue\": is empty"},
       {"j,0,q,0,1,1,1Gi,1,0,,\n",
        "t.csv:2:4: column \"duration\": \"0\" is below 1 (allowed: 1..4503599627370496 seconds)"},
       {"j,0,q,1500m,1,1,1Gi,1,0,,\n",
