@@ -132,6 +132,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
 
 StartSpecs specs_at_start(const Config& c, ResourceNames& names) {
   StartSpecs s;
+  if (!c.document) return s;  // no config file
   reading(*c.document, c.label, [&] {
     Path at;
     {

@@ -140,7 +140,10 @@ class Core {
  private:
   Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
        std::unique_ptr<storage::Store> store);
-  void sync_names() { engine_->resource_names() = *names_; }
+  // Names are only ever appended: the same count is the same names, and nothing to copy.
+  void sync_names() {
+    if (engine_->resource_names().size() != names_->size()) engine_->resource_names() = *names_;
+  }
   Result<void> rebuild(Time now);
   Result<void> apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
                                  const std::vector<NodeSpec>& config_nodes, Time now);
