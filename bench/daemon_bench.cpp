@@ -203,6 +203,34 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   if (g_server.empty()) d.stop(SIGTERM);
 }
 
+// Nodes.Apply of one node with `labels` labels, `times` times in a row: the median latency and
+// gpuqd's CPU per call (the spec layer reads a request field by field; before it, a node went
+// through YAML text, quadratic in its labels).
+void apply_nodes(const std::string& gpuqd, const fs::path& dir, int labels, int times) {
+  GpuqdChild d = start(gpuqd, dir, dir / "apply.db");
+  auto nodes = v1::Nodes::NewStub(grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()));
+  v1::ApplyNodeRequest req;
+  req.mutable_spec()->set_name("labelled");
+  req.mutable_spec()->set_flavor("h100");
+  (*req.mutable_spec()->mutable_capacity())["gpu"] = "8";
+  for (int i = 0; i < labels; ++i)
+    (*req.mutable_spec()->mutable_labels())["example.com/label-" + std::to_string(i)] = "value-" + std::to_string(i);
+  std::vector<double> ms;
+  int errors = 0;
+  const double cpu0 = cpu_seconds(d.pid);
+  for (int t = 0; t < times; ++t) {
+    grpc::ClientContext ctx;
+    v1::ApplyNodeResponse resp;
+    const auto t0 = Clock::now();
+    if (!nodes->Apply(&ctx, req, &resp).ok()) ++errors;
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  const double cpu = cpu_seconds(d.pid) - cpu0;
+  std::printf("apply    a node with %d labels, %d times: latency ms p50 %8.2f  max %8.2f  gpuqd cpu ms/apply %8.2f  errors %d\n",
+              labels, times, pct(ms, 0.5), *std::max_element(ms.begin(), ms.end()), cpu * 1e3 / times, errors);
+  d.stop(SIGTERM);
+}
+
 void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   const fs::path state = dir / "restart.db";
   {
@@ -260,10 +288,12 @@ int main(int argc, char** argv) {
   std::vector<int> clients = {1, 16, 64};
   double seconds = 5;
   long restart_jobs = 1'000'000;
+  int apply_labels = 1000;
   app.add_option("--gpuqd", gpuqd, "the gpuqd binary");
   app.add_option("--clients", clients, "concurrent clients, one run each")->delimiter(',');
   app.add_option("--seconds", seconds, "per run");
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
+  app.add_option("--apply-labels", apply_labels, "labels on the node applied 20 times in the apply run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
       ->check(CLI::IsMember({"callback", "sync"}));
   app.add_option("--ids", g_ids, "client: each Submit names its job id (checked for duplicates); server: gpuqd assigns them")
@@ -277,6 +307,7 @@ int main(int argc, char** argv) {
   std::printf("daemon_bench: gpuqd %s, state in %s, %u cores\n", gpuqd.c_str(), dir.c_str(),
               std::thread::hardware_concurrency());
   for (int c : clients) submits(gpuqd, dir, c, seconds);
+  if (apply_labels > 0 && g_server.empty()) apply_nodes(gpuqd, dir, apply_labels, 20);
   if (restart_jobs > 0) restart(gpuqd, dir, restart_jobs);
   std::error_code ec;
   if (!keep) fs::remove_all(dir, ec);
