@@ -102,13 +102,14 @@ Reply answer(M* out, Lookup lookup) {
 
 // ---------------------------------------------------------------------------------------------
 
-// A job record looked up at the end of the turn, as the API shows it.
-template <class Lookup>
-Reply answer_job(v1::Job* out, Lookup lookup) {
-  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<v1::Job> {
-    auto rec = lookup(c);
-    if (!rec) return Error{rec.error(), rec.code()};
-    return api::to_proto(rec.value(), c.names());
+// A job record, a queue's or a node's status looked up at the end of the turn, as the API shows
+// it (api/views.hpp).
+template <class M, class Lookup>
+Reply answer_view(M* out, Lookup lookup) {
+  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<M> {
+    auto found = lookup(c);
+    if (!found) return Error{found.error(), found.code()};
+    return api::to_proto(found.value(), c.names());
   });
 }
 
@@ -129,7 +130,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     in_turn(loop_, reactor, [resp, sub = std::move(sub.value())](Core& core, Time now) mutable {
       auto id = core.submit(std::move(sub), now);
       if (!id) return Reply::error(failed(id));
-      return answer_job(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
+      return answer_view(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
     });
     return reactor;
   }
@@ -138,7 +139,7 @@ class JobsService final : public v1::Jobs::CallbackService {
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return answer_job(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+      return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -187,7 +188,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
       if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
-      return answer_job(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+      return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
   }
@@ -335,16 +336,6 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
 
 // ---------------------------------------------------------------------------------------------
 
-// A queue's or node's status looked up at the end of the turn, as the API shows it.
-template <class M, class Lookup>
-Reply answer_status(M* out, Lookup lookup) {
-  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<M> {
-    auto s = lookup(c);
-    if (!s) return Error{s.error(), s.code()};
-    return api::to_proto(s.value(), c.names());
-  });
-}
-
 class QueuesService final : public v1::Queues::CallbackService {
  public:
   QueuesService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
@@ -359,7 +350,7 @@ class QueuesService final : public v1::Queues::CallbackService {
     }
     in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time) {
       if (auto r = core.apply_queue(spec); !r) return Reply::error(failed(r));
-      return answer_status(resp->mutable_queue(), [name = spec.name.value](Core& c) { return c.queue(name); });
+      return answer_view(resp->mutable_queue(), [name = spec.name.value](Core& c) { return c.queue(name); });
     });
     return reactor;
   }
@@ -368,7 +359,7 @@ class QueuesService final : public v1::Queues::CallbackService {
                                 v1::GetQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return answer_status(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
+      return answer_view(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
     });
     return reactor;
   }
@@ -415,7 +406,7 @@ class NodesService final : public v1::Nodes::CallbackService {
     }
     in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time now) {
       if (auto r = core.apply_node(spec, now); !r) return Reply::error(failed(r));
-      return answer_status(resp->mutable_node(), [name = spec.name](Core& c) { return c.node(name); });
+      return answer_view(resp->mutable_node(), [name = spec.name](Core& c) { return c.node(name); });
     });
     return reactor;
   }
@@ -451,7 +442,7 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
-      return answer_status(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
+      return answer_view(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
     });
     return reactor;
   }
