@@ -30,7 +30,7 @@ binder::LocalConfig read_local(Node node, Path& at) {
           l.flavor = spec::string_of(v, at);
           if (l.flavor.empty()) spec::fail_at(v, at, "is empty; name the node's flavor");
         } else if (key == "labels") {
-          l.labels = spec::string_map_of(v, at, spec::limits::kLabels);
+          l.labels = spec::string_map_of(v, at, spec::limits::kLabels, "labels");
           spec::located(v, at, [&] { spec::check_labels(l.labels, at); });
         } else if (key == "nvidiaSmi") {
           l.nvidia_smi = spec::string_of(v, at);

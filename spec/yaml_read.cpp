@@ -69,12 +69,13 @@ ResourceVec resources_of(yaml::Node n, Path& at, ResourceNames& names) {
   return v;
 }
 
-std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries) {
+std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries,
+                                                 const char* what) {
   expect_map(n, at);
   // Before reading any of it: a map too big to take costs nothing more than its parse.
   if (n.size() > max_entries)
     fail_at(n, at,
-            "has " + std::to_string(n.size()) + " entries; at most " + std::to_string(max_entries) +
+            "has " + std::to_string(n.size()) + " " + what + "; at most " + std::to_string(max_entries) +
                 " are allowed");
   std::map<std::string, std::string> out;
   for (std::size_t i = 0; i < n.size(); ++i) {
@@ -227,7 +228,7 @@ NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
         } else if (key == "capacity") {
           s.capacity = resources_of(v, at, names);
         } else if (key == "labels") {
-          s.labels = string_map_of(v, at, limits::kLabels);
+          s.labels = string_map_of(v, at, limits::kLabels, "labels");
         } else if (key == "state") {
           s.state = enum_of<NodeState>(v, at);
         } else if (key == "dedicatedTo") {
@@ -334,7 +335,7 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
     } else if (key == "command") {
       sub.run.command = read_command(v, at);
     } else if (key == "env") {
-      sub.run.env = string_map_of(v, at, limits::kEnvEntries);
+      sub.run.env = string_map_of(v, at, limits::kEnvEntries, "variables");
     } else if (key == "workingDir") {
       sub.run.working_dir = string_of(v, at);
     }

@@ -39,8 +39,10 @@ E enum_of(yaml::Node n, const Path& at);
 ResourceId resource_of(yaml::Node key, Path& at, ResourceNames& names);
 // {name: quantity, ...}: resources interned into `names`.
 ResourceVec resources_of(yaml::Node n, Path& at, ResourceNames& names);
-// {key: string, ...}, refused before it is read when it has more than `max_entries`.
-std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries);
+// {key: string, ...}, refused before it is read when it has more than `max_entries` (named
+// `what` in the error: "labels", "variables").
+std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::size_t max_entries,
+                                                 const char* what);
 
 // Runs f(); a SpecError from it that has no line and column yet gets `n`'s, or those of the node
 // its path leads to below `n` (whose own path is `at`).

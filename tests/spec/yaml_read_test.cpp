@@ -117,13 +117,13 @@ TEST_CASE("errors name the field, its line and column, the value and what is all
 TEST_CASE("a node with 200000 labels is refused before any label is read, naming the limit") {
   std::string text = "name: n1\nflavor: h100\ncapacity: {gpu: 8}\nlabels:\n";
   for (int i = 0; i < 200'000; ++i) text += "  l" + std::to_string(i) + ": v\n";
-  CHECK(node_error(text) == "f.yaml:5:3: labels: has 200000 entries; at most 1024 are allowed");
+  CHECK(node_error(text) == "f.yaml:5:3: labels: has 200000 labels; at most 1024 are allowed");
 }
 
 TEST_CASE("a job with 100000 env entries or a 100000-argument command is refused, naming the limit") {
   std::string env = "queue: q\npods: [{resources: {gpu: 1}}]\nenv:\n";
   for (int i = 0; i < 100'000; ++i) env += "  V" + std::to_string(i) + ": x\n";
-  CHECK(job_error(env) == "f.yaml:4:3: env: has 100000 entries; at most 4096 are allowed");
+  CHECK(job_error(env) == "f.yaml:4:3: env: has 100000 variables; at most 4096 are allowed");
   std::string cmd = "queue: q\npods: [{resources: {gpu: 1}}]\ncommand:\n";
   for (int i = 0; i < 100'000; ++i) cmd += "  - a\n";
   CHECK(job_error(cmd) == "f.yaml:4:3: command: has 100000 arguments; at most 4096 are allowed");
