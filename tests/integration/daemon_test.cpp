@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -180,6 +182,44 @@ TEST_CASE("gpuqd: a 200000-label node and a 100000-variable job are refused by t
   REQUIRE(d.nodes->List(&ctx, v1::ListNodesRequest{}, &nodes).ok());
   for (const auto& n : nodes.nodes()) CHECK(n.spec().name() != "wide");
   CHECK(submit(d, job("after", "research", "1")).ok());
+}
+
+TEST_CASE("gpuqd: a bad config is refused at start, naming the file, line, column and field") {
+  TempDir dir;
+  // gpuqd's exit status and what it wrote on stderr, started with `config` as its config file.
+  auto start_with = [&](const std::string& config) {
+    const fs::path file = dir.path / "bad.yaml";
+    std::ofstream(file) << config;
+    const std::string cmd = std::string(GPUQD_PATH) + " --config " + file.string() + " --state-file " +
+                            (dir.path / "s.db").string() + " --grpc 127.0.0.1:0 --http 127.0.0.1:0 >/dev/null 2>" +
+                            (dir.path / "err").string();
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(dir.path / "err");
+    std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
+  };
+  const std::string file = (dir.path / "bad.yaml").string();
+  auto [rc, err] = start_with("placment: spread\n");
+  CHECK(rc == 2);
+  CHECK(err.find(file + ":1:1: placment: unknown key; did you mean placement? allowed here: grpc, http") !=
+        std::string::npos);
+  std::tie(rc, err) = start_with(
+      "queues:\n  - name: q\n    quotas:\n      - flavor: h100\n        resources:\n"
+      "          gpu: {nominal: 8, borrowingLimit: 4}\n");
+  CHECK(rc == 2);
+  CHECK(err.find(file + ":6:45: queues[0].quotas[0].resources.gpu.borrowingLimit: \"4\" needs the queue to be in a "
+                        "cohort") != std::string::npos);
+  std::tie(rc, err) = start_with("grpc: 127.0.0.1:1\ngrpc: 127.0.0.1:2\n");
+  CHECK(rc == 2);
+  CHECK(err.find(file + ":2:1: grpc: is listed twice in this map (first at line 1, column 1)") != std::string::npos);
+  std::tie(rc, err) = start_with("binder: local\nlocal:\n  labels: {\"rack a\": r1}\n");
+  CHECK(rc == 2);
+  CHECK(err.find(file + ":3:22: local.labels.rack a: \"rack a\" is not a label key: it holds ' '") !=
+        std::string::npos);
+  std::tie(rc, err) = start_with("nodes:\n  - {name: n/1, flavor: h100, capacity: {gpu: 8}}\n");
+  CHECK(rc == 2);
+  CHECK(err.find(file + ":2:12: nodes[0].name: \"n/1\" is not a name: it holds '/'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "s.db"));  // nothing was started, no state file made
 }
 
 TEST_CASE("gpuqd: watch replays events from a sequence number, then streams live ones") {
