@@ -206,8 +206,8 @@ class Builder {
   void start_document(Mark at) {
     doc_mark_ = at;
     doc_ = Document();
-    doc_.nodes_.clear();
-    doc_.chars_.reserve(text_.size() / 2);
+    doc_.nodes_.clear();  // (no reserve by the text's size: a stream of many small documents
+                          // would reserve it for each)
     weights_.clear();
     anchors_.clear();
     frames_.clear();
