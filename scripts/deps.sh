@@ -8,7 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-graph1.81-dev
   libyaml-dev libcli11-dev doctest-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsqlite3-dev libspdlog-dev
+  libsqlite3-dev libspdlog-dev libssl-dev
   chromium
 )
 

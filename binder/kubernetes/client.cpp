@@ -1,0 +1,414 @@
+#include "binder/kubernetes/client.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace gpuq::binder::k8s {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+std::string describe(const Response& r) {
+  if (r.status == 0) return r.body.empty() ? std::string("no response") : r.body;
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(r.body, ec);
+  if (!ec && v.is_object()) {
+    const auto& o = v.get_object();
+    const auto* msg = o.if_contains("message");
+    const auto* reason = o.if_contains("reason");
+    if (msg != nullptr && msg->is_string())
+      return std::string(msg->get_string()) + " (" +
+             (reason != nullptr && reason->is_string() ? std::string(reason->get_string()) + ", " : "") +
+             std::to_string(r.status) + ")";
+  }
+  std::string body = r.body.substr(0, 200);
+  return "HTTP " + std::to_string(r.status) + (body.empty() ? "" : ": " + body);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TokenBucket::TokenBucket(double qps, int burst)
+    : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)), last_(Clock::now()) {}
+
+void TokenBucket::acquire() {
+  if (qps_ <= 0) return;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    const auto now = Clock::now();
+    tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
+    last_ = now;
+    if (tokens_ >= 1) {
+      tokens_ -= 1;
+      return;
+    }
+    // Wait for the next token; others wait on the mutex meanwhile, in turn.
+    const auto wait = std::chrono::duration<double>((1 - tokens_) / qps_);
+    lock.unlock();
+    std::this_thread::sleep_for(wait);
+    lock.lock();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Where requests go: scheme, host, port, the TLS context made once from the Access.
+struct Client::Target {
+  bool tls = true;
+  std::string host;
+  std::string port;
+  std::string host_header;
+  ssl::context ctx{ssl::context::tls_client};
+};
+
+// One kept-alive connection. Operations are asynchronous on the connection's own io_context,
+// run by the calling thread until done or past the deadline (beast's timeouts only act on
+// asynchronous operations), so a request can never block longer than its timeout.
+struct Client::Connection {
+  asio::io_context ioc;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::optional<beast::tcp_stream> plain;
+  beast::flat_buffer buffer;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+
+  // Starts `op(handler)` and runs it to completion; a deadline left running is cancelled.
+  template <class Op>
+  boost::system::error_code run(Op op, std::chrono::milliseconds timeout) {
+    boost::system::error_code result = asio::error::would_block;
+    lowest().expires_after(timeout);
+    op([&result](boost::system::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    return result;
+  }
+  // f(the stream requests go over): TLS or plain.
+  template <class F>
+  auto with(F f) {
+    if (tls) return f(*tls);
+    return f(*plain);
+  }
+  void close() {
+    boost::system::error_code ec;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().socket().close(ec);
+  }
+};
+
+namespace {
+
+// "https://host:port" -> parts; default ports as Kubernetes clients use them.
+bool split_server(const std::string& server, bool& tls, std::string& host, std::string& port) {
+  std::string rest;
+  if (server.rfind("https://", 0) == 0) {
+    tls = true;
+    rest = server.substr(8);
+  } else if (server.rfind("http://", 0) == 0) {
+    tls = false;
+    rest = server.substr(7);
+  } else {
+    return false;
+  }
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  if (rest.empty()) return false;
+  if (rest[0] == '[') {  // [v6]:port
+    const auto close = rest.find(']');
+    if (close == std::string::npos) return false;
+    host = rest.substr(1, close - 1);
+    port = close + 2 <= rest.size() && rest[close + 1] == ':' ? rest.substr(close + 2) : "";
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  } else {
+    host = rest;
+  }
+  if (port.empty()) port = tls ? "443" : "80";
+  return !host.empty();
+}
+
+int retry_after_of(const http::response<http::string_body>& res) {
+  auto it = res.find(http::field::retry_after);
+  if (it == res.end()) return -1;
+  int v = -1;
+  const auto s = it->value();
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+}  // namespace
+
+Client::Client(Access access, ClientOptions options)
+    : access_(std::move(access)),
+      options_(std::move(options)),
+      target_(std::make_unique<Target>()),
+      bucket_(options_.qps, options_.burst),
+      rng_(std::random_device{}()) {
+  Target& t = *target_;
+  if (!split_server(access_.server, t.tls, t.host, t.port))
+    throw std::invalid_argument("server \"" + access_.server + "\" (" + access_.source +
+                                ") is not an https:// or http:// address");
+  const bool default_port = t.port == (t.tls ? "443" : "80");
+  t.host_header = (t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host) + (default_port ? "" : ":" + t.port);
+  if (t.tls) {
+    t.ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                      ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    if (access_.insecure) {
+      t.ctx.set_verify_mode(ssl::verify_none);
+    } else {
+      t.ctx.set_verify_mode(ssl::verify_peer);
+      if (access_.ca_pem.empty()) t.ctx.set_default_verify_paths();
+      else t.ctx.add_certificate_authority(asio::buffer(access_.ca_pem));
+    }
+    if (!access_.cert_pem.empty()) {
+      t.ctx.use_certificate_chain(asio::buffer(access_.cert_pem));
+      t.ctx.use_private_key(asio::buffer(access_.key_pem), ssl::context::pem);
+    }
+  }
+  token_ = access_.token;
+}
+
+Client::~Client() = default;
+
+std::string Client::bearer() {
+  std::lock_guard lock(token_mu_);
+  // Projected service account tokens rotate: read the file again once a minute, as client-go.
+  if (!access_.token_file.empty() && Clock::now() - token_read_ > std::chrono::minutes(1)) {
+    std::ifstream in(access_.token_file);
+    std::ostringstream s;
+    if (in && (s << in.rdbuf())) {
+      token_ = s.str();
+      while (!token_.empty() && (token_.back() == '\n' || token_.back() == '\r')) token_.pop_back();
+    }
+    token_read_ = Clock::now();
+  }
+  return token_;
+}
+
+std::unique_ptr<Client::Connection> Client::connect(std::string& why) {
+  auto c = std::make_unique<Connection>();
+  const Target& t = *target_;
+  tcp::resolver resolver(c->ioc);
+  boost::system::error_code ec;
+  const auto endpoints = resolver.resolve(t.host, t.port, ec);
+  if (ec) {
+    why = "cannot resolve " + t.host + ": " + ec.message();
+    return nullptr;
+  }
+  if (t.tls) c->tls.emplace(c->ioc, const_cast<ssl::context&>(t.ctx));
+  else c->plain.emplace(c->ioc);
+  ec = c->run([&](auto h) { c->lowest().async_connect(endpoints, [h](auto e, auto&&) { h(e); }); }, options_.timeout);
+  if (ec) {
+    why = "cannot connect to " + access_.server + ": " + ec.message();
+    return nullptr;
+  }
+  c->lowest().socket().set_option(tcp::no_delay(true), ec);
+  if (t.tls) {
+    if (!access_.insecure) c->tls->set_verify_callback(ssl::host_name_verification(t.host));
+    SSL_set_tlsext_host_name(c->tls->native_handle(), t.host.c_str());
+    ec = c->run([&](auto h) { c->tls->async_handshake(ssl::stream_base::client, h); }, options_.timeout);
+    if (ec) {
+      why = "TLS with " + access_.server + " failed: " + ec.message() +
+            (access_.insecure ? "" : " (is the CA right? " + access_.source + ")");
+      return nullptr;
+    }
+  }
+  return c;
+}
+
+std::unique_ptr<Client::Connection> Client::take(std::string& why) {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+  }
+  return connect(why);
+}
+
+void Client::give_back(std::unique_ptr<Connection> c) {
+  std::lock_guard lock(pool_mu_);
+  if (idle_.size() < 64) idle_.push_back(std::move(c));
+}
+
+Response Client::once(Connection& c, std::string_view method, const std::string& target, const std::string& body,
+                      std::string_view content_type, bool& reusable) {
+  reusable = false;
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, target_->host_header);
+  req.set(http::field::user_agent, options_.user_agent);
+  req.set(http::field::accept, "application/json");
+  if (const std::string token = bearer(); !token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    req.set(http::field::content_type, content_type);
+    req.body() = body;
+  }
+  req.keep_alive(true);
+  req.prepare_payload();
+  Response out;
+  auto ec = c.with([&](auto& s) {
+    return c.run([&](auto h) { http::async_write(s, req, [h](auto e, std::size_t) { h(e); }); }, options_.timeout);
+  });
+  if (ec) {
+    out.body = "sending " + std::string(method) + " " + target + " failed: " + ec.message();
+    return out;
+  }
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::uint64_t{1} << 30);
+  ec = c.with([&](auto& s) {
+    return c.run([&](auto h) { http::async_read(s, c.buffer, parser, [h](auto e, std::size_t) { h(e); }); },
+                 options_.timeout);
+  });
+  if (ec) {
+    out.body = std::string(method) + " " + target + ": no answer: " + ec.message();
+    return out;
+  }
+  auto res = parser.release();
+  out.status = static_cast<int>(res.result_int());
+  out.retry_after = retry_after_of(res);
+  reusable = res.keep_alive();
+  out.body = std::move(res.body());
+  return out;
+}
+
+std::chrono::milliseconds Client::backoff(int attempt, int retry_after) {
+  // Full jitter: a uniform draw below base * 2^attempt, capped.
+  const auto ceiling = std::min<std::int64_t>(options_.backoff_cap.count(),
+                                              options_.backoff_base.count() << std::min(attempt, 20));
+  std::int64_t ms = 0;
+  {
+    std::lock_guard lock(rng_mu_);
+    ms = std::uniform_int_distribution<std::int64_t>(ceiling / 2, std::max<std::int64_t>(ceiling, 1))(rng_);
+  }
+  if (retry_after > 0) ms = std::max<std::int64_t>(ms, std::int64_t{retry_after} * 1000);
+  return std::chrono::milliseconds(ms);
+}
+
+Response Client::request(std::string_view method, const std::string& target, const std::string& body,
+                         std::string_view content_type, Retry retry) {
+  Response r;
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    bucket_.acquire();
+    std::string why;
+    auto c = take(why);
+    bool sent = false;
+    if (c) {
+      bool reusable = false;
+      r = once(*c, method, target, body, content_type, reusable);
+      sent = r.status != 0 || r.body.rfind("sending ", 0) != 0;
+      if (reusable && r.status != 0) give_back(std::move(c));
+    } else {
+      r = Response{};
+      r.body = why;
+    }
+    r.attempts = attempt;
+    const bool transient = r.status == 0 || r.status == 429 || r.status >= 500;
+    const bool may_repeat = retry == Retry::kSafe || r.status == 429 || (r.status == 0 && !sent);
+    if (!transient || !may_repeat || attempt == options_.max_attempts) return r;
+    std::this_thread::sleep_for(backoff(attempt, r.retry_after));
+  }
+  return r;
+}
+
+Response Client::stream(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+                        std::chrono::milliseconds idle, const std::atomic<bool>* cancelled) {
+  Response out;
+  bucket_.acquire();
+  std::string why;
+  auto c = connect(why);  // a connection of its own, closed at the end
+  if (!c) {
+    out.body = why;
+    return out;
+  }
+  {
+    std::lock_guard lock(streams_mu_);
+    streams_.push_back(c.get());
+  }
+  struct Unregister {
+    Client& self;
+    Connection* c;
+    ~Unregister() {
+      std::lock_guard lock(self.streams_mu_);
+      std::erase(self.streams_, c);
+    }
+  } unregister{*this, c.get()};
+  if (cancelled != nullptr && cancelled->load()) return out;
+
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, target_->host_header);
+  req.set(http::field::user_agent, options_.user_agent);
+  req.set(http::field::accept, "application/json");
+  if (const std::string token = bearer(); !token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  auto ec = c->with([&](auto& s) {
+    return c->run([&](auto h) { http::async_write(s, req, [h](auto e, std::size_t) { h(e); }); }, options_.timeout);
+  });
+  if (ec) {
+    out.body = "watch " + target + ": " + ec.message();
+    return out;
+  }
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);
+  ec = c->with([&](auto& s) {
+    return c->run([&](auto h) { http::async_read_header(s, c->buffer, parser, [h](auto e, std::size_t) { h(e); }); },
+                  options_.timeout);
+  });
+  if (ec) {
+    out.body = "watch " + target + ": no answer: " + ec.message();
+    return out;
+  }
+  out.status = static_cast<int>(parser.get().result_int());
+  std::string pending;
+  char chunk[64 * 1024];
+  bool go_on = true;
+  while (go_on && !parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof chunk;
+    ec = c->with([&](auto& s) {
+      return c->run([&](auto h) { http::async_read(s, c->buffer, parser, [h](auto e, std::size_t) { h(e); }); }, idle);
+    });
+    if (ec == http::error::need_buffer) ec = {};
+    pending.append(chunk, sizeof chunk - parser.get().body().size);
+    if (out.status != 200) {
+      if (ec) break;
+      continue;  // an error's body: kept whole
+    }
+    std::size_t start = 0;
+    for (std::size_t nl; go_on && (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
+      if (nl > start) go_on = on_line(std::string_view(pending).substr(start, nl - start));
+    pending.erase(0, start);
+    if (ec) {
+      if (ec != beast::error::timeout && ec != asio::error::operation_aborted && ec != http::error::end_of_stream &&
+          ec != asio::error::eof)
+        out.body = "watch " + target + " ended: " + ec.message();
+      break;
+    }
+  }
+  if (out.status != 200) out.body = pending;
+  c->close();
+  return out;
+}
+
+void Client::stop_streams() {
+  std::lock_guard lock(streams_mu_);
+  for (Connection* c : streams_) asio::post(c->ioc, [c] { c->close(); });
+}
+
+}  // namespace gpuq::binder::k8s

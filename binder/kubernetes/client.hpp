@@ -1,0 +1,114 @@
+#pragma once
+// An HTTPS client for the Kubernetes API (Boost.Beast over OpenSSL): the Access's CA (or no
+// verification when the kubeconfig says insecure-skip-tls-verify), a bearer token (re-read from
+// its file when it changes) or a client certificate, kept-alive connections, a client-side rate
+// limit (QPS with a burst, as client-go's), a timeout on every request, and retries with capped,
+// jittered exponential backoff on 5xx, 429 (honouring Retry-After) and dropped connections.
+// Thread-safe: any number of threads may call request() at once (each takes a connection of
+// its own from the pool).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "binder/kubernetes/access.hpp"
+
+namespace gpuq::binder::k8s {
+
+struct ClientOptions {
+  double qps = 200;
+  int burst = 400;
+  std::chrono::milliseconds timeout{30'000};  // per attempt of a request
+  int max_attempts = 6;                       // of a retried request
+  std::chrono::milliseconds backoff_base{100};
+  std::chrono::milliseconds backoff_cap{10'000};
+  std::string user_agent = "gpuqd";
+};
+
+struct Response {
+  int status = 0;            // the HTTP status; 0: no response (the connection failed: see body)
+  std::string body;
+  int retry_after = -1;      // seconds, when the server said
+  int attempts = 0;
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+// "pods \"x\" not found (NotFound, 404)" from a Status body, or what there is.
+std::string describe(const Response& r);
+
+// Whether a request may be sent again after a failure that left its outcome unknown (a dropped
+// connection, a 5xx): reads may; writes say so themselves.
+enum class Retry { kSafe, kUnsafe };
+
+class TokenBucket {
+ public:
+  TokenBucket(double qps, int burst);
+  // Blocks until a token is free (never when qps <= 0: no limit).
+  void acquire();
+
+ private:
+  std::mutex mu_;
+  double qps_;
+  double burst_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+class Client {
+ public:
+  Client(Access access, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const Access& access() const { return access_; }
+
+  // One request (target: path and query). kUnsafe requests are retried only when the server
+  // answered 429 or 503 without doing anything; never throws.
+  Response request(std::string_view method, const std::string& target, const std::string& body = {},
+                   std::string_view content_type = "application/json", Retry retry = Retry::kSafe);
+  Response get(const std::string& target) { return request("GET", target); }
+
+  // A long-lived GET whose body is read as it comes (a watch): on_line gets each complete line
+  // (a JSON object) until it returns false, the stream ends or stop_streams() is called. The
+  // returned Response has the status and, when not 200, the body; `idle` is the longest wait
+  // for the next bytes before the stream is given up. No retries: the caller resumes.
+  // `cancelled`, when given, is checked once the stream is registered, so that a stop_streams()
+  // racing with the start of a stream still ends it.
+  Response stream(const std::string& target, const std::function<bool(std::string_view)>& on_line,
+                  std::chrono::milliseconds idle, const std::atomic<bool>* cancelled = nullptr);
+  // Ends every open stream (from any thread); new ones may start afterwards.
+  void stop_streams();
+
+ private:
+  struct Connection;
+  struct Target;
+  std::unique_ptr<Connection> connect(std::string& why);
+  std::unique_ptr<Connection> take(std::string& why);
+  void give_back(std::unique_ptr<Connection> c);
+  Response once(Connection& c, std::string_view method, const std::string& target, const std::string& body,
+                std::string_view content_type, bool& reusable);
+  std::string bearer();
+  std::chrono::milliseconds backoff(int attempt, int retry_after);
+
+  Access access_;
+  ClientOptions options_;
+  std::unique_ptr<Target> target_;
+  TokenBucket bucket_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::mutex token_mu_;
+  std::string token_;
+  std::chrono::steady_clock::time_point token_read_{};
+  std::mutex streams_mu_;
+  std::vector<Connection*> streams_;
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace gpuq::binder::k8s
