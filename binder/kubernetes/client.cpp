@@ -411,4 +411,28 @@ void Client::stop_streams() {
   for (Connection* c : streams_) asio::post(c->ioc, [c] { c->close(); });
 }
 
+Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks) {
+  const Access& a = client.access();
+  for (const AccessCheck& c : checks) {
+    const Response r = client.get(c.target);
+    if (r.ok()) continue;
+    const std::string what = c.verb + " " + c.resource;
+    if (r.status == 0)
+      return Error{"cannot reach the Kubernetes API server at " + a.server + " (" + a.source + ") to " + what + ": " +
+                       r.body,
+                   ErrorCode::kUnavailable};
+    if (r.status == 401)
+      return Error{"the Kubernetes API server at " + a.server + " refused the credentials of " + a.source +
+                       " (401 Unauthorized) to " + what + "; check the token or client certificate",
+                   ErrorCode::kFailedPrecondition};
+    if (r.status == 403)
+      return Error{"gpuqd may not " + what + ": " + describe(r) +
+                       "; grant it the ClusterRole in deploy/kubernetes/ (" + a.source + ")",
+                   ErrorCode::kFailedPrecondition};
+    return Error{"the Kubernetes API server at " + a.server + " answered " + what + " with " + describe(r),
+                 ErrorCode::kUnavailable};
+  }
+  return Ok();
+}
+
 }  // namespace gpuq::binder::k8s

@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "binder/kubernetes/access.hpp"
 
@@ -110,5 +111,18 @@ class Client {
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
 };
+
+// What gpuqd must be allowed to do, checked once at start: each a verb and a resource as RBAC
+// names them ("list", "pods") and a GET that exercises it.
+struct AccessCheck {
+  std::string verb;
+  std::string resource;
+  std::string target;  // e.g. "/api/v1/pods?limit=1"
+};
+
+// Makes each check's request; the first failure becomes an error a person can act on: the server
+// cannot be reached (kUnavailable), refuses the credentials (401) or forbids the verb on the
+// resource (403), naming both (kFailedPrecondition).
+Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks);
 
 }  // namespace gpuq::binder::k8s

@@ -1,0 +1,90 @@
+#pragma once
+// Pods and nodes as the kubernetes binder needs them, read from the API's JSON: what a pod asks
+// for (its effective request, as kube-scheduler computes it), where it may run (nodeSelector,
+// required node affinity, tolerations), whose it is (schedulerName, labels, annotations) and
+// where it is in its life; what a node offers (allocatable, labels, taints, Ready,
+// unschedulable). Quantities through the spec layer's parser; an error names the field.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "spec/resources.hpp"
+#include "spec/result.hpp"
+
+namespace gpuq::binder::k8s {
+
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+// A fraction of one GPU, in milli-GPU, for a pod that asks for no whole GPU.
+inline constexpr const char* kGpuMilliAnnotation = "gpuq.io/gpu-milli";
+
+// A node selector requirement (required node affinity's matchExpressions).
+struct Requirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+  bool matches(const std::map<std::string, std::string>& labels) const;
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+
+struct Toleration {
+  std::string key;  // empty with Exists: tolerates every taint
+  std::string op = "Equal";
+  std::string value;
+  std::string effect;  // empty: every effect
+  bool tolerates(const Taint& t) const;
+};
+
+struct PodInfo {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::string scheduler;  // spec.schedulerName
+  std::string node;       // spec.nodeName: bound
+  std::string phase;      // Pending, Running, Succeeded, Failed, Unknown
+  bool terminating = false;  // metadata.deletionTimestamp is set
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::optional<std::int32_t> priority;  // spec.priority (from its PriorityClass)
+  // The effective request: per resource, the larger of the sum of the containers (with
+  // restartable init containers) and the largest init container, plus the pod's overhead; a
+  // missing request defaults to the limit, as the API server does. gpu in milli-GPU:
+  // nvidia.com/gpu x 1000, or the gpuq.io/gpu-milli annotation for a shared GPU.
+  ResourceVec request;
+  std::map<std::string, std::string> node_selector;
+  std::vector<std::vector<Requirement>> affinity;  // terms ORed, requirements in a term ANDed
+  std::vector<Toleration> tolerations;
+  std::int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
+
+  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  std::string key() const { return ns + "/" + name; }
+  // Whether its nodeSelector, required affinity and tolerations allow `node`.
+  bool allowed_on(const std::map<std::string, std::string>& node_labels, const std::vector<Taint>& taints) const;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  ResourceVec allocatable;  // gpu in milli-GPU (whole GPUs), cpu millicores, memory bytes
+  std::int64_t max_pods = 110;
+  bool unschedulable = false;  // spec.unschedulable (cordoned)
+  bool ready = false;          // the Ready condition is True
+  std::vector<Taint> taints;
+};
+
+// Errors (kInvalidArgument) name the object and the field: `pod ml/train-0:
+// spec.containers[0].resources.requests.cpu: quantity "x": not a number ...`.
+Result<PodInfo> read_pod(const boost::json::object& pod);
+Result<NodeInfo> read_node(const boost::json::object& node);
+
+}  // namespace gpuq::binder::k8s
