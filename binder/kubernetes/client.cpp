@@ -382,7 +382,7 @@ Response Client::stream(const std::string& target, const std::function<bool(std:
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
     ec = c->with([&](auto& s) {
-      return c->run([&](auto h) { http::async_read(s, c->buffer, parser, [h](auto e, std::size_t) { h(e); }); }, idle);
+      return c->run([&](auto h) { http::async_read_some(s, c->buffer, parser, [h](auto e, std::size_t) { h(e); }); }, idle);
     });
     if (ec == http::error::need_buffer) ec = {};
     pending.append(chunk, sizeof chunk - parser.get().body().size);
