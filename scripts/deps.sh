@@ -10,7 +10,12 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libspdlog-dev libssl-dev
   chromium
+  python3-kubernetes
 )
+# kubectl checks the fake Kubernetes API server against a real client (tests/kubefake). Debian's
+# kubernetes-client, unless a kubectl is there already (it would conflict with, e.g., the Google
+# Cloud SDK's).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
