@@ -9,24 +9,14 @@
 
 #include "binder/kubernetes/access.hpp"
 #include "binder/kubernetes/reflector.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq;
 using namespace gpuq::binder::k8s;
+using gpuq::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpuq-k8s-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 const char* kKubeconfig = R"(apiVersion: v1
 kind: Config

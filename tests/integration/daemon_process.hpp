@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
+#include "tests/support/files.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
 namespace gpuq::test {
@@ -132,18 +133,5 @@ inline grpc::Status cancel(Daemon& d, const std::string& id) {
   v1::CancelJobResponse resp;
   return d.jobs->Cancel(&ctx, r, &resp);
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpuq-it-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    if (std::getenv("GPUQ_KEEP_TMP") != nullptr) return;  // to read gpuqd.err after a failure
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 }  // namespace gpuq::test

@@ -13,9 +13,6 @@ using namespace gpuq::kubefake;
 using namespace gpuq::kubefake::testing;
 namespace json = boost::json;
 
-const std::string kPods = "/api/v1/namespaces/default/pods";
-
-std::string str(const json::value& v) { return std::string(v.as_string().c_str()); }
 std::string rv_of(const json::object& o) { return str(o.at("metadata").at("resourceVersion")); }
 
 std::vector<std::string> names(const json::object& list) {

@@ -15,9 +15,6 @@ using namespace gpuq::kubefake::testing;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-const std::string kPods = "/api/v1/namespaces/default/pods";
-
-std::string str(const json::value& v) { return std::string(v.as_string().c_str()); }
 
 json::object binding(const std::string& pod, const std::string& node) {
   return json::object{{"apiVersion", "v1"},

@@ -90,6 +90,11 @@ class WatchStream {
 bool eventually(const std::function<bool()>& done,
                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+inline const std::string kPods = "/api/v1/namespaces/default/pods";
+
+// A JSON string's text.
+inline std::string str(const json::value& v) { return std::string(v.as_string().c_str()); }
+
 // A pod asking for `gpus` nvidia.com/gpu (as limits, the way GPU pods ask), schedulerName gpuq.
 json::object gpu_pod(const std::string& name, int gpus, json::object labels = {},
                      const std::string& restart_policy = "Never");

@@ -12,9 +12,6 @@ using namespace gpuq::kubefake::testing;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-const std::string kPods = "/api/v1/namespaces/default/pods";
-
-std::string str(const json::value& v) { return std::string(v.as_string().c_str()); }
 std::string type_of(const json::object& ev) { return str(ev.at("type")); }
 std::string name_of(const json::object& ev) {
   return str(ev.at("object").at("metadata").at("name"));
