@@ -21,13 +21,6 @@ Result<T> converted(F&& f) {
   }
 }
 
-// A repeated field or map refused by its size before anything of it is copied.
-void check_size(int size, std::size_t limit, const char* what, const Path& at) {
-  if (static_cast<std::size_t>(size) > limit)
-    spec::fail(at, "has " + std::to_string(size) + " " + what + "; at most " + std::to_string(limit) +
-                       " are allowed");
-}
-
 template <class E>
 E enum_or(const std::string& text, E fallback, const Path& at) {
   return text.empty() ? fallback : spec::enum_value<E>(text, at);
@@ -97,7 +90,7 @@ Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
     }
     {
       Path::Key k(at, "quotas");
-      check_size(q.quotas_size(), limits::kQuotaFlavors, "flavors", at);
+      spec::check_count(static_cast<std::size_t>(q.quotas_size()), limits::kQuotaFlavors, "flavors", at);
       for (int i = 0; i < q.quotas_size(); ++i) {
         Path::Index fi(at, static_cast<std::size_t>(i));
         const v1::FlavorQuota& fq = q.quotas(i);
@@ -131,7 +124,7 @@ Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names) {
     }
     {
       Path::Key k(at, "labels");
-      check_size(n.labels_size(), limits::kLabels, "labels", at);
+      spec::check_count(n.labels_size(), limits::kLabels, "labels", at, spec::Counted::kHeld);
       out.labels.insert(n.labels().begin(), n.labels().end());
     }
     {
@@ -161,7 +154,7 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
     {
       Path::Key k(at, "pods");
       if (j.pod_sets_size() == 0) spec::fail(at, "is required; a job needs at least one pod set");
-      check_size(j.pod_sets_size(), limits::kPodSets, "pod sets", at);
+      spec::check_count(static_cast<std::size_t>(j.pod_sets_size()), limits::kPodSets, "pod sets", at);
       out.pod_sets.reserve(static_cast<std::size_t>(j.pod_sets_size()));
       for (int i = 0; i < j.pod_sets_size(); ++i) {
         Path::Index pi(at, static_cast<std::size_t>(i));
@@ -176,7 +169,7 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
     }
     {
       Path::Key k(at, "flavors");
-      check_size(j.flavors_size(), limits::kJobFlavors, "flavors", at);
+      spec::check_count(static_cast<std::size_t>(j.flavors_size()), limits::kJobFlavors, "flavors", at);
       out.flavors.assign(j.flavors().begin(), j.flavors().end());
     }
     if (j.max_runtime_seconds() != 0) out.max_runtime = j.max_runtime_seconds();
@@ -189,12 +182,13 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
     }
     {
       Path::Key k(at, "command");
-      check_size(j.command_size(), limits::kCommandArgs, "arguments", at);
+      spec::check_count(static_cast<std::size_t>(j.command_size()), limits::kCommandArgs, "arguments", at,
+                        spec::Counted::kHeld);
       sub.run.command.assign(j.command().begin(), j.command().end());
     }
     {
       Path::Key k(at, "env");
-      check_size(j.env_size(), limits::kEnvEntries, "variables", at);
+      spec::check_count(j.env_size(), limits::kEnvEntries, "variables", at, spec::Counted::kHeld);
       sub.run.env.insert(j.env().begin(), j.env().end());
     }
     sub.run.working_dir = j.working_dir();

@@ -109,7 +109,7 @@ Reply answer_view(M* out, Lookup lookup) {
   return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<M> {
     auto found = lookup(c);
     if (!found) return Error{found.error(), found.code()};
-    return api::to_proto(found.value(), c.names());
+    return api::to_proto(found.value(), c);
   });
 }
 
@@ -175,7 +175,7 @@ class JobsService final : public v1::Jobs::CallbackService {
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
         std::size_t n = std::min(jobs->size(), filter.limit);
         for (std::size_t i = 0; i < n; ++i)
-          *resp->add_jobs() = api::to_proto(c.listed((*jobs)[i]), c.names());
+          *resp->add_jobs() = api::to_proto(c.listed((*jobs)[i]), c);
         if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
         return grpc::Status::OK;
       });
@@ -369,7 +369,7 @@ class QueuesService final : public v1::Queues::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
-        for (const auto& q : c.queues()) *resp->add_queues() = api::to_proto(q, c.names());
+        for (const auto& q : c.queues()) *resp->add_queues() = api::to_proto(q, c);
         return grpc::Status::OK;
       });
     });
@@ -416,7 +416,7 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
-        for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c.names());
+        for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c);
         return grpc::Status::OK;
       });
     });

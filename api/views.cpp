@@ -4,7 +4,8 @@
 
 namespace gpuq::api {
 
-v1::Job to_proto(const storage::JobRecord& r, const ResourceNames& names) {
+v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
+  const ResourceNames& names = core.names();
   v1::Job j;
   v1::JobSpec& spec = *j.mutable_spec();
   spec = to_proto(r.spec, names);
@@ -14,7 +15,7 @@ v1::Job to_proto(const storage::JobRecord& r, const ResourceNames& names) {
   spec.set_working_dir(r.run.working_dir);
   j.set_state(to_proto(r.state));
   j.set_priority(r.spec.priority);
-  j.set_reason(r.reason);
+  j.set_reason(core.reason(r));
   j.set_submitted_at(r.spec.submitted_at);
   j.set_admitted_at(r.admitted_at);
   j.set_finished_at(r.finished_at);
@@ -45,7 +46,8 @@ v1::JobEvent to_proto(const storage::EventRecord& e) {
   return out;
 }
 
-v1::QueueStatus to_proto(const daemon::QueueStatus& s, const ResourceNames& names) {
+v1::QueueStatus to_proto(const daemon::QueueStatus& s, const daemon::Core& core) {
+  const ResourceNames& names = core.names();
   v1::QueueStatus out;
   *out.mutable_spec() = to_proto(s.spec, names);
   for (const auto& u : s.usage) {
@@ -64,7 +66,8 @@ v1::QueueStatus to_proto(const daemon::QueueStatus& s, const ResourceNames& name
   return out;
 }
 
-v1::NodeStatus to_proto(const daemon::NodeStatus& s, const ResourceNames& names) {
+v1::NodeStatus to_proto(const daemon::NodeStatus& s, const daemon::Core& core) {
+  const ResourceNames& names = core.names();
   v1::NodeStatus out;
   *out.mutable_spec() = to_proto(s.spec, names);
   for (ResourceId r = 0; r < names.size(); ++r) {

@@ -6,10 +6,11 @@
 
 namespace gpuq::api {
 
-// The spec as submitted (the priority as written, what runs), its state and placement.
-v1::Job to_proto(const storage::JobRecord& r, const ResourceNames& names);
+// The spec as submitted (the priority as written, what runs), its state, the reason the Core
+// gives for it now, and its placement.
+v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core);
 v1::JobEvent to_proto(const storage::EventRecord& e);
-v1::QueueStatus to_proto(const daemon::QueueStatus& s, const ResourceNames& names);
-v1::NodeStatus to_proto(const daemon::NodeStatus& s, const ResourceNames& names);
+v1::QueueStatus to_proto(const daemon::QueueStatus& s, const daemon::Core& core);
+v1::NodeStatus to_proto(const daemon::NodeStatus& s, const daemon::Core& core);
 
 }  // namespace gpuq::api

@@ -105,28 +105,10 @@ v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follo
   return req;
 }
 
-namespace {
-
-// Runs `read` over a document of `file`; its errors get the line and column of the field they
-// name and the file's name.
-template <class F>
-auto reading(const spec::yaml::Document& doc, const std::string& file, F&& read) {
-  try {
-    return read();
-  } catch (spec::SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source(file);
-    throw;
-  }
-}
-
-}  // namespace
-
 v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
                                               const std::string& default_owner) {
-  spec::yaml::Document doc;
-  reading(doc, file, [&] { doc = spec::yaml::parse_one(text); });
-  return reading(doc, file, [&] {
+  const spec::yaml::Document doc = spec::parse_document(text, file);
+  return spec::read_document(doc, file, [&] {
     const spec::yaml::Node root = doc.root();
     if (!root.is_map())
       throw spec::SpecError("expected a map with a job's keys (queue, pods, ...), got " +
@@ -223,7 +205,7 @@ std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::stri
   for (const spec::yaml::Document& doc : docs) {
     if (doc.root().is_null()) continue;  // an empty or comment-only document
     ++with_content;
-    reading(doc, file, [&] { add_document(doc.root(), items); });
+    spec::read_document(doc, file, [&] { add_document(doc.root(), items); });
   }
   if (with_content == 0)
     throw spec::SpecError("has no documents; expected queues: or nodes:").from_source(file);

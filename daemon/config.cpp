@@ -58,27 +58,14 @@ binder::LocalConfig read_local(Node node, Path& at) {
   return l;
 }
 
-// The config's errors get the line and column of the field they name and the file's name.
-template <class F>
-void reading(const spec::yaml::Document& doc, const std::string& label, F&& read) {
-  try {
-    read();
-  } catch (SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source(label);
-    throw;
-  }
-}
-
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
   Config c;
   c.label = label;
-  auto doc = std::make_shared<spec::yaml::Document>();
-  reading(*doc, label, [&] { *doc = spec::yaml::parse_one(yaml_text); });
+  auto doc = std::make_shared<const spec::yaml::Document>(spec::parse_document(yaml_text, label));
   c.document = doc;
-  reading(*doc, label, [&] {
+  spec::read_document(*doc, label, [&] {
     const Node root = doc->root();
     if (root.is_null()) return;
     Path at;
@@ -133,7 +120,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
 StartSpecs specs_at_start(const Config& c, ResourceNames& names) {
   StartSpecs s;
   if (!c.document) return s;  // no config file
-  reading(*c.document, c.label, [&] {
+  spec::read_document(*c.document, c.label, [&] {
     Path at;
     {
       Path::Key k(at, "queues");

@@ -422,26 +422,25 @@ Core::TurnResult Core::end_turn(Time now) {
   return r;
 }
 
-storage::JobRecord Core::shown(const storage::JobRecord& r) const {
-  storage::JobRecord out = r;
+std::string Core::reason(const storage::JobRecord& r) const {
   if (r.state == JobState::kPending)
-    if (const Job* live = engine_->job(r.spec.id)) out.reason = engine_->pending_reason(*live);
-  if (r.state == JobState::kPreempting) out.reason = "preempted by " + r.preempted_by;
-  return out;
+    if (const Job* live = engine_->job(r.spec.id)) return engine_->pending_reason(*live);
+  if (r.state == JobState::kPreempting) return "preempted by " + r.preempted_by;
+  return r.reason;
 }
 
 Result<storage::JobRecord> Core::job(const std::string& id) {
-  if (auto it = unfinished_.find(id); it != unfinished_.end()) return shown(it->second);
+  if (auto it = unfinished_.find(id); it != unfinished_.end()) return it->second;
   auto on_disk = store_->job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   if (!on_disk.value()) return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
-  return shown(*on_disk.value());
+  return std::move(*on_disk.value());
 }
 
-storage::JobRecord Core::listed(const storage::JobRecord& rec) const {
-  if (!is_finished(rec.state))
-    if (auto it = unfinished_.find(rec.spec.id.value); it != unfinished_.end()) return shown(it->second);
-  return shown(rec);
+const storage::JobRecord& Core::listed(const storage::JobRecord& stored) const {
+  if (!is_finished(stored.state))
+    if (auto it = unfinished_.find(stored.spec.id.value); it != unfinished_.end()) return it->second;
+  return stored;
 }
 
 QueueStatus Core::queue_status(QueueIdx q) const {

@@ -84,6 +84,7 @@ class Core {
   // The one resource-name registry: the store serializes with it, requests are parsed into it,
   // and the engine gets a copy before each command (names are only ever appended).
   ResourceNames& names() { return *names_; }
+  const ResourceNames& names() const { return *names_; }
   const Engine& engine() const { return *engine_; }
   storage::Store& store() { return *store_; }
   const PriorityClasses& priority_classes() const { return config_.priority_classes; }
@@ -124,10 +125,11 @@ class Core {
   void halt_binder() { binder_->halt(); }
   const binder::Binder& binder() const { return *binder_; }
 
-  // Queries (engine thread). A job as the API shows it: an unfinished one as it is in memory
-  // now, with the reason it waits (or who preempts it), a finished one as stored.
+  // Queries (engine thread). A job as it is now: an unfinished one from memory, a finished one as
+  // stored. reason(): why it waits (the engine's live reason), who preempts it, or how it ended.
   Result<storage::JobRecord> job(const std::string& id);
-  storage::JobRecord listed(const storage::JobRecord& rec) const;
+  const storage::JobRecord& listed(const storage::JobRecord& stored) const;
+  std::string reason(const storage::JobRecord& r) const;
   QueueStatus queue_status(QueueIdx q) const;
   std::vector<QueueStatus> queues() const;
   Result<QueueStatus> queue(const std::string& name) const;
@@ -151,7 +153,6 @@ class Core {
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
-  storage::JobRecord shown(const storage::JobRecord& r) const;
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;

@@ -27,30 +27,12 @@ using spec::yaml::Node;
 
 // A YAML file whose top level is a map; its errors name the file, the line and the column.
 spec::yaml::Document load_yaml(const std::string& path, const char* what) {
-  const std::string text = csv::read_file(path);
-  try {
-    spec::yaml::Document doc = spec::yaml::parse_one(text);
-    if (!doc.root().is_map())
-      throw SpecError(std::string("expected a map with ") + what + " keys, got " + doc.root().shown(),
-                      doc.root().mark());
-    return doc;
-  } catch (SpecError& e) {
-    e.from_source(path);
-    throw;
-  }
-}
-
-// Runs `read` over the document; its errors get the line and column of the field they name and
-// the file's name.
-template <class F>
-auto reading(const std::string& path, const spec::yaml::Document& doc, F&& read) {
-  try {
-    return read();
-  } catch (SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source(path);
-    throw;
-  }
+  spec::yaml::Document doc = spec::parse_document(csv::read_file(path), path);
+  if (!doc.root().is_map())
+    throw SpecError(std::string("expected a map with ") + what + " keys, got " + doc.root().shown(),
+                    doc.root().mark())
+        .from_source(path);
+  return doc;
 }
 
 bool is_yaml(const std::string& path) {
@@ -68,7 +50,7 @@ std::string first_line(const std::string& path) {
 
 std::vector<NodeSpec> read_yaml_cluster(const std::string& path, ResourceNames& names) {
   const spec::yaml::Document doc = load_yaml(path, "cluster");
-  return reading(path, doc, [&] {
+  return spec::read_document(doc, path, [&] {
     const Node nodes = doc.root().find("nodes");
     if (!nodes.is_list() || nodes.size() == 0)
       throw SpecError("nodes: is required; list the cluster's nodes (name, flavor, capacity)");
@@ -125,7 +107,7 @@ QueueConfig read_queue_file(const std::string& path, ResourceNames& names) {
   QueueConfig c;
   c.file = path;
   const spec::yaml::Document doc = load_yaml(path, "queue");
-  reading(path, doc, [&] {
+  spec::read_document(doc, path, [&] {
     const Node root = doc.root();
     Path at;
     spec::for_each_key(root, at, {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodes"},

@@ -311,9 +311,8 @@ json::object admission_json(const Admission& a, bool with_pods) {
 }  // namespace
 
 json::value run_scenario(const std::string& yaml_text, const std::string& file_label) {
-  spec::yaml::Document doc;
-  try {
-    doc = spec::yaml::parse_one(yaml_text);
+  const spec::yaml::Document doc = spec::parse_document(yaml_text, file_label);
+  return spec::read_document(doc, file_label, [&]() -> json::value {
     const Node root = doc.root();
     Path at;
     if (!root.is_map())
@@ -345,11 +344,7 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
                         {"preempted", std::move(preempted)},
                         {"pending", std::move(pending)},
                         {"rejected", std::move(rejected)}};
-  } catch (SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source(file_label);
-    throw;
-  }
+  });
 }
 
 namespace {

@@ -108,6 +108,12 @@ std::string exec_problem(std::string_view s) {
 
 }  // namespace
 
+void check_count(std::size_t n, std::size_t limit, std::string_view things, const Path& at, Counted how) {
+  if (n > limit)
+    fail(at, std::string(how == Counted::kListed ? "lists " : "has ") + std::to_string(n) + " " +
+                 std::string(things) + "; at most " + std::to_string(limit) + " are allowed");
+}
+
 bool valid_job_id(std::string_view id) {
   return !id.empty() && name_problem(id, limits::kJobId).empty();
 }
@@ -145,9 +151,7 @@ void check_label_key(std::string_view key, const Path& at) {
 }
 
 void check_labels(const std::map<std::string, std::string>& labels, Path& at) {
-  if (labels.size() > limits::kLabels)
-    fail(at, "has " + count(labels.size(), "label") + "; at most " +
-                 std::to_string(limits::kLabels) + " are allowed");
+  check_count(labels.size(), limits::kLabels, "labels", at, Counted::kHeld);
   for (const auto& [key, value] : labels) {
     Path::Key k(at, key);
     check_label_key(key, at);
@@ -173,9 +177,7 @@ void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
   }
   {
     Path::Key quotas(at, "quotas");
-    if (q.quotas.size() > limits::kQuotaFlavors)
-      fail(at, "lists " + count(q.quotas.size(), "flavor") + "; at most " +
-                   std::to_string(limits::kQuotaFlavors) + " are allowed");
+    check_count(q.quotas.size(), limits::kQuotaFlavors, "flavors", at);
     for (std::size_t i = 0; i < q.quotas.size(); ++i) {
       Path::Index fi(at, i);
       const FlavorQuota& fq = q.quotas[i];
@@ -279,9 +281,7 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
   {
     Path::Key k(at, "pods");
     if (j.pod_sets.empty()) fail(at, "is empty; a job needs at least one pod set");
-    if (j.pod_sets.size() > limits::kPodSets)
-      fail(at, "lists " + count(j.pod_sets.size(), "pod set") + "; at most " +
-                   std::to_string(limits::kPodSets) + " are allowed");
+    check_count(j.pod_sets.size(), limits::kPodSets, "pod sets", at);
     std::int64_t pods = 0;
     for (std::size_t i = 0; i < j.pod_sets.size(); ++i) {
       Path::Index pi(at, i);
@@ -307,9 +307,7 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
   }
   {
     Path::Key k(at, "flavors");
-    if (j.flavors.size() > limits::kJobFlavors)
-      fail(at, "lists " + count(j.flavors.size(), "flavor") + "; at most " +
-                   std::to_string(limits::kJobFlavors) + " are allowed");
+    check_count(j.flavors.size(), limits::kJobFlavors, "flavors", at);
     for (std::size_t i = 0; i < j.flavors.size(); ++i) {
       Path::Index fi(at, i);
       check_name(j.flavors[i], at);
@@ -328,9 +326,7 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
 void validate(const RunSpec& r, Path& at) {
   {
     Path::Key k(at, "command");
-    if (r.command.size() > limits::kCommandArgs)
-      fail(at, "has " + count(r.command.size(), "argument") + "; at most " +
-                   std::to_string(limits::kCommandArgs) + " are allowed");
+    check_count(r.command.size(), limits::kCommandArgs, "arguments", at, Counted::kHeld);
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < r.command.size(); ++i) {
       Path::Index ai(at, i);
@@ -343,9 +339,7 @@ void validate(const RunSpec& r, Path& at) {
   }
   {
     Path::Key k(at, "env");
-    if (r.env.size() > limits::kEnvEntries)
-      fail(at, "has " + count(r.env.size(), "variable") + "; at most " +
-                   std::to_string(limits::kEnvEntries) + " are allowed");
+    check_count(r.env.size(), limits::kEnvEntries, "variables", at, Counted::kHeld);
     std::size_t bytes = 0;
     for (const auto& [name, value] : r.env) {
       Path::Key nk(at, name);
@@ -370,9 +364,7 @@ void validate(const RunSpec& r, Path& at) {
 }
 
 void validate(const PriorityClasses& c, Path& at) {
-  if (c.by_name.size() > limits::kPriorityClasses)
-    fail(at, "lists " + count(c.by_name.size(), "class", "classes") + "; at most " +
-                 std::to_string(limits::kPriorityClasses) + " are allowed");
+  check_count(c.by_name.size(), limits::kPriorityClasses, "classes", at);
   for (const auto& [name, value] : c.by_name) {
     Path::Key k(at, name);
     if (!name.empty() && name.find_first_not_of("-+0123456789") == std::string::npos)
@@ -385,9 +377,7 @@ void validate(const SchedulingPolicy& p, Path& at) {
   {
     Path::Key t(at, "topology");
     Path::Key l(at, "levels");
-    if (p.topology_levels.size() > limits::kTopologyLevels)
-      fail(at, "lists " + count(p.topology_levels.size(), "level") + "; at most " +
-                   std::to_string(limits::kTopologyLevels) + " are allowed");
+    check_count(p.topology_levels.size(), limits::kTopologyLevels, "levels", at);
     for (std::size_t i = 0; i < p.topology_levels.size(); ++i) {
       Path::Index li(at, i);
       check_label_key(p.topology_levels[i], at);

@@ -18,6 +18,13 @@
 
 namespace gpuq::spec {
 
+// A list over its limit ("lists 9 pod sets; at most 8 are allowed") or a map, or what a command
+// holds ("has 5000 arguments; ..."): the words every front end uses, also when it refuses the
+// size before reading the entries.
+enum class Counted { kListed, kHeld };
+void check_count(std::size_t n, std::size_t limit, std::string_view things, const Path& at,
+                 Counted how = Counted::kListed);
+
 // Whether `id` is a valid job id (an empty one is not).
 bool valid_job_id(std::string_view id);
 

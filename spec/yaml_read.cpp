@@ -5,6 +5,15 @@
 
 namespace gpuq::spec {
 
+yaml::Document parse_document(std::string_view text, const std::string& source) {
+  try {
+    return yaml::parse_one(text);
+  } catch (SpecError& e) {
+    e.from_source(source);
+    throw;
+  }
+}
+
 void fail_at(yaml::Node n, const Path& at, std::string reason) {
   SpecError e(at, std::move(reason));
   if (n) e.locate(n.mark());
@@ -73,10 +82,7 @@ std::map<std::string, std::string> string_map_of(yaml::Node n, Path& at, std::si
                                                  const char* what) {
   expect_map(n, at);
   // Before reading any of it: a map too big to take costs nothing more than its parse.
-  if (n.size() > max_entries)
-    fail_at(n, at,
-            "has " + std::to_string(n.size()) + " " + what + "; at most " + std::to_string(max_entries) +
-                " are allowed");
+  located(n, at, [&] { check_count(n.size(), max_entries, what, at, Counted::kHeld); });
   std::map<std::string, std::string> out;
   for (std::size_t i = 0; i < n.size(); ++i) {
     const std::string_view k = n.key(i).text();
@@ -195,10 +201,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
           q.strategy = enum_of<QueueingStrategy>(v, at);
         } else if (key == "quotas") {
           expect_list(v, at);
-          if (v.size() > limits::kQuotaFlavors)
-            fail_at(v, at,
-                    "lists " + std::to_string(v.size()) + " flavors; at most " +
-                        std::to_string(limits::kQuotaFlavors) + " are allowed");
+          located(v, at, [&] { check_count(v.size(), limits::kQuotaFlavors, "flavors", at); });
           for (std::size_t i = 0; i < v.size(); ++i) {
             Path::Index fi(at, i);
             q.quotas.push_back(read_flavor_quota(v.item(i), at, names));
@@ -266,10 +269,7 @@ PodSet read_pod_set(yaml::Node n, Path& at, ResourceNames& names) {
 std::vector<std::string> read_command(yaml::Node v, Path& at) {
   if (v.is_scalar()) return {std::string(v.text())};
   expect_list(v, at);
-  if (v.size() > limits::kCommandArgs)
-    fail_at(v, at,
-            "has " + std::to_string(v.size()) + " arguments; at most " +
-                std::to_string(limits::kCommandArgs) + " are allowed");
+  located(v, at, [&] { check_count(v.size(), limits::kCommandArgs, "arguments", at, Counted::kHeld); });
   std::vector<std::string> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -304,20 +304,14 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
       j.submitted_at = int_of(v, at);
     } else if (key == "pods") {
       expect_list(v, at);
-      if (v.size() > limits::kPodSets)
-        fail_at(v, at,
-                "lists " + std::to_string(v.size()) + " pod sets; at most " +
-                    std::to_string(limits::kPodSets) + " are allowed");
+      located(v, at, [&] { check_count(v.size(), limits::kPodSets, "pod sets", at); });
       for (std::size_t i = 0; i < v.size(); ++i) {
         Path::Index pi(at, i);
         j.pod_sets.push_back(read_pod_set(v.item(i), at, names));
       }
     } else if (key == "flavors") {
       expect_list(v, at);
-      if (v.size() > limits::kJobFlavors)
-        fail_at(v, at,
-                "lists " + std::to_string(v.size()) + " flavors; at most " +
-                    std::to_string(limits::kJobFlavors) + " are allowed");
+      located(v, at, [&] { check_count(v.size(), limits::kJobFlavors, "flavors", at); });
       for (std::size_t i = 0; i < v.size(); ++i) {
         Path::Index fi(at, i);
         j.flavors.push_back(string_of(v.item(i), at));

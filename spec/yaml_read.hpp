@@ -80,7 +80,26 @@ PriorityClasses read_priority_classes(yaml::Node n, Path& at);
 // fairSharing (enabled, preemptionStrategies, usageHalfLife). Other keys are left to the caller.
 SchedulingPolicy read_policy(yaml::Node root, Path& at);
 
+// The entry of every YAML front end: the one document of `text` (several with content are an
+// error), errors naming `source` (the file) and their line and column.
+yaml::Document parse_document(std::string_view text, const std::string& source);
+// Runs read() over `doc`; a SpecError from it gets the line and column of the field its path
+// names (when it has none yet) and the source's name.
+template <class F>
+auto read_document(const yaml::Document& doc, const std::string& source, F&& read) -> decltype(read());
+
 // ---------------------------------------------------------------------------------------------
+
+template <class F>
+auto read_document(const yaml::Document& doc, const std::string& source, F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (SpecError& e) {
+    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
+    e.from_source(source);
+    throw;
+  }
+}
 
 template <class F>
 auto located(yaml::Node n, const Path& at, F&& f) -> decltype(f()) {

@@ -139,15 +139,12 @@ Access read_kubeconfig(Node root, const fs::path& dir, const std::string& wanted
 
 Result<Access> parse_kubeconfig(const std::string& text, const std::string& label, const std::string& dir,
                                 const std::string& context) {
-  spec::yaml::Document doc;
   try {
-    doc = spec::yaml::parse_one(text);
-    Access a = read_kubeconfig(doc.root(), dir, context);
+    const spec::yaml::Document doc = spec::parse_document(text, label);
+    Access a = spec::read_document(doc, label, [&] { return read_kubeconfig(doc.root(), dir, context); });
     a.source = "kubeconfig " + label + ", " + a.source;
     return a;
-  } catch (SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source(label);
+  } catch (const SpecError& e) {
     return Error{e.what(), ErrorCode::kInvalidArgument};
   }
 }

@@ -203,7 +203,7 @@ std::string Client::bearer() {
 
 std::unique_ptr<Client::Connection> Client::connect(std::string& why) {
   auto c = std::make_unique<Connection>();
-  const Target& t = *target_;
+  Target& t = *target_;  // its TLS context is shared by the connections (OpenSSL locks it)
   tcp::resolver resolver(c->ioc);
   boost::system::error_code ec;
   const auto endpoints = resolver.resolve(t.host, t.port, ec);
@@ -211,7 +211,7 @@ std::unique_ptr<Client::Connection> Client::connect(std::string& why) {
     why = "cannot resolve " + t.host + ": " + ec.message();
     return nullptr;
   }
-  if (t.tls) c->tls.emplace(c->ioc, const_cast<ssl::context&>(t.ctx));
+  if (t.tls) c->tls.emplace(c->ioc, t.ctx);
   else c->plain.emplace(c->ioc);
   ec = c->run([&](auto h) { c->lowest().async_connect(endpoints, [h](auto e, auto&&) { h(e); }); }, options_.timeout);
   if (ec) {

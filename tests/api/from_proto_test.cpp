@@ -93,10 +93,10 @@ TEST_CASE("a job request over a limit is refused by its size, naming the limit")
   CHECK(job_error(j) == "spec.command: has 5000 arguments; at most 4096 are allowed");
   j = job();
   for (int i = 0; i < 9; ++i) *j.add_pod_sets() = j.pod_sets(0);
-  CHECK(job_error(j) == "spec.pods: has 10 pod sets; at most 8 are allowed");
+  CHECK(job_error(j) == "spec.pods: lists 10 pod sets; at most 8 are allowed");  // as from YAML
   j = job();
   for (int i = 0; i < 17; ++i) j.add_flavors("h100");
-  CHECK(job_error(j) == "spec.flavors: has 17 flavors; at most 16 are allowed");
+  CHECK(job_error(j) == "spec.flavors: lists 17 flavors; at most 16 are allowed");
 }
 
 TEST_CASE("queue and node requests: the same checks as YAML; 200000 labels refused by size") {

@@ -192,16 +192,7 @@ void set_ready(json::object& node, bool ready) {
   }
 }
 
-bool node_ready(const json::object& node) {
-  const json::value* cs = value_at(node, {"status", "conditions"});
-  if (cs == nullptr || !cs->is_array()) return false;
-  for (const json::value& c : cs->get_array()) {
-    if (c.is_object() && string_at(c.get_object(), {"type"}) == "Ready") {
-      return string_at(c.get_object(), {"status"}) == "True";
-    }
-  }
-  return false;
-}
+bool node_ready(const json::object& node) { return condition_true(node, "Ready"); }
 
 Kubelet::Kubelet(Store& store, bool enabled, std::chrono::milliseconds start_delay)
     : store_(store), enabled_(enabled), start_delay_(start_delay) {

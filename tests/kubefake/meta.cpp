@@ -143,4 +143,13 @@ json::object ordered(json::object o) {
   return out;
 }
 
+bool condition_true(const json::object& o, std::string_view type) {
+  const json::value* cs = value_at(o, {"status", "conditions"});
+  if (cs == nullptr || !cs->is_array()) return false;
+  for (const json::value& c : cs->get_array())
+    if (c.is_object() && string_at(c.get_object(), {"type"}) == type)
+      return string_at(c.get_object(), {"status"}) == "True";
+  return false;
+}
+
 }  // namespace gpuq::kubefake

@@ -16,6 +16,8 @@ namespace json = boost::json;
 std::string string_at(const json::object& o, std::initializer_list<std::string_view> path);
 // The value at `path`; nullptr when absent.
 const json::value* value_at(const json::object& o, std::initializer_list<std::string_view> path);
+// Whether status.conditions has `type` with status "True" (a pod's or a node's Ready).
+bool condition_true(const json::object& o, std::string_view type);
 const json::object* object_at(const json::object& o, std::initializer_list<std::string_view> path);
 // The object at o[key], made an empty object first when absent or not an object.
 json::object& child(json::object& o, std::string_view key);

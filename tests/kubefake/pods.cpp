@@ -221,16 +221,7 @@ bool pod_terminal(const json::object& pod) {
   return p == "Succeeded" || p == "Failed";
 }
 
-bool pod_ready(const json::object& pod) {
-  const json::value* cs = value_at(pod, {"status", "conditions"});
-  if (cs == nullptr || !cs->is_array()) return false;
-  for (const json::value& c : cs->get_array()) {
-    if (c.is_object() && string_at(c.get_object(), {"type"}) == "Ready") {
-      return string_at(c.get_object(), {"status"}) == "True";
-    }
-  }
-  return false;
-}
+bool pod_ready(const json::object& pod) { return condition_true(pod, "Ready"); }
 
 void set_condition(json::object& status, const std::string& type, const std::string& value,
                    const std::string& reason, const std::string& message) {

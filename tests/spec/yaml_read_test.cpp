@@ -17,14 +17,13 @@ namespace {
 // its path names.
 template <class F>
 std::string error_of(const std::string& text, F read) {
-  yaml::Document doc;
   try {
-    doc = yaml::parse_one(text);
-    Path at;
-    (void)read(doc.root(), at);
-  } catch (SpecError& e) {
-    if (!e.mark() && !e.path().empty()) e.locate(doc.at(e.path()).mark());
-    e.from_source("f.yaml");
+    const yaml::Document doc = parse_document(text, "f.yaml");
+    read_document(doc, "f.yaml", [&] {
+      Path at;
+      (void)read(doc.root(), at);
+    });
+  } catch (const SpecError& e) {
     return e.what();
   }
   return "(accepted)";
