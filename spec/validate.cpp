@@ -114,10 +114,6 @@ void check_count(std::size_t n, std::size_t limit, std::string_view things, cons
                  std::string(things) + "; at most " + std::to_string(limit) + " are allowed");
 }
 
-bool valid_job_id(std::string_view id) {
-  return !id.empty() && name_problem(id, limits::kJobId).empty();
-}
-
 void check_name(std::string_view name, const Path& at) {
   if (name.empty()) fail(at, "is empty");
   if (auto why = name_problem(name, limits::kName); !why.empty())

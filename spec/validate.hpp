@@ -25,9 +25,6 @@ enum class Counted { kListed, kHeld };
 void check_count(std::size_t n, std::size_t limit, std::string_view things, const Path& at,
                  Counted how = Counted::kListed);
 
-// Whether `id` is a valid job id (an empty one is not).
-bool valid_job_id(std::string_view id);
-
 void check_name(std::string_view name, const Path& at);
 void check_job_id(std::string_view id, const Path& at);
 void check_label_key(std::string_view key, const Path& at);

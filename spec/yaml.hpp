@@ -81,7 +81,6 @@ class Document {
 
   // The document's root; a null node for an empty document.
   Node root() const { return Node(this, root_); }
-  std::size_t node_count() const { return nodes_.size(); }
   Node at(const std::vector<SpecError::Part>& path) const { return root().at(path); }
 
  private:

@@ -201,7 +201,6 @@ Reflector::WatchEnd Reflector::watch() {
     return !stopped_.load();
   };
   Response r = client_.stream(options_.path + query(true, ""), on_line, options_.idle, &stopped_);
-  ++watches_;
   if (stopped_) return WatchEnd::kStopped;
   if (relist || r.status == 410) return WatchEnd::kRelist;
   if (r.status != 200 && error.empty()) error = "watch " + options_.path + ": " + describe(r);

@@ -58,7 +58,6 @@ class Reflector {
 
   std::string resource_version() const;
   std::uint64_t lists() const { return lists_.load(); }
-  std::uint64_t watches() const { return watches_.load(); }
 
  private:
   enum class WatchEnd { kResume, kFailed, kRelist, kStopped };
@@ -77,7 +76,6 @@ class Reflector {
   mutable std::mutex rv_mu_;
   std::atomic<bool> stopped_{false};
   std::atomic<std::uint64_t> lists_{0};
-  std::atomic<std::uint64_t> watches_{0};
 };
 
 // The key an object is known by: "namespace/name" (or "name" for cluster-scoped ones).
