@@ -39,6 +39,16 @@ constexpr std::array<spec::EnumName<BorrowWithinCohortPolicy>, 2> kBorrow{
 constexpr std::array<spec::EnumName<FairShareStrategy>, 2> kFairShare{
     {{FairShareStrategy::kLessThanOrEqualToFinalShare, "LessThanOrEqualToFinalShare"},
      {FairShareStrategy::kLessThanInitialShare, "LessThanInitialShare"}}};
+// Kubernetes' own words (NodeSelectorOperator, TaintEffect).
+constexpr std::array<spec::EnumName<LabelOperator>, 6> kLabelOps{{{LabelOperator::kIn, "In"},
+                                                                 {LabelOperator::kNotIn, "NotIn"},
+                                                                 {LabelOperator::kExists, "Exists"},
+                                                                 {LabelOperator::kDoesNotExist, "DoesNotExist"},
+                                                                 {LabelOperator::kGt, "Gt"},
+                                                                 {LabelOperator::kLt, "Lt"}}};
+constexpr std::array<spec::EnumName<TaintEffect>, 3> kTaintEffects{{{TaintEffect::kNoSchedule, "NoSchedule"},
+                                                                   {TaintEffect::kPreferNoSchedule, "PreferNoSchedule"},
+                                                                   {TaintEffect::kNoExecute, "NoExecute"}}};
 
 }  // namespace
 
@@ -50,6 +60,8 @@ const char* to_string(WithinQueuePolicy p) { return name_in(kWithinQueue, p); }
 const char* to_string(ReclaimPolicy p) { return name_in(kReclaim, p); }
 const char* to_string(BorrowWithinCohortPolicy p) { return name_in(kBorrow, p); }
 const char* to_string(FairShareStrategy s) { return name_in(kFairShare, s); }
+const char* to_string(LabelOperator o) { return name_in(kLabelOps, o); }
+const char* to_string(TaintEffect e) { return name_in(kTaintEffects, e); }
 
 }  // namespace gpuq
 
@@ -86,6 +98,16 @@ std::span<const EnumName<BorrowWithinCohortPolicy>> enum_names<BorrowWithinCohor
 template <>
 std::span<const EnumName<FairShareStrategy>> enum_names<FairShareStrategy>() {
   return kFairShare;
+}
+
+template <>
+std::span<const EnumName<LabelOperator>> enum_names<LabelOperator>() {
+  return kLabelOps;
+}
+
+template <>
+std::span<const EnumName<TaintEffect>> enum_names<TaintEffect>() {
+  return kTaintEffects;
 }
 
 }  // namespace gpuq::spec

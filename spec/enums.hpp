@@ -19,6 +19,8 @@ const char* to_string(WithinQueuePolicy p);
 const char* to_string(ReclaimPolicy p);
 const char* to_string(BorrowWithinCohortPolicy p);
 const char* to_string(FairShareStrategy s);
+const char* to_string(LabelOperator o);
+const char* to_string(TaintEffect e);
 
 }  // namespace gpuq
 
@@ -50,6 +52,10 @@ template <>
 std::span<const EnumName<BorrowWithinCohortPolicy>> enum_names<BorrowWithinCohortPolicy>();
 template <>
 std::span<const EnumName<FairShareStrategy>> enum_names<FairShareStrategy>();
+template <>
+std::span<const EnumName<LabelOperator>> enum_names<LabelOperator>();
+template <>
+std::span<const EnumName<TaintEffect>> enum_names<TaintEffect>();
 
 template <class E>
 std::optional<E> enum_from(std::string_view name) {

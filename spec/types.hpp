@@ -109,11 +109,48 @@ struct QueueSpec {
   std::int32_t max_pending_jobs = 0;
 };
 
+// Where a pod may run, as Kubernetes says it (spec/constraints.hpp has the matching): node
+// labels chosen by a nodeSelector and required node affinity, node taints a pod must tolerate.
+enum class LabelOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct NodeRequirement {  // one of a term's matchExpressions
+  std::string key;
+  LabelOperator op = LabelOperator::kIn;
+  std::vector<std::string> values;  // In/NotIn: one or more; Gt/Lt: one integer; else none
+  bool operator==(const NodeRequirement&) const = default;
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  bool operator==(const Taint&) const = default;
+};
+
+struct Toleration {
+  std::string key;      // empty (with exists): every taint
+  bool exists = false;  // operator Exists (any value); otherwise Equal
+  std::string value;
+  std::optional<TaintEffect> effect;  // unset: every effect
+  bool operator==(const Toleration&) const = default;
+};
+
+// A pod set's node constraints; empty: any node of its flavor that has room.
+struct NodeConstraints {
+  std::map<std::string, std::string> node_selector;  // every pair must be a label of the node
+  std::vector<std::vector<NodeRequirement>> affinity;  // terms ORed; a term's requirements ANDed
+  std::vector<Toleration> tolerations;
+  bool empty() const { return node_selector.empty() && affinity.empty() && tolerations.empty(); }
+  bool operator==(const NodeConstraints&) const = default;
+};
+
 struct NodeSpec {
   std::string name;
   std::string flavor;
   ResourceVec capacity;  // gpu in milli-GPU and always whole GPUs
   std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;  // NoSchedule and NoExecute keep off pods that do not tolerate them
   NodeState state = NodeState::kReady;
   std::optional<QueueName> dedicated_to;
 };
@@ -122,6 +159,7 @@ struct PodSet {
   std::string name;
   std::int32_t count = 1;
   ResourceVec per_pod;
+  NodeConstraints where;  // the nodes its pods may go on
 };
 
 struct JobSpec {

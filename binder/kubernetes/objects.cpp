@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include "spec/enums.hpp"
 #include "spec/error.hpp"
 #include "spec/values.hpp"
 
@@ -130,13 +131,23 @@ ResourceVec effective_request(const json::object& spec, Path& at) {
   return out;
 }
 
-std::vector<Requirement> requirements(const json::array* exprs) {
-  std::vector<Requirement> out;
+template <class E>
+E enum_at(const json::object& o, std::string_view key, E fallback, Path& at) {
+  const std::string word = string_at(o, key);
+  if (word.empty()) return fallback;
+  Path::Key k(at, key);
+  return spec::enum_value<E>(word, at);
+}
+
+std::vector<NodeRequirement> requirements(const json::array* exprs, Path& at) {
+  std::vector<NodeRequirement> out;
   if (exprs == nullptr) return out;
-  for (const json::value& e : *exprs) {
-    const json::object* o = e.if_object();
+  Path::Key k(at, "matchExpressions");
+  for (std::size_t i = 0; i < exprs->size(); ++i) {
+    const json::object* o = (*exprs)[i].if_object();
     if (o == nullptr) continue;
-    Requirement r{string_at(*o, "key"), string_at(*o, "operator"), {}};
+    Path::Index ix(at, i);
+    NodeRequirement r{string_at(*o, "key"), enum_at(*o, "operator", LabelOperator::kIn, at), {}};
     if (const json::array* vs = array_at(*o, "values"))
       for (const json::value& v : *vs)
         if (v.is_string()) r.values.emplace_back(v.get_string());
@@ -145,15 +156,18 @@ std::vector<Requirement> requirements(const json::array* exprs) {
   return out;
 }
 
-std::vector<std::vector<Requirement>> required_affinity(const json::object& spec) {
-  std::vector<std::vector<Requirement>> terms;
+std::vector<std::vector<NodeRequirement>> required_affinity(const json::object& spec, Path& at) {
+  std::vector<std::vector<NodeRequirement>> terms;
   const json::object* aff = object_at(spec, "affinity");
   const json::object* na = aff != nullptr ? object_at(*aff, "nodeAffinity") : nullptr;
   const json::object* req = na != nullptr ? object_at(*na, "requiredDuringSchedulingIgnoredDuringExecution") : nullptr;
   const json::array* ts = req != nullptr ? array_at(*req, "nodeSelectorTerms") : nullptr;
   if (ts == nullptr) return terms;
-  for (const json::value& t : *ts)
-    if (const json::object* o = t.if_object()) terms.push_back(requirements(array_at(*o, "matchExpressions")));
+  Path::Key k(at, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+  for (std::size_t i = 0; i < ts->size(); ++i) {
+    Path::Index ix(at, i);
+    if (const json::object* o = (*ts)[i].if_object()) terms.push_back(requirements(array_at(*o, "matchExpressions"), at));
+  }
   return terms;
 }
 
@@ -172,48 +186,6 @@ auto reading(const std::string& what, F&& f) -> Result<decltype(f())> {
 }
 
 }  // namespace
-
-bool Requirement::matches(const std::map<std::string, std::string>& labels) const {
-  const auto it = labels.find(key);
-  const bool has = it != labels.end();
-  auto in_values = [&] { return has && std::find(values.begin(), values.end(), it->second) != values.end(); };
-  if (op == "In") return in_values();
-  if (op == "NotIn") return !in_values();
-  if (op == "Exists") return has;
-  if (op == "DoesNotExist") return !has;
-  if (op == "Gt" || op == "Lt") {
-    std::int64_t have = 0, want = 0;
-    if (!has || values.size() != 1 || !as_int(it->second, have) || !as_int(values[0], want)) return false;
-    return op == "Gt" ? have > want : have < want;
-  }
-  return false;  // an operator this version does not know matches nothing
-}
-
-bool Toleration::tolerates(const Taint& t) const {
-  if (!effect.empty() && effect != t.effect) return false;
-  if (op == "Exists") return key.empty() || key == t.key;
-  return key == t.key && value == t.value;
-}
-
-bool PodInfo::allowed_on(const std::map<std::string, std::string>& node_labels, const std::vector<Taint>& taints) const {
-  for (const auto& [k, v] : node_selector) {
-    auto it = node_labels.find(k);
-    if (it == node_labels.end() || it->second != v) return false;
-  }
-  if (!affinity.empty()) {
-    const bool any = std::any_of(affinity.begin(), affinity.end(), [&](const std::vector<Requirement>& term) {
-      return !term.empty() && std::all_of(term.begin(), term.end(),
-                                          [&](const Requirement& r) { return r.matches(node_labels); });
-    });
-    if (!any) return false;
-  }
-  for (const Taint& t : taints) {
-    if (t.effect == "PreferNoSchedule") continue;  // a preference, not a rule
-    if (std::none_of(tolerations.begin(), tolerations.end(), [&](const Toleration& tol) { return tol.tolerates(t); }))
-      return false;
-  }
-  return true;
-}
 
 Result<PodInfo> read_pod(const json::object& pod) {
   const json::object* meta = object_at(pod, "metadata");
@@ -247,15 +219,18 @@ Result<PodInfo> read_pod(const json::object& pod) {
         spec::fail(meta_at, spec::quoted(it->second) + " must be 1..1000 (thousandths of one GPU)");
       p.request[kGpu] = milli;
     }
-    p.node_selector = string_map(object_at(*spec, "nodeSelector"));
-    p.affinity = required_affinity(*spec);
-    if (const json::array* tols = array_at(*spec, "tolerations"))
-      for (const json::value& t : *tols)
-        if (const json::object* o = t.if_object()) {
-          Toleration tol{string_at(*o, "key"), string_at(*o, "operator"), string_at(*o, "value"), string_at(*o, "effect")};
-          if (tol.op.empty()) tol.op = "Equal";
-          p.tolerations.push_back(std::move(tol));
+    p.where.node_selector = string_map(object_at(*spec, "nodeSelector"));
+    p.where.affinity = required_affinity(*spec, at);
+    if (const json::array* tols = array_at(*spec, "tolerations")) {
+      Path::Key k(at, "tolerations");
+      for (std::size_t i = 0; i < tols->size(); ++i)
+        if (const json::object* o = (*tols)[i].if_object()) {
+          Path::Index ix(at, i);
+          Toleration tol{string_at(*o, "key"), string_at(*o, "operator") == "Exists", string_at(*o, "value"), std::nullopt};
+          if (!string_at(*o, "effect").empty()) tol.effect = enum_at(*o, "effect", TaintEffect::kNoSchedule, at);
+          p.where.tolerations.push_back(std::move(tol));
         }
+    }
     if (const json::object* status = object_at(pod, "status")) p.phase = string_at(*status, "phase");
     if (p.phase.empty()) p.phase = "Pending";
     return p;
@@ -274,10 +249,16 @@ Result<NodeInfo> read_node(const json::object& node) {
     if (const json::object* spec = object_at(node, "spec")) {
       if (const json::value* u = spec->if_contains("unschedulable"); u != nullptr && u->is_bool())
         n.unschedulable = u->get_bool();
-      if (const json::array* ts = array_at(*spec, "taints"))
-        for (const json::value& t : *ts)
-          if (const json::object* o = t.if_object())
-            n.taints.push_back({string_at(*o, "key"), string_at(*o, "value"), string_at(*o, "effect")});
+      if (const json::array* ts = array_at(*spec, "taints")) {
+        Path at("spec");
+        Path::Key k(at, "taints");
+        for (std::size_t i = 0; i < ts->size(); ++i)
+          if (const json::object* o = (*ts)[i].if_object()) {
+            Path::Index ix(at, i);
+            n.taints.push_back({string_at(*o, "key"), string_at(*o, "value"),
+                                enum_at(*o, "effect", TaintEffect::kNoSchedule, at)});
+          }
+      }
     }
     if (const json::object* status = object_at(node, "status")) {
       Path at("status");

@@ -14,34 +14,13 @@
 
 #include "spec/resources.hpp"
 #include "spec/result.hpp"
+#include "spec/types.hpp"
 
 namespace gpuq::binder::k8s {
 
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";
 // A fraction of one GPU, in milli-GPU, for a pod that asks for no whole GPU.
 inline constexpr const char* kGpuMilliAnnotation = "gpuq.io/gpu-milli";
-
-// A node selector requirement (required node affinity's matchExpressions).
-struct Requirement {
-  std::string key;
-  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
-  std::vector<std::string> values;
-  bool matches(const std::map<std::string, std::string>& labels) const;
-};
-
-struct Taint {
-  std::string key;
-  std::string value;
-  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
-};
-
-struct Toleration {
-  std::string key;  // empty with Exists: tolerates every taint
-  std::string op = "Equal";
-  std::string value;
-  std::string effect;  // empty: every effect
-  bool tolerates(const Taint& t) const;
-};
 
 struct PodInfo {
   std::string ns;
@@ -60,15 +39,11 @@ struct PodInfo {
   // missing request defaults to the limit, as the API server does. gpu in milli-GPU:
   // nvidia.com/gpu x 1000, or the gpuq.io/gpu-milli annotation for a shared GPU.
   ResourceVec request;
-  std::map<std::string, std::string> node_selector;
-  std::vector<std::vector<Requirement>> affinity;  // terms ORed, requirements in a term ANDed
-  std::vector<Toleration> tolerations;
+  NodeConstraints where;  // nodeSelector, required node affinity, tolerations
   std::int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
 
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
   std::string key() const { return ns + "/" + name; }
-  // Whether its nodeSelector, required affinity and tolerations allow `node`.
-  bool allowed_on(const std::map<std::string, std::string>& node_labels, const std::vector<Taint>& taints) const;
 };
 
 struct NodeInfo {

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "binder/kubernetes/objects.hpp"
+#include "spec/constraints.hpp"
 
 using namespace gpuq;
 using namespace gpuq::binder::k8s;
@@ -77,16 +78,19 @@ TEST_CASE("where a pod may run: nodeSelector, required node affinity, toleration
       ]}}},
       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}})"));
   REQUIRE_MESSAGE(p.ok(), p.error());
-  const std::vector<Taint> gpu_taint{{"nvidia.com/gpu", "present", "NoSchedule"}};
-  const std::vector<Taint> other_taint{{"dedicated", "db", "NoSchedule"}};
-  const std::vector<Taint> soft{{"dedicated", "db", "PreferNoSchedule"}};
-  CHECK(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "a"}, {"gpu-count", "8"}}, gpu_taint));
-  CHECK_FALSE(p->allowed_on({{"gpuq.io/flavor", "a100"}, {"zone", "a"}, {"gpu-count", "8"}}, {}));  // selector
-  CHECK_FALSE(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "a"}, {"gpu-count", "4"}, {"spot", "1"}}, {}));  // Gt 4 fails; so does the second term
-  CHECK(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, {}));                            // second term
-  CHECK_FALSE(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}, {"spot", "1"}}, {}));
-  CHECK_FALSE(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, other_taint));  // not tolerated
-  CHECK(p->allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, soft));               // a preference only
+  const std::vector<Taint> gpu_taint{{"nvidia.com/gpu", "present", TaintEffect::kNoSchedule}};
+  const std::vector<Taint> other_taint{{"dedicated", "db", TaintEffect::kNoSchedule}};
+  const std::vector<Taint> soft{{"dedicated", "db", TaintEffect::kPreferNoSchedule}};
+  auto allowed_on = [&](const std::map<std::string, std::string>& labels, const std::vector<Taint>& taints) {
+    return spec::allows(p->where, labels, taints);
+  };
+  CHECK(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "a"}, {"gpu-count", "8"}}, gpu_taint));
+  CHECK_FALSE(allowed_on({{"gpuq.io/flavor", "a100"}, {"zone", "a"}, {"gpu-count", "8"}}, {}));  // selector
+  CHECK_FALSE(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "a"}, {"gpu-count", "4"}, {"spot", "1"}}, {}));  // Gt 4 fails; so does the second term
+  CHECK(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, {}));                            // second term
+  CHECK_FALSE(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}, {"spot", "1"}}, {}));
+  CHECK_FALSE(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, other_taint));  // not tolerated
+  CHECK(allowed_on({{"gpuq.io/flavor", "h100"}, {"zone", "d"}}, soft));               // a preference only
 }
 
 TEST_CASE("a node: allocatable in base units, labels, taints, Ready, cordoned") {
@@ -103,7 +107,9 @@ TEST_CASE("a node: allocatable in base units, labels, taints, Ready, cordoned") 
   CHECK(n->unschedulable);
   CHECK(n->ready);
   REQUIRE(n->taints.size() == 1);
-  CHECK(n->taints[0].effect == "NoSchedule");
+  CHECK(n->taints[0].effect == TaintEffect::kNoSchedule);
+  auto bad = read_node(parse(R"({"metadata": {"name": "n"}, "spec": {"taints": [{"key": "k", "effect": "Never"}]}})"));
+  CHECK(bad.error() == "node n: spec.taints[0].effect: \"Never\" is not allowed; use one of NoSchedule, PreferNoSchedule, NoExecute");
   auto not_ready = read_node(parse(R"({"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})"));
   CHECK_FALSE(not_ready->ready);
 }
