@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <utility>
+#include <variant>
 
 #include "scheduler/model.hpp"
 #include "storage/store.hpp"
@@ -18,6 +19,24 @@
 namespace gpuq::binder {
 
 using Report = std::function<void(const BinderFact&)>;
+
+// A binder that is also where jobs and nodes come from (the kubernetes binder: pods and nodes
+// are the API's) reports these besides its BinderFacts; the Core applies each in a turn.
+struct NodeSeen {  // a node appeared or changed (its capacity is what gpuq may use)
+  NodeSpec spec;
+};
+struct JobArrived {  // a job to queue; with `nodes` (one per pod), one already running there
+  Submission sub;
+  std::vector<std::string> nodes;
+  Time started_at = 0;
+};
+struct JobWithdrawn {  // gone before it ran (its pod was deleted while pending)
+  JobId job;
+  std::string reason;
+};
+struct SourceSynced {};  // everything the source holds has been reported once: placing may begin
+using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced>;
+using SourceReport = std::function<void(SourceFact)>;
 
 class Binder {
  public:
@@ -64,6 +83,19 @@ class Binder {
   virtual Result<void> check_run(const RunSpec& run) const {
     (void)run;
     return Ok();
+  }
+
+  // A source (see SourceFact): the Core gives it where to report and its resource names
+  // (any thread may intern) before start(). Until SourceSynced the Core places nothing.
+  virtual bool is_source() const { return false; }
+  virtual void set_source(SourceReport report, ResourceNames& names) {
+    (void)report;
+    (void)names;
+  }
+  // The Core could not queue a job the source reported (engine thread): `why` is for its owner.
+  virtual void refused(const JobId& job, const std::string& why) {
+    (void)job;
+    (void)why;
   }
 };
 

@@ -70,7 +70,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     if (root.is_null()) return;
     Path at;
     spec::for_each_key(root, at,
-                       {"grpc", "http", "stateFile", "binder", "local", "placement", "topology", "fairSharing",
+                       {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
                         "priorityClasses", "maxRequestBytes", "queues", "nodes"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
@@ -81,10 +81,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.core.state_file = spec::string_of(v, at);
                          } else if (key == "binder") {
                            c.binder = spec::string_of(v, at);
-                           if (c.binder != "none" && c.binder != "local")
-                             spec::fail_at(v, at, "\"" + c.binder +
-                                                      "\" is not available in this build; use none or local "
-                                                      "(kubernetes comes later)");
+                           if (c.binder != "none" && c.binder != "local" && c.binder != "kubernetes")
+                             spec::fail_at(v, at, spec::quoted(c.binder) + " is not a binder; use none, local or kubernetes");
                          } else if (key == "maxRequestBytes") {
                            const auto n = spec::int_of(v, at);
                            if (n < 1024 || n > (64 << 20))
@@ -104,6 +102,16 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
       Path::Key k(at, "local");
       if (c.binder != "local") spec::fail_at(local, at, "is only for binder: local (binder is " + c.binder + ")");
       c.local = read_local(local, at);
+    }
+    if (Node kube = root.find("kubernetes")) {
+      Path::Key k(at, "kubernetes");
+      if (c.binder != "kubernetes")
+        spec::fail_at(kube, at, "is only for binder: kubernetes (binder is " + c.binder + ")");
+      c.kubernetes = read_kubernetes(kube, at);
+    }
+    if (c.binder == "kubernetes" && c.nodes) {
+      Path::Key k(at, "nodes");
+      spec::fail_at(c.nodes, at, "binder: kubernetes takes its nodes from the API server; remove nodes");
     }
     if (c.binder == "local" && c.nodes) {
       Path::Key k(at, "nodes");

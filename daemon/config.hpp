@@ -4,7 +4,8 @@
 //   grpc: 127.0.0.1:7433          # gRPC listen address
 //   http: 127.0.0.1:7434          # /metrics, /healthz, /readyz
 //   stateFile: gpuqd.db           # SQLite state; relative to the working directory
-//   binder: none                  # none (admitted jobs are marked running) | local (processes here)
+//   binder: none                  # none (admitted jobs are marked running) | local (processes
+//                                 # here) | kubernetes (pods: binder/kubernetes/README.md)
 //   local:                        # the local executor (binder: local); every key optional
 //     node: gpu-box               # the node's name (default: the host name)
 //     flavor: default             # the node's flavor, as the queues' quotas name it
@@ -16,6 +17,19 @@
 //     logDir: var/logs            # <logDir>/<job>/pod-<i>.log
 //     runDir: var/run             # pid and status files of the running pods
 //     shim: /usr/lib/gpuq/gpuq-shim   # default: next to gpuqd
+//   kubernetes:                   # binder: kubernetes; every key optional
+//     kubeconfig: ~/.kube/config  # default: $KUBECONFIG, ~/.kube/config, then in-cluster
+//     context: ""                 # default: the kubeconfig's current context
+//     schedulerName: gpuq         # pods with this spec.schedulerName are gpuq's
+//     namespaces: []              # whose pods gpuq places; empty: all
+//     qps: 200                    # client-side rate limit, with a burst
+//     burst: 400
+//     flavorLabel: gpuq.io/flavor # else nvidia.com/gpu.product, else "default"
+//     topologyLabels: []          # node labels; use them in topologyLevels
+//     bindConcurrency: 32         # API writes in flight at once
+//     podGroupTimeout: 10m        # an incomplete pod group gets an Event after this
+//     evictRetry: 5s              # asks again after a PodDisruptionBudget said no
+//     watchTimeout: 5m            # each watch asks the server to end it after this
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
@@ -27,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "binder/kubernetes/kube_binder.hpp"
 #include "binder/local/local_binder.hpp"
 #include "daemon/core.hpp"
 #include "spec/yaml.hpp"
@@ -38,6 +53,7 @@ struct Config {
   std::string http_address = "127.0.0.1:7434";
   std::string binder = "none";
   binder::LocalConfig local;
+  binder::k8s::KubernetesConfig kubernetes;
   int max_request_bytes = 4 << 20;
   CoreConfig core;
   // Applied at start; read (and checked) at load, read again into the Core's resource names by
@@ -57,6 +73,11 @@ StartSpecs specs_at_start(const Config& c, ResourceNames& names);
 // binder: local: finds the machine's GPUs, CPUs and memory, makes the log and run directories
 // (absolute from here on), and sets config.core.make_binder. Returns the machine's node.
 Result<NodeSpec> prepare_local(Config& config);
+
+// binder: kubernetes (daemon/kube_config.cpp): reaches the API server, checks that gpuqd may
+// do what it must (an error names the verb and resource), and sets config.core.make_binder.
+Result<void> prepare_kubernetes(Config& config);
+binder::k8s::KubernetesConfig read_kubernetes(spec::yaml::Node node, spec::Path& at);
 
 // Throws spec::SpecError naming the file, the line and column, the field and what is allowed
 // (std::runtime_error when the file cannot be read).

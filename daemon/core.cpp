@@ -18,10 +18,14 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
     binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) { observe(fact, bind_now_); });
   }
   config_.engine.stops_confirmed = binder_->confirms_stops();
+  placing_ = !binder_->is_source();
 }
 
-void Core::start_binder(std::function<void(const BinderFact&)> post) {
+void Core::start_binder(std::function<void(const BinderFact&)> post,
+                        std::function<void(binder::SourceFact)> post_source) {
   fact_post_ = std::move(post);
+  if (binder_->is_source()) binder_->set_source(std::move(post_source), *names_);
+  binder_started_ = true;
   binder_->start();
 }
 
@@ -64,6 +68,7 @@ Result<void> Core::rebuild(Time now) {
   queue_specs_.clear();
   node_specs_.clear();
   unfinished_.clear();
+  stale_.clear();
   batch_ = {};
   std::vector<QueueSpec> config_queues;
   std::vector<NodeSpec> config_nodes;
@@ -85,7 +90,14 @@ Result<void> Core::rebuild(Time now) {
       },
       [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
         sync_names();  // the reader may have met a resource name in a job
-        for (storage::JobRecord& rec : chunk) restore(rec, now, restore_failures, adopted);
+        for (storage::JobRecord& rec : chunk) {
+          if (binder_->is_source() && !binder_started_) {
+            std::string id = rec.spec.id.value;
+            stale_.emplace(std::move(id), std::move(rec));
+            continue;
+          }
+          restore(rec, now, restore_failures, adopted);
+        }
         return Ok();
       });
   if (!loaded) return Error{loaded.error(), loaded.code()};
@@ -116,6 +128,7 @@ Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::v
     batch_.queues.push_back(q);
   }
   for (const NodeSpec& n : loaded.nodes) {
+    if (binder_->is_source()) break;  // the source reports the nodes there are now
     if (auto r = engine_->upsert_node(n, now); !r)
       return Error{"state file: node \"" + n.name + "\": " + r.error(), ErrorCode::kFailedPrecondition};
     node_specs_[n.name] = n;
@@ -363,7 +376,7 @@ storage::Batch Core::close_turn(Time now) {
   // Admit; with the none binder admitted jobs start and victims stop at once, which can let
   // booked preemptors in: a few rounds until nothing more happens.
   const auto started = std::chrono::steady_clock::now();
-  for (int round = 0; round < 8; ++round) {
+  for (int round = 0; round < 8 && placing_; ++round) {
     auto decisions = engine_->schedule(now);
     if (decisions.empty()) break;
     bind(decisions, now);

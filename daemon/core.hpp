@@ -120,8 +120,15 @@ class Core {
 
   // A binder's fact, in a turn on the engine thread (posted there by start_binder's `post`).
   void observe(const BinderFact& fact, Time now);
-  // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn.
-  void start_binder(std::function<void(const BinderFact&)> post);
+  // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn;
+  // a source's (binder.hpp, SourceFact) go to `post_source`, which must run observe_source().
+  void start_binder(std::function<void(const BinderFact&)> post,
+                    std::function<void(binder::SourceFact)> post_source = {});
+  // A source's fact, in a turn (daemon/source.cpp): a node seen, a job arrived or withdrawn,
+  // the source synced (placing begins; jobs of the state file it did not report end).
+  void observe_source(binder::SourceFact fact, Time now);
+  // Whether the engine places jobs yet: not before a source binder has reported what it holds.
+  bool placing() const { return placing_; }
   void halt_binder() { binder_->halt(); }
   const binder::Binder& binder() const { return *binder_; }
 
@@ -153,6 +160,9 @@ class Core {
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
+  void source_arrived(binder::JobArrived& a, Time now);
+  void source_withdrawn(const binder::JobWithdrawn& w, Time now);
+  void source_synced(Time now);
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;
@@ -168,6 +178,11 @@ class Core {
   std::map<std::string, QueueSpec> queue_specs_;
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
+  // A source binder's jobs as the state file had them at start, until the source reports them
+  // again (they keep their number and times) or syncs without them (they end).
+  std::unordered_map<std::string, storage::JobRecord> stale_;
+  bool placing_ = true;
+  bool binder_started_ = false;
   storage::Batch batch_;
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;

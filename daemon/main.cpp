@@ -69,7 +69,12 @@ int main(int argc, char** argv) {
   if (!http_address.empty()) config.http_address = http_address;
 
   std::optional<NodeSpec> local_node;
-  if (config.binder == "local") {
+  if (config.binder == "kubernetes") {
+    if (auto r = daemon::prepare_kubernetes(config); !r) {
+      std::cerr << "gpuqd: " << r.error() << "\n";
+      return 2;
+    }
+  } else if (config.binder == "local") {
     if (auto r = daemon::prepare_local(config); !r) {
       std::cerr << "gpuqd: " << r.error() << "\n";
       return 2;
@@ -113,12 +118,19 @@ int main(int argc, char** argv) {
   }
   // The binder's facts (a pod exited) come from its thread; each is applied in a turn.
   loop.run_sync([&](daemon::Core& c) {
-    c.start_binder([&loop](const BinderFact& fact) {
-      loop.post([fact](daemon::Core& core, Time now) -> daemon::Loop::Done {
-        core.observe(fact, now);
-        return {};
-      });
-    });
+    c.start_binder(
+        [&loop](const BinderFact& fact) {
+          loop.post([fact](daemon::Core& core, Time now) -> daemon::Loop::Done {
+            core.observe(fact, now);
+            return {};
+          });
+        },
+        [&loop](binder::SourceFact fact) {
+          loop.post([fact = std::move(fact)](daemon::Core& core, Time now) mutable -> daemon::Loop::Done {
+            core.observe_source(std::move(fact), now);
+            return {};
+          });
+        });
   });
 
   grpc::EnableDefaultHealthCheckService(true);

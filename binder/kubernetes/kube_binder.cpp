@@ -1,0 +1,345 @@
+#include "binder/kubernetes/kube_binder.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "binder/kubernetes/kube_state.hpp"
+
+namespace gpuq::binder::k8s {
+
+namespace json = boost::json;
+
+KubernetesBinder::KubernetesBinder(KubernetesConfig config, std::shared_ptr<Client> client, Report report)
+    : s_(std::make_unique<State>()) {
+  s_->config = std::move(config);
+  s_->client = std::move(client);
+  s_->report = std::move(report);
+  s_->translate.flavor_label = s_->config.flavor_label;
+}
+
+KubernetesBinder::~KubernetesBinder() { halt(); }
+
+void KubernetesBinder::set_source(SourceReport report, ResourceNames& names) {
+  s_->source = std::move(report);
+  s_->translate.pods = names.intern("pods").value_or(0);  // 0: no slot left, pods not counted
+}
+
+Result<void> KubernetesBinder::check_run(const RunSpec&) const {
+  return Error{"binder: kubernetes places pods, not commands: create a pod with spec.schedulerName: " +
+                   s_->config.scheduler_name + " and the label gpuq.io/queue (README: Kubernetes)",
+               ErrorCode::kFailedPrecondition};
+}
+
+KubernetesBinder::Counts KubernetesBinder::counts() const {
+  std::lock_guard lock(s_->mu);
+  return s_->counts;
+}
+
+std::vector<AccessCheck> required_access() {
+  return {{"list", "nodes", "/api/v1/nodes?limit=1"},
+          {"list", "namespaces", "/api/v1/namespaces?limit=1"},
+          {"list", "pods", "/api/v1/pods?limit=1"}};
+}
+
+// Nodes first (a pod found bound at start needs its node), then namespaces (their default
+// queues), then pods; each watched on a thread of its own from its first list on.
+void KubernetesBinder::start() {
+  State* s = s_.get();
+  s->pool = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(std::max(1, s->config.bind_concurrency)));
+  struct Kind {
+    const char* path;
+    void (State::*handle)(EventType, const json::object&);
+    bool State::*synced;
+  };
+  static const Kind kinds[] = {{"/api/v1/nodes", &State::on_node, &State::nodes_synced},
+                               {"/api/v1/namespaces", &State::on_namespace, &State::namespaces_synced},
+                               {"/api/v1/pods", &State::on_pod, &State::pods_synced}};
+  for (const Kind& k : kinds) {
+    ReflectorOptions opt;
+    opt.path = k.path;
+    opt.watch_timeout = s->config.watch_timeout;
+    Reflector::Handlers h;
+    h.on_events = [s, handle = k.handle](std::vector<WatchEvent>& events) {
+      std::lock_guard lock(s->mu);
+      for (WatchEvent& e : events) (s->*handle)(e.type, e.object);
+    };
+    h.on_synced = [s, synced = k.synced, path = std::string(k.path)] {
+      std::lock_guard lock(s->mu);
+      const bool first = !(s->*synced);
+      s->*synced = true;
+      s->synced_cv.notify_all();
+      if (first) spdlog::info("event=kubernetes_synced what={}", path);
+      if (first && synced == &State::pods_synced && s->source) s->source(SourceSynced{});
+    };
+    h.on_error = [path = std::string(k.path)](const std::string& why) {
+      spdlog::warn("event=kubernetes_watch_error what={} error=\"{}\"", path, why);
+    };
+    s->reflectors.push_back(std::make_unique<Reflector>(*s->client, opt, std::move(h)));
+  }
+  s->starter = std::thread([s] {
+    static bool State::*const order[] = {&State::nodes_synced, &State::namespaces_synced, &State::pods_synced};
+    for (std::size_t i = 0; i < s->reflectors.size(); ++i) {
+      Reflector* r = s->reflectors[i].get();
+      std::unique_lock lock(s->mu);
+      if (s->halted) return;
+      s->watchers.emplace_back([r] { r->run(); });
+      s->synced_cv.wait(lock, [&] { return s->*order[i] || s->halted.load(); });
+    }
+  });
+}
+
+void KubernetesBinder::halt() {
+  State* s = s_.get();
+  if (s->halted.exchange(true)) return;
+  {
+    std::lock_guard lock(s->mu);
+    s->synced_cv.notify_all();
+  }
+  for (auto& r : s->reflectors) r->stop();
+  if (s->starter.joinable()) s->starter.join();
+  for (auto& t : s->watchers) t.join();
+  if (s->pool) s->pool->join();
+}
+
+bool KubernetesBinder::State::managed_namespace(const std::string& ns) const {
+  return config.namespaces.empty() || std::find(config.namespaces.begin(), config.namespaces.end(), ns) != config.namespaces.end();
+}
+
+void KubernetesBinder::State::on_node(EventType type, const json::object& obj) {
+  auto node = read_node(obj);
+  if (!node) {
+    spdlog::warn("event=kubernetes_node_unread error=\"{}\"", node.error());
+    return;
+  }
+  NodeInfo n = std::move(node.value());
+  const std::string name = n.name;
+  // A deleted node takes no new pods; its pods go as the API says.
+  if (type == EventType::kDeleted) n.unschedulable = true;
+  nodes[name] = std::move(n);
+  node_changed(name);
+}
+
+void KubernetesBinder::State::node_changed(const std::string& name) {
+  auto it = nodes.find(name);
+  if (it == nodes.end() || !source) return;
+  auto f = foreign_on.find(name);
+  source(NodeSeen{node_spec_of(it->second, f == foreign_on.end() ? ResourceVec{} : f->second, translate)});
+}
+
+void KubernetesBinder::State::on_namespace(EventType type, const json::object& obj) {
+  const std::string name = object_key(obj);
+  std::string queue;
+  if (type != EventType::kDeleted)
+    if (const auto* meta = obj.if_contains("metadata"); meta && meta->is_object())
+      if (const auto* ann = meta->get_object().if_contains("annotations"); ann && ann->is_object())
+        if (const auto* q = ann->get_object().if_contains(kDefaultQueueAnnotation); q && q->is_string())
+          queue = std::string(q->get_string());
+  auto& slot = ns_default[name];
+  if (slot == queue) return;
+  slot = queue;
+  if (queue.empty()) return;
+  // Pods of that namespace that waited for a queue may go now.
+  std::vector<std::string> waiting;
+  for (const auto& [key, pod] : pods)
+    if (pod.ns == name && job_of.count(key) == 0) waiting.push_back(key);
+  for (const std::string& key : waiting) offer(key);
+}
+
+void KubernetesBinder::State::on_pod(EventType type, const json::object& obj) {
+  const std::string key = object_key(obj);
+  auto pod = read_pod(obj);
+  const bool ours = pod && pod->scheduler == config.scheduler_name && managed_namespace(pod->ns);
+  // What a pod gpuq does not place takes from the node it is bound to.
+  std::optional<ForeignPod> now;
+  if (pod && !ours && type != EventType::kDeleted && !pod->terminal() && !pod->node.empty())
+    now = ForeignPod{pod->node, pod_request(*pod, translate)};
+  auto old = foreign.find(key);
+  const bool same = old != foreign.end() && now && old->second.node == now->node && old->second.request == now->request;
+  if (!same) {
+    if (old != foreign.end()) {
+      const std::string node = old->second.node;
+      foreign_on[node] -= old->second.request;
+      foreign.erase(old);
+      if (!now || now->node != node) node_changed(node);
+    }
+    if (now) {
+      foreign_on[now->node] += now->request;
+      foreign[key] = *now;
+      node_changed(now->node);
+    }
+  }
+  if (!pod) {
+    if (type == EventType::kDeleted) {
+      pod_gone(key);
+    } else if (pods.count(key) == 0) {  // a pod gpuq cannot read is told why, if it names gpuq
+      spdlog::warn("event=kubernetes_pod_unread pod={} error=\"{}\"", key, pod.error());
+      say_unschedulable({key}, pod.error());
+    }
+    return;
+  }
+  if (!ours) return;
+  if (type == EventType::kDeleted) {
+    pod_gone(key);
+    return;
+  }
+  pod_of_ours(std::move(pod.value()));
+}
+
+void KubernetesBinder::State::pod_of_ours(PodInfo pod) {
+  const std::string key = pod.key();
+  const bool known = pods.count(key) > 0;
+  pods.insert_or_assign(key, std::move(pod));
+  if (auto j = job_of.find(key); j != job_of.end()) {
+    lifecycle(j->second);
+    return;
+  }
+  const PodInfo& p = pods.at(key);
+  if (p.terminal() || p.terminating) {  // ends before it was ever a job
+    pod_gone(key);
+    return;
+  }
+  if (!known || p.node.empty()) offer(key);
+}
+
+namespace {
+
+// A short hash of the pods' uids, for a pod group's job id.
+std::string uid_digest(const std::vector<const PodInfo*>& pods) {
+  std::vector<std::string> uids;
+  for (const PodInfo* p : pods) uids.push_back(p->uid);
+  std::sort(uids.begin(), uids.end());
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (const std::string& u : uids)
+    for (char c : u + ",") h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i, h >>= 4) out += hex[h & 15];
+  return out;
+}
+
+}  // namespace
+
+// A pod of gpuq's that is in no job yet: a job of its own, or the member that completes its group.
+void KubernetesBinder::State::offer(const std::string& key) {
+  const PodInfo& p = pods.at(key);
+  std::string why;
+  auto group = group_of(p, why);
+  if (!group) {
+    arrive({&p}, p.ns, p.name, p.uid);
+    return;
+  }
+  if (group->size == 0) {
+    say_unschedulable({key}, why);
+    return;
+  }
+  Group& g = groups[p.ns + "/" + group->name];
+  if (g.pods.empty()) g.first_seen = std::chrono::steady_clock::now();
+  g.size = group->size;
+  g.pods.insert(key);
+  if (static_cast<int>(g.pods.size()) < g.size) return;
+  std::vector<const PodInfo*> members;
+  for (const std::string& k : g.pods) members.push_back(&pods.at(k));
+  const std::string seed = uid_digest(members);
+  const std::string ns = p.ns, name = group->name;
+  groups.erase(ns + "/" + name);
+  arrive(members, ns, name, seed);
+}
+
+void KubernetesBinder::State::arrive(const std::vector<const PodInfo*>& members, const std::string& ns,
+                                     const std::string& name, const std::string& id_seed) {
+  std::vector<std::string> keys;
+  for (const PodInfo* m : members) keys.push_back(m->key());
+  std::string why;
+  auto queue = queue_of(*members.front(), ns_default[ns], why);
+  if (!queue) {
+    say_unschedulable(keys, why);  // offered again when its namespace gets a default queue
+    return;
+  }
+  const std::string id = job_id_of(ns, name, id_seed);
+  JobArrived fact;
+  JobEntry e;
+  fact.sub = submission_of(members, id, *queue, translate, e.pods);
+  e.ns = ns;
+  e.grace = fact.sub.job.grace_period;
+  std::size_t bound = 0;
+  for (const std::string& k : e.pods) {
+    const PodInfo& m = pods.at(k);
+    if (!m.node.empty()) ++bound;
+    fact.nodes.push_back(m.node);
+  }
+  if (bound == 0) {
+    fact.nodes.clear();
+  } else if (bound < e.pods.size()) {
+    // Part of a group bound (gpuqd stopped while binding it): no partial gang runs; its bound
+    // pods are evicted, and the group is placed again once whole.
+    for (const std::string& k : e.pods)
+      if (!pods.at(k).node.empty()) evict_pod(k, e.grace, 0);
+    return;
+  } else {
+    e.bound = true;
+    e.started = true;  // the Core takes it as running
+  }
+  for (const std::string& k : e.pods) job_of[k] = id;
+  jobs[id] = std::move(e);
+  if (source) source(std::move(fact));
+}
+
+void KubernetesBinder::State::pod_gone(const std::string& key) {
+  for (auto it = groups.begin(); it != groups.end();) {
+    it->second.pods.erase(key);
+    it = it->second.pods.empty() ? groups.erase(it) : std::next(it);
+  }
+  said.erase(key);
+  auto j = job_of.find(key);
+  if (j == job_of.end()) {
+    pods.erase(key);
+    return;
+  }
+  const std::string id = j->second;
+  job_of.erase(j);
+  pods.erase(key);
+  lifecycle(id);
+}
+
+// What a job's pods say now, as facts: started, finished, stopped, or withdrawn while pending.
+void KubernetesBinder::State::lifecycle(const std::string& id) {
+  auto it = jobs.find(id);
+  if (it == jobs.end() || it->second.done) return;
+  JobEntry& e = it->second;
+  std::size_t gone = 0, ended = 0, failed = 0, running = 0;
+  for (const std::string& k : e.pods) {
+    auto p = pods.find(k);
+    if (p == pods.end() || job_of.count(k) == 0) ++gone;
+    else if (p->second.terminal()) ++ended, failed += p->second.phase == "Failed" ? 1 : 0;
+    else if (p->second.phase == "Running") ++running;
+  }
+  if (!e.bound) {
+    if (gone + ended == 0) return;
+    // A pending job lost a pod: it leaves its queue; the rest of a group waits for it again.
+    std::vector<std::string> rest;
+    for (const std::string& k : e.pods)
+      if (job_of.erase(k) > 0 && pods.count(k) > 0 && !pods.at(k).terminal()) rest.push_back(k);
+    jobs.erase(it);
+    if (source) source(JobWithdrawn{JobId(id), "its pod was deleted before it was placed"});
+    for (const std::string& k : rest) offer(k);
+    return;
+  }
+  if (!e.started && running > 0) {
+    e.started = true;
+    report(JobStarted{JobId(id)});
+  }
+  if (gone + ended < e.pods.size()) return;
+  if (e.stopping) report(JobStopped{JobId(id)});
+  else if (gone == 0 && failed == 0) report(JobFinished{JobId(id), 0, ""});
+  else report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});
+  for (const std::string& k : e.pods) {
+    job_of.erase(k);
+    pods.erase(k);
+  }
+  jobs.erase(it);
+}
+
+}  // namespace gpuq::binder::k8s

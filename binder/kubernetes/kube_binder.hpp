@@ -1,0 +1,65 @@
+#pragma once
+// The kubernetes binder (config `binder: kubernetes`): gpuqd as a secondary scheduler. It is
+// also the source of jobs and nodes (binder.hpp, SourceFact): it lists and watches nodes,
+// namespaces and pods; pods with spec.schedulerName = gpuq (in the configured namespaces) and
+// no node become jobs (one pod, or a whole pod group), every other pod bound to a node takes
+// that node's capacity from gpuq. Admissions are bound with pods/binding, preemption victims
+// evicted with policy/v1 Eviction; pod phases become JobStarted / JobFinished / JobStopped.
+// README.md in this folder has the whole story.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "binder/binder.hpp"
+#include "binder/kubernetes/access.hpp"
+#include "binder/kubernetes/client.hpp"
+
+namespace gpuq::binder::k8s {
+
+struct KubernetesConfig {
+  AccessOptions access;
+  std::string scheduler_name = "gpuq";
+  std::vector<std::string> namespaces;  // whose pods gpuq places; empty: all
+  double qps = 200;
+  int burst = 400;
+  std::string flavor_label = "gpuq.io/flavor";
+  std::vector<std::string> topology_labels;  // documented for topologyLevels; nodes keep all labels
+  int bind_concurrency = 32;                 // writes in flight at once
+  std::chrono::seconds group_timeout{600};   // a pod group still incomplete after this gets an Event
+  std::chrono::milliseconds evict_retry{5000};  // after a PodDisruptionBudget said no (429)
+  std::chrono::seconds watch_timeout{300};     // each watch asks the server to end it after this
+};
+
+class KubernetesBinder final : public Binder {
+ public:
+  KubernetesBinder(KubernetesConfig config, std::shared_ptr<Client> client, Report report);
+  ~KubernetesBinder() override;
+
+  void bind(const Admission& admission, const storage::JobRecord& job) override;
+  void stop(const JobId& job, Time grace) override;
+  void turn_closed() override;
+  void turn_written(bool ok) override;
+  void start() override;
+  void halt() override;
+  bool confirms_stops() const override { return true; }
+  Result<void> check_run(const RunSpec& run) const override;
+  bool is_source() const override { return true; }
+  void set_source(SourceReport report, ResourceNames& names) override;
+  void refused(const JobId& job, const std::string& why) override;
+
+  // Requests made so far (for benchmarks): binds, evictions, status patches, events.
+  struct Counts {
+    std::uint64_t binds = 0, bind_failures = 0, evictions = 0, evictions_blocked = 0, patches = 0, events = 0;
+  };
+  Counts counts() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The API calls gpuqd must be allowed (checked at start with check_access).
+std::vector<AccessCheck> required_access();
+
+}  // namespace gpuq::binder::k8s

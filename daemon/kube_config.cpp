@@ -1,0 +1,112 @@
+// gpuqd's `kubernetes:` section (binder: kubernetes) and the binder's start: where the API is,
+// a client to it, and the calls gpuqd must be allowed, checked before anything is served.
+#include <charconv>
+
+#include <spdlog/spdlog.h>
+
+#include "binder/kubernetes/kube_binder.hpp"
+#include "daemon/config.hpp"
+#include "spec/validate.hpp"
+#include "spec/yaml_read.hpp"
+
+namespace gpuq::daemon {
+
+namespace {
+
+using spec::Path;
+using spec::yaml::Node;
+
+// "15s", "10m", "2h", or a number of seconds.
+std::int64_t seconds_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
+  std::string text(spec::text_of(v, at, "a duration such as 15s, 10m or 1h"));
+  std::int64_t unit = 1;
+  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : 3600;
+    text.pop_back();
+  }
+  std::int64_t n = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
+    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not a duration; use e.g. 15s, 10m or 1h");
+  if (n > max / unit || n * unit < min || n * unit > max)
+    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " + std::to_string(min) + "s to " +
+                             std::to_string(max) + "s");
+  return n * unit;
+}
+
+std::vector<std::string> names_of(Node v, Path& at, std::size_t max, bool labels) {
+  spec::expect_list(v, at);
+  if (v.size() > max) spec::fail_at(v, at, "lists " + std::to_string(v.size()) + "; at most " + std::to_string(max) + " are allowed");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    Path::Index ix(at, i);
+    out.push_back(spec::string_of(v.item(i), at));
+    spec::located(v.item(i), at, [&] {
+      if (labels) spec::check_label_key(out.back(), at);
+      else spec::check_name(out.back(), at);
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
+  binder::k8s::KubernetesConfig k;
+  spec::for_each_key(
+      node, at,
+      {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout"},
+      [&](std::string_view key, Node v) {
+        if (key == "kubeconfig") {
+          k.access.kubeconfig = spec::string_of(v, at);
+        } else if (key == "context") {
+          k.access.context = spec::string_of(v, at);
+        } else if (key == "schedulerName") {
+          k.scheduler_name = spec::string_of(v, at);
+          spec::located(v, at, [&] { spec::check_name(k.scheduler_name, at); });
+        } else if (key == "namespaces") {
+          k.namespaces = names_of(v, at, 1000, false);
+        } else if (key == "qps" || key == "burst") {
+          const double n = spec::number_of(v, at);
+          if (!(n >= 1 && n <= 100000)) spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use 1 to 100000");
+          if (key == "qps") k.qps = n;
+          else k.burst = static_cast<int>(n);
+        } else if (key == "flavorLabel") {
+          k.flavor_label = spec::string_of(v, at);
+          spec::located(v, at, [&] { spec::check_label_key(k.flavor_label, at); });
+        } else if (key == "topologyLabels") {
+          k.topology_labels = names_of(v, at, 8, true);
+        } else if (key == "bindConcurrency") {
+          const auto n = spec::int_of(v, at);
+          if (n < 1 || n > 256) spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 1 to 256");
+          k.bind_concurrency = static_cast<int>(n);
+        } else if (key == "podGroupTimeout") {
+          k.group_timeout = std::chrono::seconds(seconds_of(v, at, 1, 7 * 86400));
+        } else if (key == "evictRetry") {
+          k.evict_retry = std::chrono::milliseconds(1000 * seconds_of(v, at, 1, 3600));
+        } else {
+          k.watch_timeout = std::chrono::seconds(seconds_of(v, at, 1, 3600));
+        }
+      });
+  return k;
+}
+
+Result<void> prepare_kubernetes(Config& config) {
+  auto access = binder::k8s::load_access(config.kubernetes.access);
+  if (!access) return Error{"kubernetes: " + access.error(), access.code()};
+  binder::k8s::ClientOptions opt;
+  opt.qps = config.kubernetes.qps;
+  opt.burst = config.kubernetes.burst;
+  auto client = std::make_shared<binder::k8s::Client>(access.value(), opt);
+  if (auto r = binder::k8s::check_access(*client, binder::k8s::required_access()); !r)
+    return Error{"kubernetes: " + r.error(), r.code()};
+  spdlog::info("event=kubernetes_binder server={} source=\"{}\" scheduler_name={}", access.value().server,
+               access.value().source, config.kubernetes.scheduler_name);
+  config.core.make_binder = [k = config.kubernetes, client](binder::Report report) -> std::unique_ptr<binder::Binder> {
+    return std::make_unique<binder::k8s::KubernetesBinder>(k, client, std::move(report));
+  };
+  return Ok();
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,115 @@
+// The Core's side of a source binder (binder.hpp, SourceFact; the kubernetes binder): nodes as
+// the source sees them, jobs that arrive (pending, or running already after a restart) and
+// jobs withdrawn, and the first sync that lets placing begin.
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/core.hpp"
+#include "spec/error.hpp"
+#include "spec/validate.hpp"
+
+namespace gpuq::daemon {
+
+void Core::observe_source(binder::SourceFact fact, Time now) {
+  if (auto* n = std::get_if<binder::NodeSeen>(&fact)) {
+    sync_names();
+    try {
+      spec::Path at("node");
+      spec::validate(n->spec, at, *names_);
+    } catch (const spec::SpecError& e) {
+      spdlog::warn("event=source_node_refused node={} error=\"{}\"", n->spec.name, e.what());
+      return;
+    }
+    if (auto r = apply_node(n->spec, now); !r)
+      spdlog::warn("event=source_node_refused node={} error=\"{}\"", n->spec.name, r.error());
+  } else if (auto* a = std::get_if<binder::JobArrived>(&fact)) {
+    source_arrived(*a, now);
+  } else if (auto* w = std::get_if<binder::JobWithdrawn>(&fact)) {
+    source_withdrawn(*w, now);
+  } else {
+    source_synced(now);
+  }
+}
+
+void Core::source_arrived(binder::JobArrived& a, Time now) {
+  JobSpec& spec = a.sub.job;
+  const std::string id = spec.id.value;
+  if (unfinished_.count(id) > 0) return;  // reported again (a relist)
+  auto stale = stale_.extract(id);
+  if (stale.empty()) {
+    auto on_disk = store_->has_job(id);
+    if (!on_disk || on_disk.value()) return;  // it ended before (its pod lingers) or the file cannot say
+  }
+  auto refuse = [&](const std::string& why) {
+    binder_->refused(spec.id, why);
+    if (!stale.empty()) {  // the file's record ends, with the reason
+      storage::JobRecord& rec = stale.mapped();
+      rec.state = JobState::kFailed;
+      rec.reason = why;
+      rec.finished_at = now;
+      batch_.jobs.push_back(std::move(rec));
+    }
+  };
+  sync_names();
+  try {
+    spec::Path at("pod");
+    spec::validate(spec, at, *names_);
+  } catch (const spec::SpecError& e) {
+    refuse(e.what());
+    return;
+  }
+  if (queue_specs_.count(spec.queue.value) == 0) {
+    refuse("queue \"" + spec.queue.value + "\" does not exist in gpuq (gpuq queues lists them)");
+    return;
+  }
+  spec.submitted_at = stale.empty() ? now : stale.mapped().spec.submitted_at;
+  Result<void> r = Ok();
+  if (!a.nodes.empty()) {
+    RunningPlacement where;
+    where.admitted_at = stale.empty() || stale.mapped().admitted_at == 0 ? now : stale.mapped().admitted_at;
+    where.nodes = a.nodes;
+    r = engine_->restore_running(spec, where, now);
+  } else {
+    r = engine_->submit(spec, now);
+  }
+  if (!r) {
+    refuse(r.error());
+    return;
+  }
+  storage::JobRecord rec;
+  if (!stale.empty()) {
+    rec = std::move(stale.mapped());
+  } else {
+    rec.number = ++last_job_number_;
+  }
+  rec.spec = std::move(spec);
+  rec.run = std::move(a.sub.run);
+  rec.priority_text = std::move(a.sub.priority);
+  if (!a.nodes.empty()) rec.state = JobState::kRunning;
+  unfinished_.emplace(id, std::move(rec));  // written with the turn (its event)
+}
+
+void Core::source_withdrawn(const binder::JobWithdrawn& w, Time now) {
+  if (unfinished_.count(w.job.value) == 0) return;
+  if (auto r = cancel(w.job.value, now); !r)
+    spdlog::warn("event=source_withdraw_failed job={} error=\"{}\"", w.job.value, r.error());
+  else
+    spdlog::info("event=job_withdrawn job={} reason=\"{}\"", w.job.value, w.reason);
+}
+
+// Every job the source holds was reported once: what the state file had and the source did not
+// is gone (its pods were deleted while gpuqd was not watching); placing begins.
+void Core::source_synced(Time now) {
+  for (auto& [id, rec] : stale_) {
+    rec.state = JobState::kCancelled;
+    rec.reason = "its pods were gone when gpuqd started again";
+    rec.finished_at = now;
+    batch_.jobs.push_back(std::move(rec));
+  }
+  if (!stale_.empty()) spdlog::info("event=source_synced gone_jobs={}", stale_.size());
+  stale_.clear();
+  placing_ = true;
+}
+
+}  // namespace gpuq::daemon

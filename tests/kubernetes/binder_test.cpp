@@ -1,0 +1,96 @@
+// gpuqd as a Kubernetes secondary scheduler, end to end: a real gpuqd process (binder:
+// kubernetes) against the fake API server (tests/kubefake), each scenario ending with the
+// invariants of harness.hpp over the fake's whole state and request log.
+#include "tests/kubernetes/harness.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+const char* kTwoQueues = R"(  - name: team-a
+    cohort: all
+    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]
+  - name: team-b
+    cohort: all
+    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]
+)";
+
+}  // namespace
+
+TEST_CASE("pods of two queues are bound within quota and borrowing; a pod that ends makes room") {
+  KubeCluster k(2, 8);
+  k.start(kTwoQueues);
+  for (int i = 0; i < 3; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-0") && k.bound("a-1") && k.bound("a-2"); }));  // a borrows 4
+  for (int i = 0; i < 2; ++i) k.create("b-" + std::to_string(i), pod_of("team-b", 4));
+  REQUIRE(eventually([&] { return k.bound("b-0"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(k.bound("b-1"));  // 16 GPUs in use
+  k.api.finish_pod("default", "a-0", 0);
+  REQUIRE(eventually([&] { return k.bound("b-1"); }));
+  k.check_invariants();
+}
+
+TEST_CASE("pods of other schedulers take their nodes' room; a node that is not Ready takes no new pods") {
+  KubeCluster k(3, 8);
+  k.create("other", pod_of("", 6).by("default-scheduler").on("node-0"));
+  k.start(kTwoQueues);
+  k.api.set_node_ready("node-2", false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 3; ++i) k.create("c-" + std::to_string(i), pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("c-0") && k.bound("c-1"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(k.node_of("c-0") == "node-1");
+  CHECK(k.node_of("c-1") == "node-1");
+  CHECK_FALSE(k.bound("c-2"));  // node-0 has 2 GPUs left, node-2 is not Ready
+  k.api.set_node_ready("node-2", true);
+  REQUIRE(eventually([&] { return k.bound("c-2"); }));
+  CHECK(k.node_of("c-2") == "node-2");
+  // The foreign pod ends: its GPUs are gpuq's again (node-2, not Ready again, takes nothing).
+  k.api.set_node_ready("node-2", false);
+  k.api.finish_pod("default", "other", 0);
+  k.create("d-0", pod_of("team-b", 4));  // the cohort's 16 GPUs of quota: 12 in use
+  REQUIRE(eventually([&] { return k.bound("d-0"); }));
+  CHECK(k.node_of("d-0") == "node-0");
+  k.check_invariants();
+}
+
+TEST_CASE("a pod group is bound whole, once all its pods exist") {
+  KubeCluster k(2, 8);
+  k.start(kTwoQueues);
+  auto member = [] { return pod_of("team-a", 4).label("gpuq.io/pod-group", "train").annotate("gpuq.io/pod-group-size", "3"); };
+  k.create("g-0", member());
+  k.create("g-1", member());
+  k.create("single", pod_of("team-a", 1));
+  REQUIRE(eventually([&] { return k.bound("single"); }));
+  CHECK_FALSE(k.bound("g-0"));
+  CHECK_FALSE(k.bound("g-1"));
+  k.create("g-2", member());
+  // 12 of the 15 free GPUs: 4 + 4 on one node and 4 on the other.
+  REQUIRE(eventually([&] { return k.bound("g-0") && k.bound("g-1") && k.bound("g-2"); }));
+  k.check_invariants();
+}
+
+TEST_CASE("bad pods are told why on their PodScheduled condition while the rest flow") {
+  KubeCluster k(2, 8);
+  k.start(kTwoQueues);
+  k.create("no-queue", pod_of("", 1));
+  k.create("unknown-queue", pod_of("nope", 1));
+  k.create("huge", pod_of("team-a", 1000));
+  k.create("bad-group", pod_of("team-a", 1).label("gpuq.io/pod-group", "x").annotate("gpuq.io/pod-group-size", "many"));
+  k.create("fine", pod_of("team-b", 2));
+  REQUIRE(eventually([&] { return k.bound("fine"); }));
+  REQUIRE(eventually([&] { return !k.unschedulable("no-queue").empty() && !k.unschedulable("unknown-queue").empty() &&
+                                  !k.unschedulable("huge").empty() && !k.unschedulable("bad-group").empty(); }));
+  CHECK(k.unschedulable("no-queue").find("gpuq.io/queue") != std::string::npos);
+  CHECK(k.unschedulable("unknown-queue").find("queue \"nope\" does not exist") != std::string::npos);
+  CHECK(k.unschedulable("huge").find("1000") != std::string::npos);
+  CHECK(k.unschedulable("bad-group").find("gpuq.io/pod-group-size=\"many\"") != std::string::npos);
+  CHECK_FALSE(k.bound("huge"));
+  // A default queue on the namespace lets the pod without a label in.
+  k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"},
+      {"metadata", {{"name", "ml"}, {"annotations", {{"gpuq.io/default-queue", "team-b"}}}}}});
+  k.create("in-ml", pod_of("", 1).in_ns("ml"));
+  REQUIRE(eventually([&] { return k.bound("in-ml", "ml"); }));
+  k.check_invariants();
+}

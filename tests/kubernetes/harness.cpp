@@ -1,0 +1,71 @@
+#include "tests/kubernetes/harness.hpp"
+
+namespace gpuq::test {
+
+namespace {
+
+std::int64_t gpus_of(const json::object& pod) {
+  std::int64_t n = 0;
+  const json::value* cs = pod.at("spec").as_object().if_contains("containers");
+  if (cs == nullptr) return 0;
+  for (const json::value& c : cs->as_array()) {
+    const std::string g = str_at(c.as_object(), {"resources", "limits", "nvidia.com/gpu"});
+    if (!g.empty()) n += std::stoll(g);
+  }
+  return n;
+}
+
+}  // namespace
+
+void KubeCluster::check_invariants() {
+  // No node holds more GPUs or pods than it has, counting every pod bound there that runs.
+  std::map<std::string, std::int64_t> gpus, pods, gpu_alloc, pod_alloc;
+  for (const auto& n : api.list("nodes")) {
+    const std::string name = str_at(n, {"metadata", "name"});
+    gpu_alloc[name] = std::stoll(str_at(n, {"status", "allocatable", "nvidia.com/gpu"}));
+    pod_alloc[name] = std::stoll(str_at(n, {"status", "allocatable", "pods"}));
+  }
+  std::map<std::string, std::string> scheduler_of;  // namespace/name
+  std::map<std::string, std::pair<std::size_t, std::size_t>> groups;  // bound, all
+  for (const auto& p : api.list("pods")) {
+    const std::string key = str_at(p, {"metadata", "namespace"}) + "/" + str_at(p, {"metadata", "name"});
+    scheduler_of[key] = str_at(p, {"spec", "schedulerName"});
+    const std::string node = str_at(p, {"spec", "nodeName"});
+    const std::string phase = str_at(p, {"status", "phase"});
+    const std::string group = str_at(p, {"metadata", "labels", "gpuq.io/pod-group"});
+    if (!group.empty() && phase != "Succeeded" && phase != "Failed") {
+      auto& g = groups[str_at(p, {"metadata", "namespace"}) + "/" + group];
+      ++g.second;
+      if (!node.empty()) ++g.first;
+    }
+    if (node.empty() || phase == "Succeeded" || phase == "Failed") continue;
+    gpus[node] += gpus_of(p);
+    ++pods[node];
+  }
+  for (const auto& [node, used] : gpus) {
+    CHECK_MESSAGE(used <= gpu_alloc[node], node << " holds " << used << " GPUs of " << gpu_alloc[node]);
+    CHECK(pods[node] <= pod_alloc[node]);
+  }
+  for (const auto& [group, g] : groups)
+    CHECK_MESSAGE((g.first == 0 || g.first == g.second), "pod group " << group << ": " << g.first << " of " << g.second << " bound");
+  // The request log: each pod bound once, victims evicted (no DELETE), and nothing written to a
+  // pod of another scheduler.
+  std::map<std::string, int> bindings;
+  for (const kubefake::Request& r : api.requests()) {
+    if (r.user_agent.rfind("gpuqd", 0) != 0 || r.method == "GET") continue;
+    CHECK_MESSAGE(r.method != "DELETE", "gpuqd deleted " << r.path);
+    const auto pods_at = r.path.find("/pods/");
+    if (pods_at == std::string::npos) continue;
+    const std::string ns = r.path.substr(std::string("/api/v1/namespaces/").size(),
+                                         r.path.find('/', std::string("/api/v1/namespaces/").size()) -
+                                             std::string("/api/v1/namespaces/").size());
+    std::string rest = r.path.substr(pods_at + 6);
+    const std::string name = rest.substr(0, rest.find('/'));
+    const std::string key = ns + "/" + name;
+    if (scheduler_of.count(key) > 0) CHECK_MESSAGE(scheduler_of[key] == "gpuq", "gpuqd wrote to " << key);
+    if (rest.find("/binding") != std::string::npos && r.status >= 200 && r.status < 300) ++bindings[key];
+  }
+  for (const auto& [pod, n] : bindings) CHECK_MESSAGE(n == 1, pod << " bound " << n << " times");
+}
+
+}  // namespace gpuq::test

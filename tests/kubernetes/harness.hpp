@@ -1,0 +1,140 @@
+#pragma once
+// gpuqd (a real child process, binder: kubernetes) against the fake API server (in this
+// process), and the invariants every scenario checks over the fake's whole state and request
+// log: no pod bound twice, no node overcommitted (nvidia.com/gpu, cpu, memory, pods), no pod of
+// another scheduler written to, no partial pod group, and victims only evicted (never deleted).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "tests/kubefake/server.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/gpuqd_child.hpp"
+
+namespace gpuq::test {
+
+namespace json = boost::json;
+
+struct PodOptions {
+  std::string ns = "default";
+  std::string queue;  // the gpuq.io/queue label; empty: none
+  int gpus = 1;
+  std::string scheduler = "gpuq";
+  std::string node;  // spec.nodeName: bound already (by someone else)
+  json::object labels;
+  json::object annotations;
+  PodOptions& in_ns(std::string n) { return ns = std::move(n), *this; }
+  PodOptions& by(std::string s) { return scheduler = std::move(s), *this; }
+  PodOptions& on(std::string n) { return node = std::move(n), *this; }
+  PodOptions& label(const std::string& k, const std::string& v) { return labels[k] = v, *this; }
+  PodOptions& annotate(const std::string& k, const std::string& v) { return annotations[k] = v, *this; }
+};
+
+// A pod of `queue` (empty: no queue label) asking for `gpus` whole GPUs.
+inline PodOptions pod_of(const std::string& queue, int gpus) {
+  PodOptions o;
+  o.queue = queue;
+  o.gpus = gpus;
+  return o;
+}
+
+inline json::object make_pod(const std::string& name, const PodOptions& o) {
+  json::object labels = o.labels;
+  if (!o.queue.empty()) labels["gpuq.io/queue"] = o.queue;
+  const std::string gpus = std::to_string(o.gpus);
+  json::object spec{{"schedulerName", o.scheduler},
+                    {"restartPolicy", "Never"},
+                    {"terminationGracePeriodSeconds", 1},
+                    {"containers", json::array{json::object{
+                                       {"name", "main"},
+                                       {"image", "busybox"},
+                                       {"resources", json::object{{"requests", json::object{{"cpu", "1"}, {"nvidia.com/gpu", gpus}}},
+                                                                  {"limits", json::object{{"nvidia.com/gpu", gpus}}}}}}}}};
+  if (!o.node.empty()) spec["nodeName"] = o.node;
+  return json::object{{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata", json::object{{"name", name}, {"namespace", o.ns}, {"labels", labels}, {"annotations", o.annotations}}},
+                      {"spec", spec}};
+}
+
+inline std::string str_at(const json::object& o, std::initializer_list<const char*> path) {
+  const json::value* v = nullptr;
+  const json::object* cur = &o;
+  for (const char* k : path) {
+    if (cur == nullptr || (v = cur->if_contains(k)) == nullptr) return {};
+    cur = v->if_object();
+  }
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// Waits up to `limit` for `pred` (no test asserts a duration: the limit only ends a hung wait).
+inline bool eventually(const std::function<bool()>& pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+class KubeCluster {
+ public:
+  explicit KubeCluster(int nodes = 2, int gpus = 8) {
+    for (int i = 0; i < nodes; ++i) api.add_node("node-" + std::to_string(i), gpus);
+    api.write_kubeconfig((dir.path / "kubeconfig").string());
+  }
+  ~KubeCluster() { gpuqd.stop(SIGTERM); }
+
+  // Starts gpuqd with `queues` (YAML, the config's queues: list) and extra top-level config.
+  void start(const std::string& queues, const std::string& extra = "", const std::string& state = "state.db") {
+    std::ofstream(dir.path / "gpuqd.yaml") << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
+                                           << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
+                                           << "\n  evictRetry: 1s\n"
+                                           << extra << "queues:\n"
+                                           << queues;
+    gpuqd = start_gpuqd(GPUQD_PATH, {"--config", (dir.path / "gpuqd.yaml").string(), "--state-file", (dir.path / state).string()},
+                        dir.path / "gpuqd.out", dir.path / "gpuqd.err");
+    REQUIRE_MESSAGE(!gpuqd.address.empty(), slurp(dir.path / "gpuqd.err"));
+  }
+  void kill_gpuqd() { gpuqd.stop(SIGKILL); }
+
+  void create(const std::string& name, const PodOptions& o) { api.create("pods", o.ns, make_pod(name, o)); }
+  std::string node_of(const std::string& name, const std::string& ns = "default") {
+    auto p = api.get("pods", ns, name);
+    return p ? str_at(*p, {"spec", "nodeName"}) : std::string();
+  }
+  bool bound(const std::string& name, const std::string& ns = "default") { return !node_of(name, ns).empty(); }
+  bool exists(const std::string& name, const std::string& ns = "default") { return api.get("pods", ns, name).has_value(); }
+  // The pod's PodScheduled=False message, "" when it has none.
+  std::string unschedulable(const std::string& name, const std::string& ns = "default") {
+    auto p = api.get("pods", ns, name);
+    if (!p) return {};
+    const json::value* conds = p->at("status").as_object().if_contains("conditions");
+    if (conds == nullptr || !conds->is_array()) return {};
+    for (const json::value& c : conds->as_array())
+      if (str_at(c.as_object(), {"type"}) == "PodScheduled" && str_at(c.as_object(), {"status"}) == "False")
+        return str_at(c.as_object(), {"message"});
+    return {};
+  }
+  std::size_t bound_count() {
+    std::size_t n = 0;
+    for (const auto& p : api.list("pods"))
+      if (!str_at(p, {"spec", "nodeName"}).empty()) ++n;
+    return n;
+  }
+
+  void check_invariants();
+
+  TempDir dir;
+  kubefake::Server api;
+  GpuqdChild gpuqd;
+};
+
+}  // namespace gpuq::test
