@@ -333,6 +333,7 @@ void KubernetesBinder::State::lifecycle(const std::string& id) {
   }
   if (gone + ended < e.pods.size()) return;
   if (e.stopping) report(JobStopped{JobId(id)});
+  else if (!e.failure.empty()) report(JobFinished{JobId(id), 1, e.failure});
   else if (gone == 0 && failed == 0) report(JobFinished{JobId(id), 0, ""});
   else report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});
   for (const std::string& k : e.pods) {

@@ -33,6 +33,7 @@ struct JobEntry {
   bool started = false;   // JobStarted reported (or it was running when found)
   bool stopping = false;  // evictions asked
   bool done = false;      // its last fact was reported
+  std::string failure;    // a pod group that could not be bound whole: it ends so once its bound pods are gone
   Time grace = 30;
 };
 

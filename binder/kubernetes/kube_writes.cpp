@@ -2,6 +2,7 @@
 // (policy/v1 Eviction, retried while a PodDisruptionBudget says no), the PodScheduled condition
 // of a pod that cannot be queued, and Events. Each runs on the write pool, never holding the
 // state's lock across a request.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -89,10 +90,28 @@ void KubernetesBinder::State::bind_job(const Admission& admission) {
       spdlog::warn("event=kubernetes_bind_failed job={} error=\"{}\"", b->job, b->failure);
       auto it = jobs.find(b->job);
       if (it == jobs.end() || it->second.done) return;
-      // No partial gang: what was bound is evicted, and the job waits to be placed again.
-      it->second.bound = false;
-      for (const std::string& k : b->bound) evict_pod(k, it->second.grace, 0);
-      report(JobLost{JobId(b->job), b->failure});
+      JobEntry& e = it->second;
+      if (b->bound.empty()) {  // nothing bound: the job waits to be placed again
+        e.bound = false;
+        report(JobLost{JobId(b->job), b->failure});
+        return;
+      }
+      // No partial gang: its bound pods are evicted, and the job ends once they are gone (its
+      // GPUs are held until then). Its other pods wait for the group to be whole again (its
+      // controller makes new pods for the evicted ones).
+      e.failure = "pod group could not be bound whole (" + b->failure + "); its bound pods were evicted";
+      std::vector<std::string> rest;
+      for (const std::string& k : e.pods)
+        if (std::find(b->bound.begin(), b->bound.end(), k) == b->bound.end()) rest.push_back(k);
+      e.pods = b->bound;
+      for (const std::string& k : e.pods) {
+        evict_pod(k, e.grace, 0);
+        if (auto p = pods.find(k); p != pods.end()) post_event(p->second, "Warning", "FailedScheduling", e.failure);
+      }
+      for (const std::string& k : rest) {
+        job_of.erase(k);
+        if (pods.count(k) > 0) offer(k);
+      }
     });
   }
 }

@@ -36,7 +36,7 @@ TEST_CASE("pods of other schedulers take their nodes' room; a node that is not R
   k.create("other", pod_of("", 6).by("default-scheduler").on("node-0"));
   k.start(kTwoQueues);
   k.api.set_node_ready("node-2", false);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(eventually([&] { return k.node_state("node-2", "Cordoned"); }));
   for (int i = 0; i < 3; ++i) k.create("c-" + std::to_string(i), pod_of("team-a", 4));
   REQUIRE(eventually([&] { return k.bound("c-0") && k.bound("c-1"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -48,6 +48,7 @@ TEST_CASE("pods of other schedulers take their nodes' room; a node that is not R
   CHECK(k.node_of("c-2") == "node-2");
   // The foreign pod ends: its GPUs are gpuq's again (node-2, not Ready again, takes nothing).
   k.api.set_node_ready("node-2", false);
+  REQUIRE(eventually([&] { return k.node_state("node-2", "Cordoned"); }));
   k.api.finish_pod("default", "other", 0);
   k.create("d-0", pod_of("team-b", 4));  // the cohort's 16 GPUs of quota: 12 in use
   REQUIRE(eventually([&] { return k.bound("d-0"); }));

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -128,6 +129,24 @@ class KubeCluster {
     for (const auto& p : api.list("pods"))
       if (!str_at(p, {"spec", "nodeName"}).empty()) ++n;
     return n;
+  }
+
+  // The gpuq command line against this gpuqd: its standard output.
+  std::string gpuq(const std::string& args) {
+    std::string out;
+    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + gpuqd.address + " " + args + " 2>&1").c_str(), "r");
+    if (f == nullptr) return out;
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    ::pclose(f);
+    return out;
+  }
+  // Whether gpuqd shows node `name` in `state` (gpuq nodes).
+  bool node_state(const std::string& name, const std::string& state) {
+    std::istringstream lines(gpuq("nodes"));
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind(name + " ", 0) == 0 && line.find(" " + state + " ") != std::string::npos) return true;
+    return false;
   }
 
   void check_invariants();

@@ -1,0 +1,125 @@
+// The kubernetes binder when things go wrong: reclaim blocked by a PodDisruptionBudget, gpuqd
+// killed and started again (same and fresh state file), binding errors, dropped watches and
+// 410 Gone, and a pod group with a member that cannot be bound.
+#include "tests/kubefake/test_client.hpp"
+#include "tests/kubernetes/harness.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+const char* kReclaim = R"(  - name: team-a
+    cohort: all
+    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]
+    preemption: {reclaimWithinCohort: Any}
+  - name: team-b
+    cohort: all
+    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]
+    preemption: {reclaimWithinCohort: Any}
+)";
+
+std::size_t events_with(gpuq::kubefake::Server& api, const std::string& reason) {
+  std::size_t n = 0;
+  for (const auto& e : api.list("events"))
+    if (str_at(e, {"reason"}) == reason) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("reclaim evicts through the Eviction API and waits while a PodDisruptionBudget says no") {
+  KubeCluster k(2, 8);
+  k.start(kReclaim);
+  for (int i = 0; i < 4; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 4).label("app", "a"));
+  REQUIRE(eventually([&] { return k.bound_count() == 4; }));  // team-a borrows team-b's 8
+  REQUIRE(eventually([&] {
+    for (int i = 0; i < 4; ++i)
+      if (str_at(*k.api.get("pods", "default", "a-" + std::to_string(i)), {"status", "phase"}) != "Running") return false;
+    return true;
+  }));
+  gpuq::kubefake::testing::Client http(k.api);
+  const std::string pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+  REQUIRE(http.post(pdbs, json::object{{"apiVersion", "policy/v1"},
+                                       {"kind", "PodDisruptionBudget"},
+                                       {"metadata", {{"name", "a"}}},
+                                       {"spec", {{"minAvailable", 4}, {"selector", {{"matchLabels", {{"app", "a"}}}}}}}})
+              .status == 201);
+  k.create("b-0", pod_of("team-b", 8));
+  REQUIRE(eventually([&] { return events_with(k.api, "EvictionBlocked") > 0; }));
+  for (int i = 0; i < 4; ++i) CHECK(k.exists("a-" + std::to_string(i)));
+  CHECK_FALSE(k.bound("b-0"));
+  REQUIRE(http.del(pdbs + "/a").status == 200);
+  REQUIRE(eventually([&] { return k.bound("b-0"); }));
+  int left = 0;
+  for (int i = 0; i < 4; ++i) left += k.exists("a-" + std::to_string(i)) ? 1 : 0;
+  CHECK(left == 2);  // two 4-GPU victims made room for 8
+  k.check_invariants();
+}
+
+TEST_CASE("gpuqd killed and started again, with its state file and with a fresh one: nothing bound twice") {
+  KubeCluster k(2, 8);
+  k.start(R"(  - name: team-a
+    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]
+)");
+  for (int i = 0; i < 4; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound_count() == 4; }));
+  k.create("p-0", pod_of("team-a", 4));
+  k.create("p-1", pod_of("team-a", 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  k.kill_gpuqd();
+  // While it is down: a pod ends, a pending pod is deleted, another comes.
+  k.api.finish_pod("default", "a-0", 0);
+  gpuq::kubefake::testing::Client http(k.api);
+  REQUIRE(http.del("/api/v1/namespaces/default/pods/p-0").status == 200);
+  k.create("p-2", pod_of("team-a", 4));
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
+  REQUIRE(eventually([&] { return k.bound("p-1") || k.bound("p-2"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(k.bound("p-1") != k.bound("p-2"));  // room for one: a-0's 4 GPUs
+  k.check_invariants();
+
+  k.kill_gpuqd();
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n", "", "fresh.db");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(k.bound_count() == 5);  // a-0 (done) and the 4 running; the other p waits for room
+  k.api.finish_pod("default", "a-1", 0);
+  REQUIRE(eventually([&] { return k.bound("p-1") && k.bound("p-2"); }));
+  k.check_invariants();
+}
+
+TEST_CASE("binding errors, dropped watches and 410 Gone lose nothing and bind nothing twice") {
+  KubeCluster k(2, 8);
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
+  k.api.fail_next("POST", "/binding", 500, 2);  // retried by the client
+  k.create("a-0", pod_of("team-a", 1));
+  REQUIRE(eventually([&] { return k.bound("a-0"); }));
+  k.api.drop_watches();
+  k.create("a-1", pod_of("team-a", 1));
+  REQUIRE(eventually([&] { return k.bound("a-1"); }));
+  k.api.compact();
+  k.api.drop_watches();
+  k.create("a-2", pod_of("team-a", 1));
+  k.api.finish_pod("default", "a-0", 0);
+  REQUIRE(eventually([&] { return k.bound("a-2"); }));
+  // A binding refused outright (403 is not retried) leaves the pod pending, and it is bound on
+  // a later attempt.
+  k.api.fail_next("POST", "a-3/binding", 403, 1);
+  k.create("a-3", pod_of("team-a", 1));
+  REQUIRE(eventually([&] { return k.bound("a-3"); }));
+  k.check_invariants();
+}
+
+TEST_CASE("a pod group whose member cannot be bound is not left partly bound") {
+  KubeCluster k(2, 8);
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
+  k.api.fail_next("POST", "g-1/binding", 403, 1);
+  for (int i = 0; i < 3; ++i)
+    k.create("g-" + std::to_string(i), pod_of("team-a", 2).label("gpuq.io/pod-group", "g").annotate("gpuq.io/pod-group-size", "3"));
+  // Its bound members are evicted (the group's controller would make new pods); what is left is
+  // never bound alone.
+  REQUIRE(eventually([&] { return !k.exists("g-0") || !k.exists("g-2"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(k.exists("g-1"));
+  CHECK_FALSE(k.bound("g-1"));
+  k.check_invariants();
+}
