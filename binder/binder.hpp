@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <utility>
+#include <vector>
 #include <variant>
 
 #include "scheduler/model.hpp"
@@ -97,6 +98,10 @@ class Binder {
     (void)job;
     (void)why;
   }
+  // Every status_interval() seconds (0: never) the Core tells a source why each pending job
+  // waits (engine thread), for it to show its owner.
+  virtual Time status_interval() const { return 0; }
+  virtual void waiting(std::vector<std::pair<JobId, std::string>> reasons) { (void)reasons; }
 };
 
 // No processes: an admitted job is running at once and a stopped job has stopped at once. The

@@ -30,6 +30,8 @@
 //     podGroupTimeout: 10m        # an incomplete pod group gets an Event after this
 //     evictRetry: 5s              # asks again after a PodDisruptionBudget said no
 //     watchTimeout: 5m            # each watch asks the server to end it after this
+//     statusInterval: 5s          # how often waiting pods' reasons are computed
+//     podStatusMinInterval: 30s   # a pod's PodScheduled message changes at most this often
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}

@@ -385,6 +385,7 @@ storage::Batch Core::close_turn(Time now) {
   metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
+  tell_waiting(now);
   binder_->turn_closed();
   facts_closed_ = std::exchange(facts_open_, {});
   storage::Batch batch = std::exchange(batch_, storage::Batch{});

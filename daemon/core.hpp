@@ -163,6 +163,7 @@ class Core {
   void source_arrived(binder::JobArrived& a, Time now);
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
+  void tell_waiting(Time now);
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;
@@ -182,6 +183,7 @@ class Core {
   // again (they keep their number and times) or syncs without them (they end).
   std::unordered_map<std::string, storage::JobRecord> stale_;
   bool placing_ = true;
+  Time last_status_ = 0;  // when a source was last told why its jobs wait
   bool binder_started_ = false;
   storage::Batch batch_;
   std::uint64_t last_event_seq_ = 0;

@@ -56,7 +56,7 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
   spec::for_each_key(
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
-       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout"},
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
           k.access.kubeconfig = spec::string_of(v, at);
@@ -85,6 +85,10 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.group_timeout = std::chrono::seconds(seconds_of(v, at, 1, 7 * 86400));
         } else if (key == "evictRetry") {
           k.evict_retry = std::chrono::milliseconds(1000 * seconds_of(v, at, 1, 3600));
+        } else if (key == "statusInterval") {
+          k.status_interval = seconds_of(v, at, 1, 3600);
+        } else if (key == "podStatusMinInterval") {
+          k.pod_status_min = std::chrono::seconds(seconds_of(v, at, 0, 3600));
         } else {
           k.watch_timeout = std::chrono::seconds(seconds_of(v, at, 1, 3600));
         }

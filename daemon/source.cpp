@@ -112,4 +112,17 @@ void Core::source_synced(Time now) {
   placing_ = true;
 }
 
+// Why each pending job waits, in the engine's words, to a source that shows them (the
+// kubernetes binder: PodScheduled=False), every status_interval().
+void Core::tell_waiting(Time now) {
+  const Time every = binder_->status_interval();
+  if (!placing_ || every <= 0 || now - last_status_ < every) return;
+  last_status_ = now;
+  std::vector<std::pair<JobId, std::string>> reasons;
+  for (const Job* j : engine_->pending_in_submission_order())
+    reasons.emplace_back(j->spec.id, "gpuq job " + j->spec.id.value + " waits in queue " + j->spec.queue.value + ": " +
+                                         engine_->pending_reason(*j));
+  binder_->waiting(std::move(reasons));
+}
+
 }  // namespace gpuq::daemon

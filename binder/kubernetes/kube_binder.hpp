@@ -28,7 +28,9 @@ struct KubernetesConfig {
   int bind_concurrency = 32;                 // writes in flight at once
   std::chrono::seconds group_timeout{600};   // a pod group still incomplete after this gets an Event
   std::chrono::milliseconds evict_retry{5000};  // after a PodDisruptionBudget said no (429)
-  std::chrono::seconds watch_timeout{300};     // each watch asks the server to end it after this
+  std::chrono::seconds watch_timeout{300};
+  std::int64_t status_interval = 5;          // seconds between the Core's reasons for waiting pods
+  std::chrono::seconds pod_status_min{30};   // a pod's PodScheduled message changes at most this often     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {
@@ -47,6 +49,8 @@ class KubernetesBinder final : public Binder {
   bool is_source() const override { return true; }
   void set_source(SourceReport report, ResourceNames& names) override;
   void refused(const JobId& job, const std::string& why) override;
+  Time status_interval() const override;
+  void waiting(std::vector<std::pair<JobId, std::string>> reasons) override;
 
   // Requests made so far (for benchmarks): binds, evictions, status patches, events.
   struct Counts {

@@ -60,7 +60,11 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, ResourceVec> foreign_on;  // by node
   std::unordered_map<std::string, NodeInfo> nodes;
   std::unordered_map<std::string, std::string> ns_default;  // namespace -> its default queue
-  std::unordered_map<std::string, std::string> said;        // pod key -> the last PodScheduled message
+  struct Said {
+    std::string message;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<std::string, Said> said;  // pod key -> the last PodScheduled message
   bool nodes_synced = false, namespaces_synced = false, pods_synced = false;
   std::condition_variable synced_cv;
 
@@ -92,7 +96,8 @@ struct KubernetesBinder::State {
   void bind_job(const Admission& admission);
   void evict_job(const std::string& id, Time grace);
   void evict_pod(const std::string& key, Time grace, int attempt);
-  void say_unschedulable(const std::vector<std::string>& keys, const std::string& message);
+  // `routine`: a waiting reason, said at most every pod_status_min; otherwise (a refusal) at once.
+  void say_unschedulable(const std::vector<std::string>& keys, const std::string& message, bool routine = false);
   void post_event(const PodInfo& pod, const std::string& type, const std::string& reason, const std::string& message);
   void write(std::function<void()> f);
 };

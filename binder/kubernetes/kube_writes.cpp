@@ -85,7 +85,14 @@ void KubernetesBinder::State::bind_job(const Admission& admission) {
       if (++b->answered < b->pods.size()) return;
       std::lock_guard state_lock(mu);
       counts.binds += b->bound.size();
-      if (b->failure.empty()) return;
+      if (b->failure.empty()) {
+        for (const auto& [k, node] : b->pods)
+          if (auto p = pods.find(k); p != pods.end()) {
+            said.erase(k);
+            post_event(p->second, "Normal", "Scheduled", "Successfully assigned " + k + " to " + node);
+          }
+        return;
+      }
       ++counts.bind_failures;
       spdlog::warn("event=kubernetes_bind_failed job={} error=\"{}\"", b->job, b->failure);
       auto it = jobs.find(b->job);
@@ -161,11 +168,15 @@ void KubernetesBinder::State::evict_pod(const std::string& key, Time grace, int 
 }
 
 // Under mu: PodScheduled=False with the message, when it is not what the pod says already.
-void KubernetesBinder::State::say_unschedulable(const std::vector<std::string>& keys, const std::string& message) {
+void KubernetesBinder::State::say_unschedulable(const std::vector<std::string>& keys, const std::string& message,
+                                                bool routine) {
+  const auto now = std::chrono::steady_clock::now();
   for (const std::string& key : keys) {
-    std::string& last = said[key];
-    if (last == message) continue;
-    last = message;
+    auto [it, fresh] = said.try_emplace(key);
+    Said& last = it->second;
+    if (last.message == message || (routine && !fresh && now - last.at < config.pod_status_min)) continue;
+    last.message = message;
+    last.at = now;
     ++counts.patches;
     write([this, key, message] {
       json::object cond{{"type", "PodScheduled"},
@@ -222,6 +233,15 @@ void KubernetesBinder::turn_written(bool ok) {
   if (ok)
     for (auto& f : s_->closed) s_->write(std::move(f));
   s_->closed.clear();
+}
+
+Time KubernetesBinder::status_interval() const { return s_->config.status_interval; }
+
+void KubernetesBinder::waiting(std::vector<std::pair<JobId, std::string>> reasons) {
+  std::lock_guard lock(s_->mu);
+  for (const auto& [job, why] : reasons)
+    if (auto it = s_->jobs.find(job.value); it != s_->jobs.end() && !it->second.bound)
+      s_->say_unschedulable(it->second.pods, why, /*routine=*/true);
 }
 
 void KubernetesBinder::refused(const JobId& job, const std::string& why) {

@@ -26,6 +26,13 @@ TEST_CASE("pods of two queues are bound within quota and borrowing; a pod that e
   REQUIRE(eventually([&] { return k.bound("b-0"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK_FALSE(k.bound("b-1"));  // 16 GPUs in use
+  // Why it waits, on its PodScheduled condition; a bound pod has its Scheduled event.
+  REQUIRE(eventually([&] { return k.unschedulable("b-1").find("waits in queue team-b") != std::string::npos; }));
+  MESSAGE(k.unschedulable("b-1"));
+  bool scheduled = false;
+  for (const auto& e : k.api.list("events", "default"))
+    scheduled |= str_at(e, {"reason"}) == "Scheduled" && str_at(e, {"involvedObject", "name"}) == "a-0";
+  CHECK(scheduled);
   k.api.finish_pod("default", "a-0", 0);
   REQUIRE(eventually([&] { return k.bound("b-1"); }));
   k.check_invariants();

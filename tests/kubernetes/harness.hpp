@@ -97,7 +97,7 @@ class KubeCluster {
   void start(const std::string& queues, const std::string& extra = "", const std::string& state = "state.db") {
     std::ofstream(dir.path / "gpuqd.yaml") << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
                                            << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
-                                           << "\n  evictRetry: 1s\n"
+                                           << "\n  evictRetry: 1s\n  statusInterval: 1s\n  podStatusMinInterval: 0s\n"
                                            << extra << "queues:\n"
                                            << queues;
     gpuqd = start_gpuqd(GPUQD_PATH, {"--config", (dir.path / "gpuqd.yaml").string(), "--state-file", (dir.path / state).string()},
