@@ -32,6 +32,8 @@
 //     watchTimeout: 5m            # each watch asks the server to end it after this
 //     statusInterval: 5s          # how often waiting pods' reasons are computed
 //     podStatusMinInterval: 30s   # a pod's PodScheduled message changes at most this often
+//     leaderElection: {enabled: false, namespace: gpuq-system, name: gpuq, identity: HOST_PID,
+//                      leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}

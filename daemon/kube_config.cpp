@@ -1,5 +1,7 @@
 // gpuqd's `kubernetes:` section (binder: kubernetes) and the binder's start: where the API is,
 // a client to it, and the calls gpuqd must be allowed, checked before anything is served.
+#include <unistd.h>
+
 #include <charconv>
 
 #include <spdlog/spdlog.h>
@@ -16,12 +18,15 @@ namespace {
 using spec::Path;
 using spec::yaml::Node;
 
-// "15s", "10m", "2h", or a number of seconds.
-std::int64_t seconds_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
+// "500ms", "15s", "10m", "2h", or a number of seconds; in milliseconds.
+std::int64_t millis_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
   std::string text(spec::text_of(v, at, "a duration such as 15s, 10m or 1h"));
-  std::int64_t unit = 1;
-  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
-    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : 3600;
+  std::int64_t unit = 1000;
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
+    unit = 1;
+    text.resize(text.size() - 2);
+  } else if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+    unit = text.back() == 's' ? 1000 : text.back() == 'm' ? 60000 : 3600000;
     text.pop_back();
   }
   std::int64_t n = 0;
@@ -29,9 +34,33 @@ std::int64_t seconds_of(Node v, const Path& at, std::int64_t min, std::int64_t m
   if (ec != std::errc() || p != text.data() + text.size() || text.empty())
     spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not a duration; use e.g. 15s, 10m or 1h");
   if (n > max / unit || n * unit < min || n * unit > max)
-    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " + std::to_string(min) + "s to " +
-                             std::to_string(max) + "s");
+    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " + std::to_string(min) + "ms to " +
+                             std::to_string(max / 1000) + "s");
   return n * unit;
+}
+
+std::int64_t seconds_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
+  return millis_of(v, at, min * 1000, max * 1000) / 1000;
+}
+
+binder::k8s::LeaderConfig read_leader(Node node, Path& at) {
+  binder::k8s::LeaderConfig l;
+  spec::for_each_key(node, at,
+                     {"enabled", "namespace", "name", "identity", "leaseDuration", "renewDeadline", "retryPeriod"},
+                     [&](std::string_view key, Node v) {
+                       auto ms = [&] { return std::chrono::milliseconds(millis_of(v, at, 100, 3'600'000)); };
+                       if (key == "enabled") l.enabled = spec::bool_of(v, at);
+                       else if (key == "namespace") l.ns = spec::string_of(v, at);
+                       else if (key == "name") l.name = spec::string_of(v, at);
+                       else if (key == "identity") l.identity = spec::string_of(v, at);
+                       else if (key == "leaseDuration") l.lease_duration = ms();
+                       else if (key == "renewDeadline") l.renew_deadline = ms();
+                       else l.retry_period = ms();
+                     });
+  // client-go's rules: leaseDuration > renewDeadline > retryPeriod (x 1.2).
+  if (!(l.lease_duration > l.renew_deadline && l.renew_deadline * 10 > l.retry_period * 12))
+    spec::fail_at(node, at, "needs leaseDuration > renewDeadline > 1.2 x retryPeriod");
+  return l;
 }
 
 std::vector<std::string> names_of(Node v, Path& at, std::size_t max, bool labels) {
@@ -56,7 +85,7 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
   spec::for_each_key(
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
-       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval"},
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "leaderElection"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
           k.access.kubeconfig = spec::string_of(v, at);
@@ -85,6 +114,8 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.group_timeout = std::chrono::seconds(seconds_of(v, at, 1, 7 * 86400));
         } else if (key == "evictRetry") {
           k.evict_retry = std::chrono::milliseconds(1000 * seconds_of(v, at, 1, 3600));
+        } else if (key == "leaderElection") {
+          k.leader = read_leader(v, at);
         } else if (key == "statusInterval") {
           k.status_interval = seconds_of(v, at, 1, 3600);
         } else if (key == "podStatusMinInterval") {
@@ -102,8 +133,19 @@ Result<void> prepare_kubernetes(Config& config) {
   binder::k8s::ClientOptions opt;
   opt.qps = config.kubernetes.qps;
   opt.burst = config.kubernetes.burst;
+  if (config.kubernetes.leader.identity.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    config.kubernetes.leader.identity = std::string(host) + "_" + std::to_string(::getpid());
+  }
+  opt.user_agent = "gpuqd/" + config.kubernetes.leader.identity;  // who wrote what, in the server's log
   auto client = std::make_shared<binder::k8s::Client>(access.value(), opt);
-  if (auto r = binder::k8s::check_access(*client, binder::k8s::required_access()); !r)
+  auto checks = binder::k8s::required_access();
+  if (config.kubernetes.leader.enabled) {
+    const auto& l = config.kubernetes.leader;
+    checks.push_back({"get", "leases", "/apis/coordination.k8s.io/v1/namespaces/" + l.ns + "/leases/" + l.name});
+  }
+  if (auto r = binder::k8s::check_access(*client, checks); !r)
     return Error{"kubernetes: " + r.error(), r.code()};
   spdlog::info("event=kubernetes_binder server={} source=\"{}\" scheduler_name={}", access.value().server,
                access.value().source, config.kubernetes.scheduler_name);

@@ -415,7 +415,7 @@ Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks
   const Access& a = client.access();
   for (const AccessCheck& c : checks) {
     const Response r = client.get(c.target);
-    if (r.ok()) continue;
+    if (r.ok() || r.status == 404) continue;  // allowed (a named object may not exist yet)
     const std::string what = c.verb + " " + c.resource;
     if (r.status == 0)
       return Error{"cannot reach the Kubernetes API server at " + a.server + " (" + a.source + ") to " + what + ": " +

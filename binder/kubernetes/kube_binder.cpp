@@ -1,5 +1,8 @@
 #include "binder/kubernetes/kube_binder.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include <boost/asio/post.hpp>
@@ -72,12 +75,24 @@ void KubernetesBinder::start() {
       s->*synced = true;
       s->synced_cv.notify_all();
       if (first) spdlog::info("event=kubernetes_synced what={}", path);
-      if (first && synced == &State::pods_synced && s->source) s->source(SourceSynced{});
+      if (first && synced == &State::pods_synced && s->source && s->leading) s->source(SourceSynced{});
     };
     h.on_error = [path = std::string(k.path)](const std::string& why) {
       spdlog::warn("event=kubernetes_watch_error what={} error=\"{}\"", path, why);
     };
     s->reflectors.push_back(std::make_unique<Reflector>(*s->client, opt, std::move(h)));
+  }
+  if (s->config.leader.enabled) {
+    s->leading = false;
+    s->elector = std::make_unique<LeaderElector>(*s->client, s->config.leader, [s](bool leading) {
+      if (leading) {
+        s->take_over();
+        return;
+      }
+      s->leading = false;  // no write from here on
+      ::kill(::getpid(), SIGTERM);
+    });
+    s->elector_thread = std::thread([s] { s->elector->run(); });
   }
   s->starter = std::thread([s] {
     static bool State::*const order[] = {&State::nodes_synced, &State::namespaces_synced, &State::pods_synced};
@@ -98,6 +113,8 @@ void KubernetesBinder::halt() {
     std::lock_guard lock(s->mu);
     s->synced_cv.notify_all();
   }
+  if (s->elector) s->elector->stop();
+  if (s->elector_thread.joinable()) s->elector_thread.join();
   for (auto& r : s->reflectors) r->stop();
   if (s->starter.joinable()) s->starter.join();
   for (auto& t : s->watchers) t.join();
@@ -122,9 +139,23 @@ void KubernetesBinder::State::on_node(EventType type, const json::object& obj) {
   node_changed(name);
 }
 
+// A standby reports everything its watches hold, once it leads.
+void KubernetesBinder::State::take_over() {
+  std::lock_guard lock(mu);
+  leading = true;
+  for (const auto& [name, node] : nodes) node_changed(name);
+  std::vector<std::string> waiting;
+  for (const auto& [key, pod] : pods)
+    if (job_of.count(key) == 0) waiting.push_back(key);
+  std::sort(waiting.begin(), waiting.end());
+  for (const std::string& key : waiting)
+    if (pods.count(key) > 0 && job_of.count(key) == 0) offer(key);
+  if (pods_synced && source) source(SourceSynced{});
+}
+
 void KubernetesBinder::State::node_changed(const std::string& name) {
   auto it = nodes.find(name);
-  if (it == nodes.end() || !source) return;
+  if (it == nodes.end() || !source || !leading) return;
   auto f = foreign_on.find(name);
   source(NodeSeen{node_spec_of(it->second, f == foreign_on.end() ? ResourceVec{} : f->second, translate)});
 }
@@ -224,6 +255,7 @@ std::string uid_digest(const std::vector<const PodInfo*>& pods) {
 
 // A pod of gpuq's that is in no job yet: a job of its own, or the member that completes its group.
 void KubernetesBinder::State::offer(const std::string& key) {
+  if (!leading) return;  // a standby offers its pods when it takes over
   const PodInfo& p = pods.at(key);
   std::string why;
   auto group = group_of(p, why);

@@ -14,6 +14,7 @@
 #include "binder/binder.hpp"
 #include "binder/kubernetes/access.hpp"
 #include "binder/kubernetes/client.hpp"
+#include "binder/kubernetes/leader.hpp"
 
 namespace gpuq::binder::k8s {
 
@@ -30,7 +31,10 @@ struct KubernetesConfig {
   std::chrono::milliseconds evict_retry{5000};  // after a PodDisruptionBudget said no (429)
   std::chrono::seconds watch_timeout{300};
   std::int64_t status_interval = 5;          // seconds between the Core's reasons for waiting pods
-  std::chrono::seconds pod_status_min{30};   // a pod's PodScheduled message changes at most this often     // each watch asks the server to end it after this
+  std::chrono::seconds pod_status_min{30};   // a pod's PodScheduled message changes at most this often
+  // Only the leader reports jobs and nodes to its Core and writes; a standby keeps its watches
+  // warm. A leader that loses the Lease stops writing at once and ends gpuqd (SIGTERM).
+  LeaderConfig leader;     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {

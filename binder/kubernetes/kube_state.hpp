@@ -76,6 +76,9 @@ struct KubernetesBinder::State {
   std::vector<std::thread> watchers;  // one per reflector
   std::unique_ptr<boost::asio::thread_pool> pool;
   std::atomic<bool> halted{false};
+  std::atomic<bool> leading{true};  // false while a standby (leader election)
+  std::unique_ptr<LeaderElector> elector;
+  std::thread elector_thread;
 
   Counts counts;  // under mu
 
@@ -91,6 +94,7 @@ struct KubernetesBinder::State {
               const std::string& id_seed);
   void lifecycle(const std::string& id);
   bool managed_namespace(const std::string& ns) const;
+  void take_over();
 
   // kube_writes.cpp
   void bind_job(const Admission& admission);

@@ -46,7 +46,7 @@ struct Binding {
 }  // namespace
 
 void KubernetesBinder::State::write(std::function<void()> f) {
-  if (pool && !halted) boost::asio::post(*pool, std::move(f));
+  if (pool && !halted && leading) boost::asio::post(*pool, std::move(f));
 }
 
 void KubernetesBinder::State::bind_job(const Admission& admission) {

@@ -93,16 +93,15 @@ class KubeCluster {
   }
   ~KubeCluster() { gpuqd.stop(SIGTERM); }
 
-  // Starts gpuqd with `queues` (YAML, the config's queues: list) and extra top-level config.
+  // Starts gpuqd with `queues` (YAML, the config's queues: list) and `extra` keys of its
+  // kubernetes: section (indented by two spaces).
   void start(const std::string& queues, const std::string& extra = "", const std::string& state = "state.db") {
-    std::ofstream(dir.path / "gpuqd.yaml") << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
-                                           << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
-                                           << "\n  evictRetry: 1s\n  statusInterval: 1s\n  podStatusMinInterval: 0s\n"
-                                           << extra << "queues:\n"
-                                           << queues;
-    gpuqd = start_gpuqd(GPUQD_PATH, {"--config", (dir.path / "gpuqd.yaml").string(), "--state-file", (dir.path / state).string()},
-                        dir.path / "gpuqd.out", dir.path / "gpuqd.err");
-    REQUIRE_MESSAGE(!gpuqd.address.empty(), slurp(dir.path / "gpuqd.err"));
+    gpuqd = launch(queues, extra, state);
+  }
+  // Another gpuqd on the same API server (its own state file), for leader election.
+  using Replica = GpuqdChild;
+  Replica start_replica(const std::string& queues, const std::string& extra, const std::string& state) {
+    return launch(queues, extra, state);
   }
   void kill_gpuqd() { gpuqd.stop(SIGKILL); }
 
@@ -152,6 +151,22 @@ class KubeCluster {
   void check_invariants();
 
   TempDir dir;
+ private:
+  GpuqdChild launch(const std::string& queues, const std::string& extra, const std::string& state) {
+    const std::string name = std::filesystem::path(state).stem().string();
+    const auto config = dir.path / (name + ".yaml");
+    std::ofstream(config) << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
+                          << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
+                          << "\n  evictRetry: 1s\n  statusInterval: 1s\n  podStatusMinInterval: 0s\n"
+                          << extra << "queues:\n"
+                          << queues;
+    GpuqdChild c = start_gpuqd(GPUQD_PATH, {"--config", config.string(), "--state-file", (dir.path / state).string()},
+                               dir.path / (name + ".out"), dir.path / (name + ".err"));
+    REQUIRE_MESSAGE(!c.address.empty(), slurp(dir.path / (name + ".err")));
+    return c;
+  }
+
+ public:
   kubefake::Server api;
   GpuqdChild gpuqd;
 };

@@ -123,3 +123,40 @@ TEST_CASE("a pod group whose member cannot be bound is not left partly bound") {
   CHECK_FALSE(k.bound("g-1"));
   k.check_invariants();
 }
+
+TEST_CASE("two replicas with a Lease: only the leader binds; the standby takes over when the leader is killed") {
+  KubeCluster k(2, 8);
+  const std::string queues = "  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n";
+  auto lease = [](const std::string& id) {
+    return "  leaderElection: {enabled: true, namespace: default, name: gpuq, identity: " + id +
+           ", leaseDuration: 2s, renewDeadline: 1500ms, retryPeriod: 200ms}\n";
+  };
+  k.start(queues, lease("first"));
+  REQUIRE(eventually([&] { return k.api.get("leases", "default", "gpuq").has_value(); }));
+  KubeCluster::Replica second = k.start_replica(queues, lease("second"), "second.db");
+  k.create("a-0", pod_of("team-a", 4));
+  k.create("a-1", pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-0") && k.bound("a-1"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto writers = [&] {
+    std::set<std::string> who;
+    for (const auto& r : k.api.requests())
+      if (r.method == "POST" && r.path.find("/binding") != std::string::npos) who.insert(r.user_agent);
+    return who;
+  };
+  CHECK(writers() == std::set<std::string>{"gpuqd/first"});
+  CHECK(str_at(*k.api.get("leases", "default", "gpuq"), {"spec", "holderIdentity"}) == "first");
+  k.kill_gpuqd();
+  k.create("a-2", pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-2"); }));
+  CHECK(str_at(*k.api.get("leases", "default", "gpuq"), {"spec", "holderIdentity"}) == "second");
+  CHECK(writers() == std::set<std::string>{"gpuqd/first", "gpuqd/second"});
+  // The new leader took the running pods as they are: room for one more 4-GPU pod, not two.
+  k.create("a-3", pod_of("team-a", 4));
+  k.create("a-4", pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-3") || k.bound("a-4"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(k.bound("a-3") != k.bound("a-4"));
+  second.stop(SIGTERM);
+  k.check_invariants();
+}
