@@ -29,7 +29,7 @@ struct NodeSeen {  // a node appeared or changed (its capacity is what gpuq may 
 struct JobArrived {  // a job to queue; with `nodes` (one per pod), one already running there
   Submission sub;
   std::vector<std::string> nodes;
-  Time started_at = 0;
+  std::vector<std::vector<int>> gpus;  // per pod, the GPU indices it holds (a share's); may be empty
 };
 struct JobWithdrawn {  // gone before it ran (its pod was deleted while pending)
   JobId job;

@@ -32,6 +32,9 @@
 //     watchTimeout: 5m            # each watch asks the server to end it after this
 //     statusInterval: 5s          # how often waiting pods' reasons are computed
 //     podStatusMinInterval: 30s   # a pod's PodScheduled message changes at most this often
+//     reservationNamespace: gpuq-system     # fractional GPUs: where reservation pods go,
+//     reservationImage: registry.k8s.io/pause:3.9   # what they run, and the annotation their
+//     reservationDeviceAnnotation: gpuq.io/gpu-device  # container writes with its GPU
 //     leaderElection: {enabled: false, namespace: gpuq-system, name: gpuq, identity: HOST_PID,
 //                      leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)

@@ -85,7 +85,8 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
   spec::for_each_key(
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
-       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "leaderElection"},
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "leaderElection", "reservationNamespace",
+       "reservationImage", "reservationDeviceAnnotation"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
           k.access.kubeconfig = spec::string_of(v, at);
@@ -114,6 +115,14 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.group_timeout = std::chrono::seconds(seconds_of(v, at, 1, 7 * 86400));
         } else if (key == "evictRetry") {
           k.evict_retry = std::chrono::milliseconds(1000 * seconds_of(v, at, 1, 3600));
+        } else if (key == "reservationNamespace") {
+          k.reservation_namespace = spec::string_of(v, at);
+          spec::located(v, at, [&] { spec::check_name(k.reservation_namespace, at); });
+        } else if (key == "reservationImage") {
+          k.reservation_image = spec::string_of(v, at);
+        } else if (key == "reservationDeviceAnnotation") {
+          k.reservation_device_annotation = spec::string_of(v, at);
+          spec::located(v, at, [&] { spec::check_label_key(k.reservation_device_annotation, at); });
         } else if (key == "leaderElection") {
           k.leader = read_leader(v, at);
         } else if (key == "statusInterval") {

@@ -69,6 +69,7 @@ void Core::source_arrived(binder::JobArrived& a, Time now) {
     RunningPlacement where;
     where.admitted_at = stale.empty() || stale.mapped().admitted_at == 0 ? now : stale.mapped().admitted_at;
     where.nodes = a.nodes;
+    where.gpus = a.gpus;
     r = engine_->restore_running(spec, where, now);
   } else {
     r = engine_->submit(spec, now);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
@@ -75,7 +76,10 @@ void KubernetesBinder::start() {
       s->*synced = true;
       s->synced_cv.notify_all();
       if (first) spdlog::info("event=kubernetes_synced what={}", path);
-      if (first && synced == &State::pods_synced && s->source && s->leading) s->source(SourceSynced{});
+      if (first && synced == &State::pods_synced && s->source && s->leading) {
+        s->source(SourceSynced{});
+        s->sweep_reservations();
+      }
     };
     h.on_error = [path = std::string(k.path)](const std::string& why) {
       spdlog::warn("event=kubernetes_watch_error what={} error=\"{}\"", path, why);
@@ -150,7 +154,10 @@ void KubernetesBinder::State::take_over() {
   std::sort(waiting.begin(), waiting.end());
   for (const std::string& key : waiting)
     if (pods.count(key) > 0 && job_of.count(key) == 0) offer(key);
-  if (pods_synced && source) source(SourceSynced{});
+  if (pods_synced && source) {
+    source(SourceSynced{});
+    sweep_reservations();
+  }
 }
 
 void KubernetesBinder::State::node_changed(const std::string& name) {
@@ -180,6 +187,7 @@ void KubernetesBinder::State::on_namespace(EventType type, const json::object& o
 }
 
 void KubernetesBinder::State::on_pod(EventType type, const json::object& obj) {
+  if (on_reservation(type, obj)) return;  // a GPU held for sharers: gpuq's own, not a tenant's
   const std::string key = object_key(obj);
   auto pod = read_pod(obj);
   const bool ours = pod && pod->scheduler == config.scheduler_name && managed_namespace(pod->ns);
@@ -301,9 +309,23 @@ void KubernetesBinder::State::arrive(const std::vector<const PodInfo*>& members,
     const PodInfo& m = pods.at(k);
     if (!m.node.empty()) ++bound;
     fact.nodes.push_back(m.node);
+    // A share of a GPU goes back on the same share (the index it was annotated with).
+    fact.gpus.emplace_back();
+    auto slot = m.annotations.find(kShareSlotAnnotation);
+    if (!m.node.empty() && slot != m.annotations.end() && m.request[kGpu] > 0 && m.request[kGpu] < kMilliPerGpu) {
+      int index = -1;
+      std::from_chars(slot->second.data(), slot->second.data() + slot->second.size(), index);
+      if (index >= 0) {
+        fact.gpus.back().push_back(index);
+        const std::string rkey = m.node + "/" + std::to_string(index);
+        reservations[rkey].sharers.insert(k);
+        share_of[k] = rkey;
+      }
+    }
   }
   if (bound == 0) {
     fact.nodes.clear();
+    fact.gpus.clear();
   } else if (bound < e.pods.size()) {
     // Part of a group bound (gpuqd stopped while binding it): no partial gang runs; its bound
     // pods are evicted, and the group is placed again once whole.
@@ -369,10 +391,26 @@ void KubernetesBinder::State::lifecycle(const std::string& id) {
   else if (gone == 0 && failed == 0) report(JobFinished{JobId(id), 0, ""});
   else report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});
   for (const std::string& k : e.pods) {
+    unshare(k);
     job_of.erase(k);
     pods.erase(k);
   }
   jobs.erase(it);
+}
+
+// Reservation pods left holding a GPU for nobody (their sharers ended while gpuqd was down).
+void KubernetesBinder::State::sweep_reservations() {
+  for (auto it = reservations.begin(); it != reservations.end();) {
+    if (!it->second.sharers.empty() || it->second.pod.empty()) {
+      ++it;
+      continue;
+    }
+    write([this, name = it->second.pod] {
+      (void)client->request("DELETE", "/api/v1/namespaces/" + config.reservation_namespace + "/pods/" + name, "",
+                            "application/json", Retry::kSafe);
+    });
+    it = reservations.erase(it);
+  }
 }
 
 }  // namespace gpuq::binder::k8s

@@ -34,7 +34,12 @@ struct KubernetesConfig {
   std::chrono::seconds pod_status_min{30};   // a pod's PodScheduled message changes at most this often
   // Only the leader reports jobs and nodes to its Core and writes; a standby keeps its watches
   // warm. A leader that loses the Lease stops writing at once and ends gpuqd (SIGTERM).
-  LeaderConfig leader;     // each watch asks the server to end it after this
+  LeaderConfig leader;
+  // Fractional GPUs (kube_share.cpp): where reservation pods go, what they run, and the
+  // annotation their container writes with the GPU it was given.
+  std::string reservation_namespace = "gpuq-system";
+  std::string reservation_image = "registry.k8s.io/pause:3.9";
+  std::string reservation_device_annotation = "gpuq.io/gpu-device";     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {

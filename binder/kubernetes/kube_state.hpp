@@ -33,6 +33,7 @@ struct JobEntry {
   bool started = false;   // JobStarted reported (or it was running when found)
   bool stopping = false;  // evictions asked
   bool done = false;      // its last fact was reported
+  int bind_failures = 0;  // bindings that failed with nothing bound: the backoff before the next
   std::string failure;    // a pod group that could not be bound whole: it ends so once its bound pods are gone
   Time grace = 30;
 };
@@ -42,6 +43,31 @@ struct Group {
   int size = 0;
   std::chrono::steady_clock::time_point first_seen;
   bool warned = false;
+};
+
+// The pods of one job being bound: the last binding to answer settles the job.
+struct Binding {
+  struct Pod {
+    std::string key;
+    std::string node;
+    int slot = -1;  // a GPU share: the engine's GPU index on the node; -1: whole GPUs or none
+  };
+  std::string job;
+  std::vector<Pod> pods;
+  std::mutex mu;
+  std::size_t answered = 0;
+  std::vector<std::string> bound;  // keys bound
+  std::string failure;             // the first failure
+};
+
+// A GPU shared by pods with gpuq.io/gpu-milli, held by a reservation pod that asks the device
+// plugin for it (binder/kubernetes/README.md: Fractional GPUs).
+struct Reservation {
+  std::string pod;     // its name, in the reservation namespace
+  std::string device;  // the GPU it was given, once it runs (its device annotation)
+  bool failed = false;
+  std::set<std::string> sharers;  // pod keys placed on it
+  std::vector<std::function<void(const std::string& device)>> waiters;  // "" : it failed
 };
 
 struct KubernetesBinder::State {
@@ -60,6 +86,9 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, ResourceVec> foreign_on;  // by node
   std::unordered_map<std::string, NodeInfo> nodes;
   std::unordered_map<std::string, std::string> ns_default;  // namespace -> its default queue
+  std::map<std::string, Reservation> reservations;             // "node/slot"
+  std::unordered_map<std::string, std::string> share_of;       // sharer pod key -> "node/slot"
+  std::uint64_t reservation_seq = 0;
   struct Said {
     std::string message;
     std::chrono::steady_clock::time_point at;
@@ -95,15 +124,23 @@ struct KubernetesBinder::State {
   void lifecycle(const std::string& id);
   bool managed_namespace(const std::string& ns) const;
   void take_over();
+  void sweep_reservations();
 
   // kube_writes.cpp
   void bind_job(const Admission& admission);
+  void bind_pod(const std::shared_ptr<Binding>& b, std::size_t i);
+  void settle(const std::shared_ptr<Binding>& b, std::size_t i, const std::string& failure);
   void evict_job(const std::string& id, Time grace);
   void evict_pod(const std::string& key, Time grace, int attempt);
   // `routine`: a waiting reason, said at most every pod_status_min; otherwise (a refusal) at once.
   void say_unschedulable(const std::vector<std::string>& keys, const std::string& message, bool routine = false);
   void post_event(const PodInfo& pod, const std::string& type, const std::string& reason, const std::string& message);
   void write(std::function<void()> f);
+
+  // kube_share.cpp (under mu)
+  void share(const std::shared_ptr<Binding>& b, std::size_t i);
+  void unshare(const std::string& sharer);
+  bool on_reservation(EventType type, const boost::json::object& obj);  // false: not one
 };
 
 }  // namespace gpuq::binder::k8s

@@ -33,16 +33,6 @@ std::string now_rfc3339() {
   return buf;
 }
 
-// The pods of one job being bound: the last binding to answer settles the job.
-struct Binding {
-  std::string job;
-  std::vector<std::pair<std::string, std::string>> pods;  // key, node
-  std::mutex mu;
-  std::size_t answered = 0;
-  std::vector<std::string> bound;  // keys bound
-  std::string failure;             // the first failure
-};
-
 }  // namespace
 
 void KubernetesBinder::State::write(std::function<void()> f) {
@@ -57,69 +47,99 @@ void KubernetesBinder::State::bind_job(const Admission& admission) {
     auto it = jobs.find(b->job);
     if (it == jobs.end() || it->second.done) return;  // withdrawn meanwhile: the Core cancels it
     it->second.bound = true;
-    for (std::size_t i = 0; i < it->second.pods.size() && i < admission.pods.size(); ++i)
-      b->pods.emplace_back(it->second.pods[i], admission.pods[i].node);
+    for (std::size_t i = 0; i < it->second.pods.size() && i < admission.pods.size(); ++i) {
+      const PodPlacement& p = admission.pods[i];
+      Binding::Pod pod{it->second.pods[i], p.node, -1};
+      if (p.gpu_milli > 0 && p.gpu_milli < kMilliPerGpu && p.gpus.size() == 1) pod.slot = p.gpus.front();
+      b->pods.push_back(std::move(pod));
+    }
   }
   for (std::size_t i = 0; i < b->pods.size(); ++i) {
-    write([this, b, i] {
-      const auto& [key, node] = b->pods[i];
-      const auto slash = key.find('/');
-      json::object body{{"apiVersion", "v1"},
-                        {"kind", "Binding"},
-                        {"metadata", {{"name", key.substr(slash + 1)}, {"namespace", key.substr(0, slash)}}},
-                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
-      Response r = client->request("POST", pod_path(key) + "/binding", json::serialize(body));
-      bool ok = r.ok();
-      if (!ok && r.status == 409) {  // bound already: by this binding (a retry), or by someone else
-        Response got = client->get(pod_path(key));
-        if (got.ok()) {
-          auto v = json::parse(got.body);
-          const auto* spec = v.as_object().if_contains("spec");
-          const auto* bound_to = spec && spec->is_object() ? spec->get_object().if_contains("nodeName") : nullptr;
-          ok = bound_to && bound_to->is_string() && bound_to->get_string() == node;
-        }
+    if (b->pods[i].slot >= 0) {
+      std::lock_guard lock(mu);
+      share(b, i);  // a share of one GPU: held by a reservation pod first (kube_share.cpp)
+    } else {
+      write([this, b, i] { bind_pod(b, i); });
+    }
+  }
+}
+
+// Pool thread: one pods/binding; the last answer of the job settles it.
+void KubernetesBinder::State::bind_pod(const std::shared_ptr<Binding>& b, std::size_t i) {
+  const std::string& key = b->pods[i].key;
+  const std::string& node = b->pods[i].node;
+  const auto slash = key.find('/');
+  json::object body{{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", key.substr(slash + 1)}, {"namespace", key.substr(0, slash)}}},
+                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  Response r = client->request("POST", pod_path(key) + "/binding", json::serialize(body));
+  bool ok = r.ok();
+  if (!ok && r.status == 409) {  // bound already: by this binding (a retry), or by someone else
+    Response got = client->get(pod_path(key));
+    if (got.ok()) {
+      auto v = json::parse(got.body);
+      const auto* spec = v.as_object().if_contains("spec");
+      const auto* bound_to = spec && spec->is_object() ? spec->get_object().if_contains("nodeName") : nullptr;
+      ok = bound_to && bound_to->is_string() && bound_to->get_string() == node;
+    }
+  }
+  settle(b, i, ok ? std::string() : "binding pod " + key + " to node " + node + ": " + describe(r));
+}
+
+void KubernetesBinder::State::settle(const std::shared_ptr<Binding>& b, std::size_t i, const std::string& failure) {
+  std::lock_guard lock(b->mu);
+  if (failure.empty()) b->bound.push_back(b->pods[i].key);
+  else if (b->failure.empty()) b->failure = failure;
+  if (++b->answered < b->pods.size()) return;
+  std::lock_guard state_lock(mu);
+  counts.binds += b->bound.size();
+  if (b->failure.empty()) {
+    for (const Binding::Pod& bp : b->pods)
+      if (auto p = pods.find(bp.key); p != pods.end()) {
+        said.erase(bp.key);
+        post_event(p->second, "Normal", "Scheduled", "Successfully assigned " + bp.key + " to " + bp.node);
       }
-      std::lock_guard lock(b->mu);
-      if (ok) b->bound.push_back(key);
-      else if (b->failure.empty()) b->failure = "binding pod " + key + " to node " + node + ": " + describe(r);
-      if (++b->answered < b->pods.size()) return;
-      std::lock_guard state_lock(mu);
-      counts.binds += b->bound.size();
-      if (b->failure.empty()) {
-        for (const auto& [k, node] : b->pods)
-          if (auto p = pods.find(k); p != pods.end()) {
-            said.erase(k);
-            post_event(p->second, "Normal", "Scheduled", "Successfully assigned " + k + " to " + node);
-          }
-        return;
-      }
-      ++counts.bind_failures;
-      spdlog::warn("event=kubernetes_bind_failed job={} error=\"{}\"", b->job, b->failure);
-      auto it = jobs.find(b->job);
-      if (it == jobs.end() || it->second.done) return;
-      JobEntry& e = it->second;
-      if (b->bound.empty()) {  // nothing bound: the job waits to be placed again
-        e.bound = false;
-        report(JobLost{JobId(b->job), b->failure});
-        return;
-      }
-      // No partial gang: its bound pods are evicted, and the job ends once they are gone (its
-      // GPUs are held until then). Its other pods wait for the group to be whole again (its
-      // controller makes new pods for the evicted ones).
-      e.failure = "pod group could not be bound whole (" + b->failure + "); its bound pods were evicted";
-      std::vector<std::string> rest;
-      for (const std::string& k : e.pods)
-        if (std::find(b->bound.begin(), b->bound.end(), k) == b->bound.end()) rest.push_back(k);
-      e.pods = b->bound;
-      for (const std::string& k : e.pods) {
-        evict_pod(k, e.grace, 0);
-        if (auto p = pods.find(k); p != pods.end()) post_event(p->second, "Warning", "FailedScheduling", e.failure);
-      }
-      for (const std::string& k : rest) {
-        job_of.erase(k);
-        if (pods.count(k) > 0) offer(k);
-      }
+    return;
+  }
+  ++counts.bind_failures;
+  spdlog::warn("event=kubernetes_bind_failed job={} error=\"{}\"", b->job, b->failure);
+  for (const Binding::Pod& bp : b->pods)  // shares never bound give their GPU back
+    if (bp.slot >= 0 && std::find(b->bound.begin(), b->bound.end(), bp.key) == b->bound.end()) unshare(bp.key);
+  auto it = jobs.find(b->job);
+  if (it == jobs.end() || it->second.done) return;
+  JobEntry& e = it->second;
+  if (b->bound.empty()) {
+    // Nothing bound: the job is placed again, after a backoff that grows with each failure (its
+    // room stays held meanwhile), so a pod that cannot be bound does not spin.
+    e.bound = false;
+    const auto delay = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250L << std::min(e.bind_failures, 8)),
+                                                           std::chrono::milliseconds(60'000));
+    ++e.bind_failures;
+    auto timer = std::make_shared<boost::asio::steady_timer>(*pool, delay);
+    timer->async_wait([this, timer, id = b->job, why = b->failure](const boost::system::error_code& ec) {
+      if (ec || halted) return;
+      std::lock_guard again(mu);
+      auto j = jobs.find(id);
+      if (j != jobs.end() && !j->second.done && !j->second.bound) report(JobLost{JobId(id), why});
     });
+    return;
+  }
+  // No partial gang: its bound pods are evicted, and the job ends once they are gone (its GPUs
+  // are held until then). Its other pods wait for the group to be whole again (its controller
+  // makes new pods for the evicted ones).
+  e.failure = "pod group could not be bound whole (" + b->failure + "); its bound pods were evicted";
+  std::vector<std::string> rest;
+  for (const std::string& k : e.pods)
+    if (std::find(b->bound.begin(), b->bound.end(), k) == b->bound.end()) rest.push_back(k);
+  e.pods = b->bound;
+  for (const std::string& k : e.pods) {
+    evict_pod(k, e.grace, 0);
+    if (auto p = pods.find(k); p != pods.end()) post_event(p->second, "Warning", "FailedScheduling", e.failure);
+  }
+  for (const std::string& k : rest) {
+    job_of.erase(k);
+    if (pods.count(k) > 0) offer(k);
   }
 }
 

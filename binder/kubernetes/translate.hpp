@@ -18,6 +18,12 @@ inline constexpr const char* kDefaultQueueAnnotation = "gpuq.io/default-queue"; 
 inline constexpr const char* kGroupLabel = "gpuq.io/pod-group";
 inline constexpr const char* kGroupSizeAnnotation = "gpuq.io/pod-group-size";
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+// Fractional GPUs (kube_share.cpp): on a sharer, the GPU it shares and the engine's index of it;
+// on a reservation pod, the mark and what it holds ("node/index").
+inline constexpr const char* kShareDeviceAnnotation = "gpuq.io/gpu-device";
+inline constexpr const char* kShareSlotAnnotation = "gpuq.io/gpu-slot";
+inline constexpr const char* kReservationLabel = "gpuq.io/reservation";
+inline constexpr const char* kReservationForAnnotation = "gpuq.io/reservation-for";
 
 struct TranslateOptions {
   std::string flavor_label = "gpuq.io/flavor";

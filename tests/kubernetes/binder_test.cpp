@@ -102,3 +102,33 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   REQUIRE(eventually([&] { return k.bound("in-ml", "ml"); }));
   k.check_invariants();
 }
+
+TEST_CASE("shares of a GPU: a reservation pod holds each shared GPU, sharers get its device, and it goes with them") {
+  KubeCluster k(1, 2);
+  k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "gpuq-system"}}}});
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 2}}}]\n",
+          "  reservationDeviceAnnotation: fake.gpuq.io/devices\n");
+  for (int i = 0; i < 4; ++i) k.create("f-" + std::to_string(i), pod_of("team-a", 0).annotate("gpuq.io/gpu-milli", "500"));
+  REQUIRE(eventually([&] { return k.bound_count() == 6; }));  // 4 sharers and 2 reservation pods
+  std::map<std::string, int> sharers_of;
+  for (int i = 0; i < 4; ++i) {
+    auto p = k.api.get("pods", "default", "f-" + std::to_string(i));
+    const std::string device = str_at(*p, {"metadata", "annotations", "gpuq.io/gpu-device"});
+    CHECK(device.rfind("GPU-", 0) == 0);
+    ++sharers_of[device];
+  }
+  CHECK(sharers_of.size() == 2);  // two pods on each GPU
+  for (const auto& [device, n] : sharers_of) CHECK(n == 2);
+  k.create("w-0", pod_of("team-a", 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(k.bound("w-0"));  // both GPUs are shared
+  const std::string freed = str_at(*k.api.get("pods", "default", "f-0"), {"metadata", "annotations", "gpuq.io/gpu-device"});
+  for (int i = 0; i < 4; ++i)
+    if (str_at(*k.api.get("pods", "default", "f-" + std::to_string(i)), {"metadata", "annotations", "gpuq.io/gpu-device"}) == freed)
+      k.api.finish_pod("default", "f-" + std::to_string(i), 0);
+  // The last sharer gone, its reservation pod is deleted and the whole-GPU pod gets that GPU.
+  REQUIRE(eventually([&] { return k.bound("w-0") && !k.api.devices_of("default", "w-0").empty(); }));
+  CHECK(k.api.devices_of("default", "w-0").front() == freed);
+  CHECK(k.api.list("pods", "gpuq-system").size() == 1);
+  k.check_invariants();
+}

@@ -53,7 +53,9 @@ void KubeCluster::check_invariants() {
   std::map<std::string, int> bindings;
   for (const kubefake::Request& r : api.requests()) {
     if (r.user_agent.rfind("gpuqd", 0) != 0 || r.method == "GET") continue;
-    CHECK_MESSAGE(r.method != "DELETE", "gpuqd deleted " << r.path);
+    // The one thing gpuqd deletes: its own reservation pods (fractional GPUs), when unused.
+    CHECK_MESSAGE((r.method != "DELETE" || r.path.rfind("/api/v1/namespaces/gpuq-system/pods/gpuq-share-", 0) == 0),
+                  "gpuqd deleted " << r.path);
     const auto pods_at = r.path.find("/pods/");
     if (pods_at == std::string::npos) continue;
     const std::string ns = r.path.substr(std::string("/api/v1/namespaces/").size(),
