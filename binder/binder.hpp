@@ -98,6 +98,9 @@ class Binder {
     (void)job;
     (void)why;
   }
+  // Before stop() for a preemption victim (engine thread): who preempts it and why, for the
+  // victim's owner.
+  virtual void preempting(const Preemption& p) { (void)p; }
   // Every status_interval() seconds (0: never) the Core tells a source why each pending job
   // waits (engine thread), for it to show its owner.
   virtual Time status_interval() const { return 0; }

@@ -297,6 +297,7 @@ void Core::bind(const std::vector<Decision>& decisions, Time now) {
       if (it != unfinished_.end()) binder_->bind(*a, it->second);
     } else {
       const auto& p = std::get<Preemption>(d);
+      binder_->preempting(p);
       binder_->stop(p.job, p.grace_period);
     }
   }

@@ -143,6 +143,30 @@ void KubernetesBinder::State::on_node(EventType type, const json::object& obj) {
   node_changed(name);
 }
 
+// Pod groups still short of their size after podGroupTimeout (or the group's own
+// gpuq.io/pod-group-timeout, in seconds) are told so once, on each member.
+void KubernetesBinder::State::check_groups() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [name, g] : groups) {
+    if (g.warned || g.pods.empty()) continue;
+    auto timeout = config.group_timeout;
+    const PodInfo& first = pods.at(*g.pods.begin());
+    if (auto t = first.annotations.find(kGroupTimeoutAnnotation); t != first.annotations.end()) {
+      long seconds = 0;
+      if (std::from_chars(t->second.data(), t->second.data() + t->second.size(), seconds).ec == std::errc() && seconds > 0)
+        timeout = std::chrono::seconds(seconds);
+    }
+    if (now - g.first_seen < timeout) continue;
+    g.warned = true;
+    const std::string message = "pod group " + name + " has " + std::to_string(g.pods.size()) + " of its " +
+                                std::to_string(g.size) + " pods after " + std::to_string(timeout.count()) +
+                                "s; none is placed until all exist";
+    for (const std::string& k : g.pods) post_event(pods.at(k), "Warning", "PodGroupIncomplete", message);
+    std::vector<std::string> keys(g.pods.begin(), g.pods.end());
+    say_unschedulable(keys, message);
+  }
+}
+
 // A standby reports everything its watches hold, once it leads.
 void KubernetesBinder::State::take_over() {
   std::lock_guard lock(mu);

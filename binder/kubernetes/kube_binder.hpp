@@ -59,6 +59,7 @@ class KubernetesBinder final : public Binder {
   void set_source(SourceReport report, ResourceNames& names) override;
   void refused(const JobId& job, const std::string& why) override;
   Time status_interval() const override;
+  void preempting(const Preemption& p) override;
   void waiting(std::vector<std::pair<JobId, std::string>> reasons) override;
 
   // Requests made so far (for benchmarks): binds, evictions, status patches, events.

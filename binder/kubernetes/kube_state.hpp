@@ -33,6 +33,7 @@ struct JobEntry {
   bool started = false;   // JobStarted reported (or it was running when found)
   bool stopping = false;  // evictions asked
   bool done = false;      // its last fact was reported
+  std::string preempted_by;  // as a victim: the job that preempts it, and why (for its Events)
   int bind_failures = 0;  // bindings that failed with nothing bound: the backoff before the next
   std::string failure;    // a pod group that could not be bound whole: it ends so once its bound pods are gone
   Time grace = 30;
@@ -134,6 +135,7 @@ struct KubernetesBinder::State {
   void evict_pod(const std::string& key, Time grace, int attempt);
   // `routine`: a waiting reason, said at most every pod_status_min; otherwise (a refusal) at once.
   void say_unschedulable(const std::vector<std::string>& keys, const std::string& message, bool routine = false);
+  void check_groups();  // Events for pod groups still incomplete after their timeout
   void post_event(const PodInfo& pod, const std::string& type, const std::string& reason, const std::string& message);
   void write(std::function<void()> f);
 

@@ -151,8 +151,13 @@ void KubernetesBinder::State::evict_job(const std::string& id, Time grace) {
     return;
   }
   it->second.stopping = true;
+  const std::string why = it->second.preempted_by.empty() ? std::string("stopped by gpuq")
+                                                          : "preempted by gpuq job " + it->second.preempted_by;
   for (const std::string& k : it->second.pods)
-    if (auto p = pods.find(k); p != pods.end() && !p->second.terminal()) evict_pod(k, grace, 0);
+    if (auto p = pods.find(k); p != pods.end() && !p->second.terminal()) {
+      post_event(p->second, "Normal", "Preempted", why + "; evicted with a grace period of " + std::to_string(grace) + "s");
+      evict_pod(k, grace, 0);
+    }
   lifecycle(id);  // all of it may have ended already
 }
 
@@ -198,6 +203,7 @@ void KubernetesBinder::State::say_unschedulable(const std::vector<std::string>& 
     last.message = message;
     last.at = now;
     ++counts.patches;
+    if (auto p = pods.find(key); p != pods.end()) post_event(p->second, "Warning", "FailedScheduling", message);
     write([this, key, message] {
       json::object cond{{"type", "PodScheduled"},
                         {"status", "False"},
@@ -255,6 +261,12 @@ void KubernetesBinder::turn_written(bool ok) {
   s_->closed.clear();
 }
 
+void KubernetesBinder::preempting(const Preemption& p) {
+  std::lock_guard lock(s_->mu);
+  if (auto it = s_->jobs.find(p.job.value); it != s_->jobs.end())
+    it->second.preempted_by = p.by.value + " (" + to_string(p.reason) + ")";
+}
+
 Time KubernetesBinder::status_interval() const { return s_->config.status_interval; }
 
 void KubernetesBinder::waiting(std::vector<std::pair<JobId, std::string>> reasons) {
@@ -262,6 +274,7 @@ void KubernetesBinder::waiting(std::vector<std::pair<JobId, std::string>> reason
   for (const auto& [job, why] : reasons)
     if (auto it = s_->jobs.find(job.value); it != s_->jobs.end() && !it->second.bound)
       s_->say_unschedulable(it->second.pods, why, /*routine=*/true);
+  s_->check_groups();
 }
 
 void KubernetesBinder::refused(const JobId& job, const std::string& why) {

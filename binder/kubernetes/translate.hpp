@@ -17,6 +17,7 @@ inline constexpr const char* kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kDefaultQueueAnnotation = "gpuq.io/default-queue";  // on a namespace
 inline constexpr const char* kGroupLabel = "gpuq.io/pod-group";
 inline constexpr const char* kGroupSizeAnnotation = "gpuq.io/pod-group-size";
+inline constexpr const char* kGroupTimeoutAnnotation = "gpuq.io/pod-group-timeout";  // seconds
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 // Fractional GPUs (kube_share.cpp): on a sharer, the GPU it shares and the engine's index of it;
 // on a reservation pod, the mark and what it holds ("node/index").

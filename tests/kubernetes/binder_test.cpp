@@ -76,6 +76,10 @@ TEST_CASE("a pod group is bound whole, once all its pods exist") {
   k.create("g-2", member());
   // 12 of the 15 free GPUs: 4 + 4 on one node and 4 on the other.
   REQUIRE(eventually([&] { return k.bound("g-0") && k.bound("g-1") && k.bound("g-2"); }));
+  // A group that stays short of its size is told so after its timeout (here 1 second).
+  k.create("lone", pod_of("team-a", 1).label("gpuq.io/pod-group", "pair").annotate("gpuq.io/pod-group-size", "2")
+                       .annotate("gpuq.io/pod-group-timeout", "1"));
+  REQUIRE(eventually([&] { return k.unschedulable("lone").find("has 1 of its 2 pods") != std::string::npos; }));
   k.check_invariants();
 }
 

@@ -53,6 +53,7 @@ TEST_CASE("reclaim evicts through the Eviction API and waits while a PodDisrupti
   int left = 0;
   for (int i = 0; i < 4; ++i) left += k.exists("a-" + std::to_string(i)) ? 1 : 0;
   CHECK(left == 2);  // two 4-GPU victims made room for 8
+  CHECK(events_with(k.api, "Preempted") == 2);
   k.check_invariants();
 }
 
