@@ -33,8 +33,10 @@
 //     statusInterval: 5s          # how often waiting pods' reasons are computed
 //     podStatusMinInterval: 30s   # a pod's PodScheduled message changes at most this often
 //     reservationNamespace: gpuq-system     # fractional GPUs: where reservation pods go,
-//     reservationImage: registry.k8s.io/pause:3.9   # what they run, and the annotation their
-//     reservationDeviceAnnotation: gpuq.io/gpu-device  # container writes with its GPU
+//     reservationImage: gpuq:latest         # what they run (deploy/kubernetes: gpuq-reserve
+//     reservationCommand: /usr/lib/gpuq/gpuq-reserve   # annotates its own pod with its GPU,
+//     reservationServiceAccount: gpuq-reservation      # which this account may patch)
+//     reservationDeviceAnnotation: gpuq.io/gpu-device  # the annotation it writes
 //     leaderElection: {enabled: false, namespace: gpuq-system, name: gpuq, identity: HOST_PID,
 //                      leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)

@@ -86,7 +86,7 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
        "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "leaderElection", "reservationNamespace",
-       "reservationImage", "reservationDeviceAnnotation"},
+       "reservationImage", "reservationCommand", "reservationServiceAccount", "reservationDeviceAnnotation"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
           k.access.kubeconfig = spec::string_of(v, at);
@@ -120,6 +120,11 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           spec::located(v, at, [&] { spec::check_name(k.reservation_namespace, at); });
         } else if (key == "reservationImage") {
           k.reservation_image = spec::string_of(v, at);
+        } else if (key == "reservationCommand") {
+          k.reservation_command = spec::string_of(v, at);
+        } else if (key == "reservationServiceAccount") {
+          k.reservation_service_account = spec::string_of(v, at);
+          spec::located(v, at, [&] { spec::check_name(k.reservation_service_account, at); });
         } else if (key == "reservationDeviceAnnotation") {
           k.reservation_device_annotation = spec::string_of(v, at);
           spec::located(v, at, [&] { spec::check_label_key(k.reservation_device_annotation, at); });

@@ -11,6 +11,7 @@ packages=(
   libsqlite3-dev libspdlog-dev libssl-dev
   chromium
   python3-kubernetes
+  curl  # tests/kubernetes/reserve_script_test.sh runs deploy/kubernetes/gpuq-reserve
 )
 # kubectl checks the fake Kubernetes API server against a real client (tests/kubefake). Debian's
 # kubernetes-client, unless a kubectl is there already (it would conflict with, e.g., the Google

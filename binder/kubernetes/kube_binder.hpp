@@ -38,7 +38,9 @@ struct KubernetesConfig {
   // Fractional GPUs (kube_share.cpp): where reservation pods go, what they run, and the
   // annotation their container writes with the GPU it was given.
   std::string reservation_namespace = "gpuq-system";
-  std::string reservation_image = "registry.k8s.io/pause:3.9";
+  std::string reservation_image = "gpuq:latest";  // the image of deploy/kubernetes, which has:
+  std::string reservation_command = "/usr/lib/gpuq/gpuq-reserve";  // annotates its pod with its GPU
+  std::string reservation_service_account = "gpuq-reservation";    // may patch its own pod
   std::string reservation_device_annotation = "gpuq.io/gpu-device";     // each watch asks the server to end it after this
 };
 

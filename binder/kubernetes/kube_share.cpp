@@ -29,6 +29,10 @@ std::string annotation(const json::object& obj, const char* key) {
   return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
+json::object field_env(const char* name, const char* path) {
+  return json::object{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+}
+
 }  // namespace
 
 void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size_t i) {
@@ -71,9 +75,16 @@ void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size
         {"restartPolicy", "Always"},
         {"terminationGracePeriodSeconds", 0},
         {"tolerations", json::array{json::object{{"operator", "Exists"}}}},
-        {"containers", json::array{json::object{{"name", "reserve"},
-                                                {"image", config.reservation_image},
-                                                {"resources", {{"limits", {{kGpuResource, "1"}}}}}}}}}}};
+        {"serviceAccountName", config.reservation_service_account},
+        {"containers", json::array{json::object{
+                           {"name", "reserve"},
+                           {"image", config.reservation_image},
+                           {"command", json::array{json::string(config.reservation_command)}},
+                           {"env", json::array{field_env("POD_NAME", "metadata.name"),
+                                               field_env("POD_NAMESPACE", "metadata.namespace"),
+                                               json::object{{"name", "GPUQ_DEVICE_ANNOTATION"},
+                                                            {"value", config.reservation_device_annotation}}}},
+                           {"resources", {{"limits", {{kGpuResource, "1"}}}}}}}}}}};
   write([this, name = r.pod, body = json::serialize(pod), rkey] {
     Response made = client->request("POST", "/api/v1/namespaces/" + config.reservation_namespace + "/pods", body,
                                     "application/json", Retry::kUnsafe);
