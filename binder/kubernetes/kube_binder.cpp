@@ -122,7 +122,10 @@ void KubernetesBinder::halt() {
   for (auto& r : s->reflectors) r->stop();
   if (s->starter.joinable()) s->starter.join();
   for (auto& t : s->watchers) t.join();
-  if (s->pool) s->pool->join();
+  if (s->pool) {
+    s->pool->stop();  // writes not started are dropped (a restart recovers them); timers too
+    s->pool->join();
+  }
 }
 
 bool KubernetesBinder::State::managed_namespace(const std::string& ns) const {
@@ -210,6 +213,16 @@ void KubernetesBinder::State::on_namespace(EventType type, const json::object& o
   for (const std::string& key : waiting) offer(key);
 }
 
+namespace {
+
+std::string scheduler_of(const json::object& pod) {
+  const json::value* spec = pod.if_contains("spec");
+  const json::value* name = spec && spec->is_object() ? spec->get_object().if_contains("schedulerName") : nullptr;
+  return name && name->is_string() ? std::string(name->get_string()) : std::string();
+}
+
+}  // namespace
+
 void KubernetesBinder::State::on_pod(EventType type, const json::object& obj) {
   if (on_reservation(type, obj)) return;  // a GPU held for sharers: gpuq's own, not a tenant's
   const std::string key = object_key(obj);
@@ -237,9 +250,10 @@ void KubernetesBinder::State::on_pod(EventType type, const json::object& obj) {
   if (!pod) {
     if (type == EventType::kDeleted) {
       pod_gone(key);
-    } else if (pods.count(key) == 0) {  // a pod gpuq cannot read is told why, if it names gpuq
+    } else if (pods.count(key) == 0 && scheduler_of(obj) == config.scheduler_name) {
+      // A pod of gpuq's that cannot be read is told why (never one of another scheduler).
       spdlog::warn("event=kubernetes_pod_unread pod={} error=\"{}\"", key, pod.error());
-      say_unschedulable({key}, pod.error());
+      if (managed_namespace(key.substr(0, key.find('/')))) say_unschedulable({key}, pod.error());
     }
     return;
   }
