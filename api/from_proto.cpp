@@ -1,5 +1,6 @@
 #include "api/from_proto.hpp"
 
+#include "spec/constraints.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 #include "spec/values.hpp"
@@ -75,6 +76,94 @@ ResourceVec resources_of(const google::protobuf::Map<std::string, std::string>& 
   return v;
 }
 
+NodeRequirement requirement_of(const v1::NodeRequirement& p, Path& at) {
+  NodeRequirement r;
+  r.key = p.key();
+  {
+    Path::Key k(at, "operator");
+    if (p.operator_().empty())
+      spec::fail(at, "is required; use one of In, NotIn, Exists, DoesNotExist, Gt, Lt");
+    r.op = spec::enum_value<LabelOperator>(p.operator_(), at);
+  }
+  Path::Key k(at, "values");
+  spec::check_count(static_cast<std::size_t>(p.values_size()), limits::kRequirementValues, "values",
+                    at);
+  r.values.assign(p.values().begin(), p.values().end());
+  return r;
+}
+
+Toleration toleration_of(const v1::Toleration& p, Path& at) {
+  Toleration t;
+  t.key = p.key();
+  t.value = p.value();
+  {
+    Path::Key k(at, "operator");
+    if (!p.operator_().empty() && p.operator_() != "Equal" && p.operator_() != "Exists")
+      spec::fail(at, spec::quoted(p.operator_()) + " is not allowed; use one of Equal, Exists");
+    t.exists = p.operator_() == "Exists";
+  }
+  if (!p.effect().empty()) {
+    Path::Key k(at, "effect");
+    t.effect = spec::enum_value<TaintEffect>(p.effect(), at);
+  }
+  return t;
+}
+
+// nodeSelector, affinity and tolerations of a job or a pod set; every list's size checked
+// before it is copied.
+NodeConstraints constraints_of(
+    const google::protobuf::Map<std::string, std::string>& selector,
+    const google::protobuf::RepeatedPtrField<v1::NodeSelectorTerm>& affinity,
+    const google::protobuf::RepeatedPtrField<v1::Toleration>& tolerations, Path& at) {
+  NodeConstraints c;
+  {
+    Path::Key k(at, "nodeSelector");
+    spec::check_count(selector.size(), limits::kNodeSelector, "pairs", at, spec::Counted::kHeld);
+    c.node_selector.insert(selector.begin(), selector.end());
+  }
+  {
+    Path::Key k(at, "affinity");
+    spec::check_count(static_cast<std::size_t>(affinity.size()), limits::kAffinityTerms, "terms",
+                      at);
+    for (int i = 0; i < affinity.size(); ++i) {
+      Path::Index ti(at, static_cast<std::size_t>(i));
+      const auto& exprs = affinity[i].match_expressions();
+      spec::check_count(static_cast<std::size_t>(exprs.size()), limits::kTermRequirements,
+                        "requirements", at);
+      auto& term = c.affinity.emplace_back();
+      for (int j = 0; j < exprs.size(); ++j) {
+        Path::Index ri(at, static_cast<std::size_t>(j));
+        term.push_back(requirement_of(exprs[j], at));
+      }
+    }
+  }
+  Path::Key k(at, "tolerations");
+  spec::check_count(static_cast<std::size_t>(tolerations.size()), limits::kTolerations,
+                    "tolerations", at);
+  for (int i = 0; i < tolerations.size(); ++i) {
+    Path::Index ti(at, static_cast<std::size_t>(i));
+    c.tolerations.push_back(toleration_of(tolerations[i], at));
+  }
+  return c;
+}
+
+std::vector<Taint> taints_of(const google::protobuf::RepeatedPtrField<v1::Taint>& taints,
+                             Path& at) {
+  spec::check_count(static_cast<std::size_t>(taints.size()), limits::kTaints, "taints", at);
+  std::vector<Taint> out;
+  for (int i = 0; i < taints.size(); ++i) {
+    Path::Index ti(at, static_cast<std::size_t>(i));
+    Taint& t = out.emplace_back();
+    t.key = taints[i].key();
+    t.value = taints[i].value();
+    Path::Key k(at, "effect");
+    if (taints[i].effect().empty())
+      spec::fail(at, "is required; use one of NoSchedule, PreferNoSchedule, NoExecute");
+    t.effect = spec::enum_value<TaintEffect>(taints[i].effect(), at);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
@@ -132,6 +221,10 @@ Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names) {
       out.state = enum_or(n.state(), NodeState::kReady, at);
     }
     if (!n.dedicated_to().empty()) out.dedicated_to = QueueName(n.dedicated_to());
+    {
+      Path::Key k(at, "taints");
+      out.taints = taints_of(n.taints(), at);
+    }
     spec::validate(out, at, names);
     return out;
   });
@@ -151,6 +244,11 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
       Path::Key k(at, "priority");
       out.priority = spec::priority_value(j.priority(), classes, at);
     }
+    // The job's own constraints are checked at their own path (spec.nodeSelector...) before
+    // they are merged into each pod set.
+    const NodeConstraints job_where =
+        constraints_of(j.node_selector(), j.affinity(), j.tolerations(), at);
+    spec::validate(job_where, at);
     {
       Path::Key k(at, "pods");
       if (j.pod_sets_size() == 0) spec::fail(at, "is required; a job needs at least one pod set");
@@ -162,6 +260,8 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
         PodSet ps;
         ps.name = s.name();
         if (s.count() != 0) ps.count = s.count();
+        ps.where = spec::merged(
+            job_where, constraints_of(s.node_selector(), s.affinity(), s.tolerations(), at));
         Path::Key rk(at, "resources");
         ps.per_pod = resources_of(s.resources(), names, at);
         out.pod_sets.push_back(std::move(ps));

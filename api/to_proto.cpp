@@ -13,6 +13,26 @@ void put_resources(const ResourceVec& v, const ResourceNames& names,
   }
 }
 
+void put_constraints(const NodeConstraints& c, v1::PodSet* out) {
+  for (const auto& [k, v] : c.node_selector) (*out->mutable_node_selector())[k] = v;
+  for (const auto& term : c.affinity) {
+    v1::NodeSelectorTerm* t = out->add_affinity();
+    for (const NodeRequirement& r : term) {
+      v1::NodeRequirement* p = t->add_match_expressions();
+      p->set_key(r.key);
+      p->set_operator_(to_string(r.op));
+      for (const auto& v : r.values) p->add_values(v);
+    }
+  }
+  for (const Toleration& t : c.tolerations) {
+    v1::Toleration* p = out->add_tolerations();
+    p->set_key(t.key);
+    p->set_operator_(t.exists ? "Exists" : "Equal");
+    p->set_value(t.value);
+    if (t.effect) p->set_effect(to_string(*t.effect));
+  }
+}
+
 }  // namespace
 
 v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
@@ -50,6 +70,12 @@ v1::NodeSpec to_proto(const NodeSpec& s, const ResourceNames& names) {
   for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;
   out.set_state(to_string(s.state));
   if (s.dedicated_to) out.set_dedicated_to(s.dedicated_to->value);
+  for (const Taint& t : s.taints) {
+    v1::Taint* p = out.add_taints();
+    p->set_key(t.key);
+    p->set_value(t.value);
+    p->set_effect(to_string(t.effect));
+  }
   return out;
 }
 
@@ -65,6 +91,7 @@ v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
     p->set_name(ps.name);
     p->set_count(ps.count);
     put_resources(ps.per_pod, names, p->mutable_resources());
+    put_constraints(ps.where, p);
   }
   for (const std::string& f : s.flavors) out.add_flavors(f);
   out.set_max_runtime_seconds(s.max_runtime.value_or(0));

@@ -75,6 +75,11 @@ void add_submit(CLI::App& app, Context& ctx) {
       cmd->add_flag("--exclusive", o->flags.exclusive, "no other queue's pods on its nodes"));
   flag_opts.push_back(
       cmd->add_option("--env", o->flags.env, "NAME=VALUE for the command (repeatable)"));
+  flag_opts.push_back(cmd->add_option("--node-selector", o->flags.node_selector,
+                                      "KEY=VALUE: only nodes with this label (repeatable)"));
+  flag_opts.push_back(cmd->add_option("--toleration", o->flags.tolerations,
+                                      "KEY=VALUE:EFFECT, KEY=VALUE, KEY:EFFECT or KEY (any value): "
+                                      "tolerate a node taint (repeatable)"));
   flag_opts.push_back(
       cmd->add_option("--workdir", o->flags.workdir,
                       "working directory of the command; default: the current directory"));

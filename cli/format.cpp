@@ -283,6 +283,45 @@ int job_pods(const v1::Job& j) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
+// A pod set's node constraints as `gpuq show` prints them, one line each under the pod set,
+// values from column 20; nothing when it has none.
+std::string constraint_lines(const v1::PodSet& ps) {
+  std::string out;
+  auto line = [&](const char* label, const std::vector<std::string>& items) {
+    std::string l = std::string("    ") + label;
+    l.resize(19, ' ');
+    for (std::size_t i = 0; i < items.size(); ++i) l += (i ? " " : "") + items[i];
+    out += l + "\n";
+  };
+  if (!ps.node_selector().empty()) {
+    const std::map<std::string, std::string> sel(ps.node_selector().begin(),
+                                                 ps.node_selector().end());
+    std::vector<std::string> pairs;
+    for (const auto& [k, v] : sel) pairs.push_back(k + "=" + v);
+    line("node selector:", pairs);
+  }
+  for (int i = 0; i < ps.affinity_size(); ++i) {
+    std::vector<std::string> words;
+    for (const auto& e : ps.affinity(i).match_expressions()) {
+      if (!words.empty()) words.push_back("and");
+      std::string values;
+      for (const auto& v : e.values()) values += (values.empty() ? "" : ",") + v;
+      words.push_back(e.key() + " " + e.operator_() + (values.empty() ? "" : " [" + values + "]"));
+    }
+    if (words.empty()) words.push_back("(no requirement: no node)");
+    line(i == 0 ? "affinity:" : "  or:", words);
+  }
+  if (!ps.tolerations().empty()) {
+    std::vector<std::string> ts;
+    for (const auto& t : ps.tolerations())
+      ts.push_back((t.key().empty() ? std::string("*") : t.key()) +
+                   (t.operator_() == "Exists" ? "" : "=" + t.value()) + ":" +
+                   (t.effect().empty() ? std::string("*") : t.effect()));
+    line("tolerates:", ts);
+  }
+  return out;
+}
+
 std::string job_nodes(const v1::Job& j) {
   std::vector<std::string> nodes;
   for (const auto& p : j.placement())
@@ -347,7 +386,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     std::map<std::string, std::string> res(ps.resources().begin(), ps.resources().end());
     o << "  " << or_dash(ps.name()) << " x" << std::max(1, ps.count()) << ":";
     for (const auto& [k, v] : res) o << " " << k << "=" << v;
-    o << "\n";
+    o << "\n" << constraint_lines(ps);
   }
   if (!j.placement().empty()) {
     o << "Placement:\n";

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "api/to_proto.hpp"
+#include "spec/enums.hpp"
 #include "spec/quantity.hpp"
 #include "spec/yaml_read.hpp"
 
@@ -42,6 +43,38 @@ std::filesystem::path current_dir(const std::string& what) {
   return cwd;
 }
 
+// --node-selector and --toleration into the job's one pod set; the server checks the names.
+NodeConstraints constraints_from_flags(const SubmitFlags& f) {
+  NodeConstraints c;
+  for (const std::string& kv : f.node_selector) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--node-selector \"" + kv + "\": expected KEY=VALUE (a node label)");
+    c.node_selector[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const std::string& text : f.tolerations) {
+    Toleration t;
+    std::string rest = text;
+    if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
+      const std::string effect = rest.substr(colon + 1);
+      t.effect = spec::enum_from<TaintEffect>(effect);
+      if (!t.effect)
+        throw UsageError("--toleration \"" + text + "\": effect \"" + effect +
+                         "\" is not NoSchedule, PreferNoSchedule or NoExecute");
+      rest.resize(colon);
+    }
+    const auto eq = rest.find('=');
+    t.key = rest.substr(0, eq);
+    t.exists = eq == std::string::npos;
+    if (!t.exists) t.value = rest.substr(eq + 1);
+    if (t.key.empty())
+      throw UsageError("--toleration \"" + text +
+                       "\": expected KEY=VALUE:EFFECT, KEY=VALUE, KEY:EFFECT or KEY");
+    c.tolerations.push_back(std::move(t));
+  }
+  return c;
+}
+
 }  // namespace
 
 v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
@@ -64,6 +97,7 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
   }
   if (!f.cpu.empty()) pods.per_pod[kCpu] = flag_quantity(f.cpu, "--cpu", kCpu);
   if (!f.memory.empty()) pods.per_pod[kMemory] = flag_quantity(f.memory, "--memory", kMemory);
+  pods.where = constraints_from_flags(f);
   spec.pod_sets.push_back(pods);
   spec.flavors = f.flavors;
   if (f.max_runtime < 0) throw UsageError("--max-runtime must be >= 0 seconds");

@@ -34,6 +34,9 @@ struct SubmitFlags {
   std::int64_t max_runtime = 0;
   bool exclusive = false;
   std::vector<std::string> env;  // K=V
+  std::vector<std::string> node_selector;  // KEY=VALUE: a label every node of the job must have
+  // KEY=VALUE:EFFECT, KEY=VALUE (every effect), KEY:EFFECT or KEY (operator Exists: any value)
+  std::vector<std::string> tolerations;
   std::string workdir;           // empty: the current directory when there is a command
   std::vector<std::string> command;
 };

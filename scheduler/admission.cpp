@@ -209,7 +209,12 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         order.erase(q);  // nothing behind the head may pass it
         continue;
       }
-      if (none_can_fit(q)) {
+      // Free room alone cannot say whether a job with other node constraints behind this one
+      // would find victims where this one found none (a head no node allows would stop every
+      // preemption behind it): a queue that may preempt stays while it holds such jobs.
+      const bool may_find_victims =
+          queues_[q].spec.preemption.enabled() && queues_[q].constrained > 0;
+      if (!may_find_victims && none_can_fit(q)) {
         ++last_cycle_.queues_dropped;
         order.erase(q);  // the jobs not reached say why when asked (pending_reason)
         continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "spec/constraints.hpp"
 #include "spec/quantity.hpp"
 
 namespace gpuq {
@@ -73,6 +74,10 @@ Result<NodeIdx> Cluster::upsert(const NodeSpec& spec, FlavorId flavor, QueueIdx 
   node.flavor = flavor;
   node.capacity = spec.capacity;
   node.labels = spec.labels;
+  node.taints = spec.taints;
+  node.blocking_taints = std::any_of(spec.taints.begin(), spec.taints.end(), [](const Taint& t) {
+    return t.effect != TaintEffect::kPreferNoSchedule;
+  });
   node.state = spec.state;
   node.dedicated = dedicated;
   while (node.gpu_free.size() < gpus) {
@@ -108,6 +113,10 @@ bool Cluster::can_host(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclu
     for (const auto& [tq, pods] : node.tenants)
       if (tq != q && pods > 0) return false;
   return fits_physically(n, pod);
+}
+
+bool Cluster::matches_constraints(NodeIdx n, const NodeConstraints& where) const {
+  return spec::allows(where, nodes_[n].labels, nodes_[n].taints);
 }
 
 bool Cluster::fits_physically(NodeIdx n, const ResourceVec& pod) const {

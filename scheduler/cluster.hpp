@@ -28,6 +28,10 @@ struct Node {
   std::vector<std::int16_t> gpu_free;  // free milli per GPU index; invariant: 0 <= x <= 1000
   int whole_free = 0;                  // GPUs with all 1000 milli free
   std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  // Some taint is NoSchedule or NoExecute: a pod set without tolerations never goes here, which
+  // placement learns from this flag without looking at the taints.
+  bool blocking_taints = false;
   NodeState state = NodeState::kReady;
   QueueIdx dedicated = kNoQueue;
   std::vector<std::pair<QueueIdx, std::uint32_t>> tenants;  // pods per queue on this node
@@ -72,7 +76,13 @@ class Cluster {
   const std::vector<Node>& nodes() const { return nodes_; }
 
   // Whether pod could go on node n right now (state, free resources, GPUs, tenancy rules).
+  // Node constraints are the caller's (allows() below).
   bool can_host(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive) const;
+  // Whether a pod set with these constraints may go on node n (labels and taints only). Without
+  // constraints this is one flag, inline: placement asks it of every node it considers.
+  bool allows(NodeIdx n, const NodeConstraints& where) const {
+    return where.empty() ? !nodes_[n].blocking_taints : matches_constraints(n, where);
+  }
   // Only whether the pod's resources and GPUs are free on n, whatever its state or tenancy.
   bool fits_physically(NodeIdx n, const ResourceVec& pod) const;
   // Places pod on node n, choosing GPUs by policy. Requires can_host(n, ...).
@@ -99,6 +109,7 @@ class Cluster {
   Quantity domain_free(std::size_t level, std::uint32_t domain, FlavorId f) const;
 
  private:
+  bool matches_constraints(NodeIdx n, const NodeConstraints& where) const;
   void index_add(NodeIdx n);
   void index_remove(NodeIdx n);
   // After a pod was taken or released on n: moves only the entries that changed (its whole-free

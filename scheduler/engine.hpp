@@ -67,6 +67,7 @@ struct Job {
   ResourceVec total;        // sum over pods
   std::uint64_t shape = 0;  // hash of the pod sets, for the per-cycle placement memo
   Quantity smallest_gpu_pod = 0;  // milli-GPU of its smallest pod that asks for GPUs; 0: none
+  bool constrained = false;       // some pod set has node constraints (PodSet::where)
   std::uint64_t pending_since = 0;  // cycles that had run when it last became pending
   std::vector<FlavorId> candidates;  // flavors to try, in order
   FlavorId flavor = kNoFlavor;       // while admitted
@@ -191,6 +192,9 @@ class Engine {
     std::map<Quantity, std::uint32_t> by_total_gpu;
     std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
     std::uint32_t without_gpu = 0;
+    // Pending jobs with node constraints: one of them may find victims where a job before it
+    // found none, so a queue that may preempt and holds any is not left early.
+    std::uint32_t constrained = 0;
     // Admitted and Running jobs, in the order victims are taken within a queue: lower priority,
     // then most recently admitted (time, then admission sequence), so a preemption walks only
     // as far as it needs to (holding_key).
@@ -209,6 +213,7 @@ class Engine {
   std::string never_fits_on(const Job& job, FlavorId f) const;
   std::string too_big_for_nodes(const Job& job, FlavorId f) const;
   std::string explain_wait(const Job& job, const WaitReason::OnFlavor& why) const;
+  std::string explain_room(const Job& job, FlavorId f) const;
   std::vector<FlavorId> candidate_flavors(QueueIdx q, const JobSpec& spec) const;
   FlavorId intern_flavor(const std::string& name);
   Result<QueueIdx> resolve_dedicated(const NodeSpec& spec);

@@ -3,6 +3,8 @@
 #include <cstdlib>
 
 #include "scheduler/engine.hpp"
+#include "spec/constraints.hpp"
+#include "spec/enums.hpp"
 #include "spec/quantity.hpp"
 
 namespace gpuq {
@@ -41,6 +43,51 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
   return out;
+}
+
+// How a pod set's node constraints sort the nodes of one flavor (kube-scheduler's "0/12 nodes
+// are available: ..."): those whose labels its nodeSelector or affinity rejects, and those with
+// a taint it does not tolerate (the first such taint, to name it). A walk over every node: only
+// for the words a person asks for, never in a cycle.
+struct ConstraintCount {
+  std::size_t nodes = 0, unmatched = 0, tainted = 0;
+  const Taint* taint = nullptr;
+  bool none_allowed() const { return nodes > 0 && unmatched + tainted == nodes; }
+};
+
+ConstraintCount count_constraints(const Cluster& cluster, const PodSet& set, FlavorId f) {
+  static const std::vector<Taint> kNoTaints;
+  ConstraintCount c;
+  for (NodeIdx n = 0; n < cluster.size(); ++n) {
+    const Node& node = cluster.node(n);
+    if (node.flavor != f) continue;
+    ++c.nodes;
+    if (cluster.allows(n, set.where)) continue;
+    if (!spec::allows(set.where, node.labels, kNoTaints)) {
+      ++c.unmatched;
+      continue;
+    }
+    ++c.tainted;
+    if (c.taint == nullptr) c.taint = spec::untolerated(set.where, node.taints);
+  }
+  return c;
+}
+
+std::string shown(const Taint& t) {
+  return t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + to_string(t.effect);
+}
+
+// "8 do not match ..., 4 have a taint it does not tolerate (gpu=broken:NoSchedule)".
+std::string constraint_parts(const ConstraintCount& c) {
+  std::vector<std::string> parts;
+  if (c.unmatched > 0)
+    parts.push_back(std::to_string(c.unmatched) + (c.unmatched == 1 ? " does" : " do") +
+                    " not match the pod set's node selector or affinity");
+  if (c.tainted > 0)
+    parts.push_back(std::to_string(c.tainted) + (c.tainted == 1 ? " has" : " have") +
+                    " a taint it does not tolerate" +
+                    (c.taint ? " (" + shown(*c.taint) + ")" : ""));
+  return join(parts, ", ");
 }
 
 }  // namespace
@@ -212,14 +259,7 @@ std::string Engine::pending_reason(const Job& job) const {
 
 std::string Engine::explain_wait(const Job& job, const WaitReason::OnFlavor& why) const {
   const std::string& qname = queues_[job.queue].spec.name.value;
-  if (!why.quota) {
-    std::vector<std::string> sets;
-    for (const PodSet& s : job.spec.pod_sets)
-      sets.push_back(std::to_string(s.count) + " x {" + describe_pod(resources_, s.per_pod) + "}");
-    return "no room on nodes of flavor " +
-           (why.flavor == kNoFlavor ? std::string("(any)") : flavor_names_[why.flavor]) + " for " +
-           join(sets, " + ");
-  }
+  if (!why.quota) return explain_room(job, why.flavor);
   const QuotaShortfall& s = why.shortfall;
   const ResourceId r = s.resource;
   std::string out = "needs " + amount(resources_, r, s.requested) + " of flavor " +
@@ -241,6 +281,30 @@ std::string Engine::explain_wait(const Job& job, const WaitReason::OnFlavor& why
     }
   }
   return out;
+}
+
+// No room on flavor f: the node constraints first when they leave no node of the flavor to a
+// pod set; else the room asked for, with how few nodes the constraints leave when they do.
+std::string Engine::explain_room(const Job& job, FlavorId f) const {
+  const std::string flavor = f == kNoFlavor ? std::string("(any)") : flavor_names_[f];
+  std::string narrowed;
+  for (std::size_t i = 0; i < job.spec.pod_sets.size() && f != kNoFlavor; ++i) {
+    const PodSet& s = job.spec.pod_sets[i];
+    const ConstraintCount c = count_constraints(cluster_, s, f);
+    const std::string which = job.spec.pod_sets.size() == 1 ? ""
+                              : s.name.empty()              ? "pods[" + std::to_string(i) + "]: "
+                                                            : "pod set " + s.name + ": ";
+    if (c.none_allowed())
+      return which + "0/" + std::to_string(c.nodes) + " nodes of flavor " + flavor +
+             " are available: " + constraint_parts(c);
+    if (narrowed.empty() && c.unmatched + c.tainted > 0)
+      narrowed = " (" + which + std::to_string(c.nodes - c.unmatched - c.tainted) + "/" +
+                 std::to_string(c.nodes) + " nodes allow it: " + constraint_parts(c) + ")";
+  }
+  std::vector<std::string> sets;
+  for (const PodSet& s : job.spec.pod_sets)
+    sets.push_back(std::to_string(s.count) + " x {" + describe_pod(resources_, s.per_pod) + "}");
+  return "no room on nodes of flavor " + flavor + " for " + join(sets, " + ") + narrowed;
 }
 
 }  // namespace gpuq

@@ -1,5 +1,7 @@
 // Job intake: checking and storing a submitted job, and restoring a running one on its placement.
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <type_traits>
 
 #include "scheduler/engine.hpp"
@@ -17,11 +19,38 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h ^ (h >> 27);
 }
 
+std::uint64_t mix(std::uint64_t h, const std::string& text) {
+  return mix(mix(h, text.size()), std::hash<std::string>{}(text));
+}
+
+// The node constraints, so that jobs that may go on different nodes never share a placement
+// memo entry. Each list is prefixed by its length, so no two different constraints hash alike
+// by shifting a value from one list to the next.
+std::uint64_t mix(std::uint64_t h, const NodeConstraints& c) {
+  h = mix(h, c.node_selector.size());
+  for (const auto& [k, v] : c.node_selector) h = mix(mix(h, k), v);
+  h = mix(h, c.affinity.size());
+  for (const auto& term : c.affinity) {
+    h = mix(h, term.size());
+    for (const NodeRequirement& r : term) {
+      h = mix(mix(mix(h, r.key), static_cast<std::uint64_t>(r.op)), r.values.size());
+      for (const std::string& v : r.values) h = mix(h, v);
+    }
+  }
+  h = mix(h, c.tolerations.size());
+  for (const Toleration& t : c.tolerations) {
+    const std::uint64_t effect = t.effect ? static_cast<std::uint64_t>(*t.effect) + 1 : 0;
+    h = mix(mix(mix(mix(h, t.key), t.exists ? 1 : 2), t.value), effect);
+  }
+  return h;
+}
+
 std::uint64_t shape_of(const JobSpec& spec) {
   std::uint64_t h = spec.exclusive ? 1 : 2;
   for (const PodSet& s : spec.pod_sets) {
     h = mix(h, static_cast<std::uint64_t>(s.count));
     for (Quantity q : s.per_pod.v) h = mix(h, static_cast<std::uint64_t>(q));
+    if (!s.where.empty()) h = mix(h, s.where);
   }
   return h;
 }
@@ -48,6 +77,8 @@ Result<Job> Engine::make_job(JobSpec spec) const {
                      format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
   }
   job.shape = shape_of(spec);
+  job.constrained = std::any_of(spec.pod_sets.begin(), spec.pod_sets.end(),
+                                [](const PodSet& s) { return !s.where.empty(); });
   for (const PodSet& s : spec.pod_sets)
     if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))
       job.smallest_gpu_pod = s.per_pod[kGpu];

@@ -242,6 +242,7 @@ void Engine::add_pending(std::uint32_t j) {
   QueueRec& q = queues_[job.queue];
   q.pending.insert(pending_key(j));
   job.pending_since = cycle_;
+  q.constrained += job.constrained ? 1 : 0;
   if (job.smallest_gpu_pod == 0) {
     ++q.without_gpu;
     return;
@@ -254,6 +255,7 @@ void Engine::remove_pending(std::uint32_t j) {
   const Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
   q.pending.erase(pending_key(j));
+  q.constrained -= job.constrained ? 1 : 0;
   if (job.smallest_gpu_pod == 0) {
     --q.without_gpu;
     return;

@@ -55,25 +55,28 @@ class Finder {
   Finder(const Cluster& c, const PlacementRequest& r, DomainFilter f)
       : cluster_(c), req_(r), filter_(f), ix_(c.index(r.flavor)) {}
 
-  std::optional<Choice> find(const ResourceVec& pod) const {
+  // A node for one pod of `set`: room for set.per_pod, and a node set.where allows.
+  std::optional<Choice> find(const PodSet& set) const {
     if (ix_ == nullptr) return std::nullopt;
+    const ResourceVec& pod = set.per_pod;
     GpuAsk ask = GpuAsk::of(pod[kGpu]);
     if (req_.policy == PlacementPolicy::kFragAware && req_.frag != nullptr && !req_.frag->empty())
-      return least_fragmenting(pod, ask);  // CPU-only pods too: their CPU can strand GPUs
+      return least_fragmenting(set, ask);  // CPU-only pods too: their CPU can strand GPUs
     const int top = static_cast<int>(ix_->by_whole_free.size()) - 1;
     // Frag-aware without a workload to measure against places as pack does.
     const bool pack = req_.policy != PlacementPolicy::kSpread;
-    if (ask.fraction == 0) return pack ? scan_up(pod, ask.whole, top) : scan_down(pod, top, ask.whole);
+    if (ask.fraction == 0)
+      return pack ? scan_up(set, ask.whole, top) : scan_down(set, top, ask.whole);
     if (pack) {
       // The fullest shared GPU that still has room, then a fresh GPU on the fullest node.
       for (auto it = ix_->partial.lower_bound({ask.fraction, 0, 0}); it != ix_->partial.end(); ++it)
-        if (ok(std::get<1>(*it), pod)) return Choice{std::get<1>(*it), std::get<2>(*it)};
-      return scan_up(pod, 1, top);
+        if (ok(std::get<1>(*it), set)) return Choice{std::get<1>(*it), std::get<2>(*it)};
+      return scan_up(set, 1, top);
     }
-    if (auto c = scan_down(pod, top, 1)) return c;
+    if (auto c = scan_down(set, top, 1)) return c;
     for (auto it = ix_->partial.rbegin(); it != ix_->partial.rend(); ++it) {
       if (std::get<0>(*it) < ask.fraction) break;
-      if (ok(std::get<1>(*it), pod)) return Choice{std::get<1>(*it), std::get<2>(*it)};
+      if (ok(std::get<1>(*it), set)) return Choice{std::get<1>(*it), std::get<2>(*it)};
     }
     return std::nullopt;
   }
@@ -82,15 +85,16 @@ class Finder {
   // FGD: the node (and, for a share, the GPU) where the workload's fragmentation grows least.
   // Nodes in the same state (CPU free, GPUs' free milli as a multiset) are evaluated once, for
   // the lowest-numbered of them; on a node, ties go to the fullest GPU.
-  std::optional<Choice> least_fragmenting(const ResourceVec& pod, const GpuAsk& ask) const {
+  std::optional<Choice> least_fragmenting(const PodSet& set, const GpuAsk& ask) const {
     const FragModel& model = *req_.frag;
+    const ResourceVec& pod = set.per_pod;
     // The lowest-numbered node of each state that can host the pod.
     boost::unordered_flat_map<NodeFreeState, NodeIdx, NodeFreeStateHash> groups;
     std::vector<NodeIdx> large;  // more GPUs than NodeFreeState holds: measured one by one
     NodeFreeState state;
     for (const auto& bucket : ix_->by_whole_free)
       for (NodeIdx n : bucket) {
-        if (!ok(n, pod)) continue;
+        if (!ok(n, set)) continue;
         const Node& node = cluster_.node(n);
         if (!state.assign(node.capacity[kCpu] - node.used[kCpu], node.gpu_free)) {
           large.push_back(n);
@@ -138,22 +142,24 @@ class Finder {
     return std::nullopt;  // unreachable: the value came from this node's GPUs
   }
 
-  bool ok(NodeIdx n, const ResourceVec& pod) const {
-    return filter_.admits(n) && cluster_.can_host(n, pod, req_.queue, req_.exclusive);
+  // Constraints last: room and tenancy are cheaper to check than labels and taints.
+  bool ok(NodeIdx n, const PodSet& set) const {
+    return filter_.admits(n) && cluster_.can_host(n, set.per_pod, req_.queue, req_.exclusive) &&
+           cluster_.allows(n, set.where);
   }
-  std::optional<Choice> scan_bucket(int k, const ResourceVec& pod) const {
+  std::optional<Choice> scan_bucket(int k, const PodSet& set) const {
     for (NodeIdx n : ix_->by_whole_free[k])
-      if (ok(n, pod)) return Choice{n, std::nullopt};
+      if (ok(n, set)) return Choice{n, std::nullopt};
     return std::nullopt;
   }
-  std::optional<Choice> scan_up(const ResourceVec& pod, int from, int to) const {
+  std::optional<Choice> scan_up(const PodSet& set, int from, int to) const {
     for (int k = from; k <= to; ++k)
-      if (auto c = scan_bucket(k, pod)) return c;
+      if (auto c = scan_bucket(k, set)) return c;
     return std::nullopt;
   }
-  std::optional<Choice> scan_down(const ResourceVec& pod, int from, int to) const {
+  std::optional<Choice> scan_down(const PodSet& set, int from, int to) const {
     for (int k = from; k >= to; --k)
-      if (auto c = scan_bucket(k, pod)) return c;
+      if (auto c = scan_bucket(k, set)) return c;
     return std::nullopt;
   }
 
@@ -170,7 +176,7 @@ std::optional<std::vector<PodSlot>> place_within(Cluster& cluster, const Placeme
   for (std::uint32_t s = 0; s < req.pod_sets->size(); ++s) {
     const PodSet& set = (*req.pod_sets)[s];
     for (std::int32_t i = 0; i < set.count; ++i) {
-      auto choice = finder.find(set.per_pod);
+      auto choice = finder.find(set);
       if (!choice) {
         for (auto it = slots.rbegin(); it != slots.rend(); ++it) cluster.release(*it);
         return std::nullopt;

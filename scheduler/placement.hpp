@@ -1,6 +1,7 @@
 #pragma once
 // Placing a job's pods on nodes: all of them or none (a gang). Policies choose among the nodes
-// that fit; the free-capacity index keeps the search from scanning every node.
+// that fit and that each pod set's node constraints allow (PodSet::where against the nodes'
+// labels and taints); the free-capacity index keeps the search from scanning every node.
 #include <optional>
 #include <vector>
 

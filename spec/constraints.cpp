@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <iterator>
+#include <utility>
 
 namespace gpuq::spec {
 namespace {
@@ -63,6 +65,16 @@ bool allows(const NodeConstraints& c, const std::map<std::string, std::string>& 
     if (!any) return false;
   }
   return untolerated(c, taints) == nullptr;
+}
+
+NodeConstraints merged(const NodeConstraints& job, NodeConstraints pod_set) {
+  NodeConstraints out = job;
+  for (auto& [k, v] : pod_set.node_selector) out.node_selector[k] = std::move(v);
+  if (!pod_set.affinity.empty()) out.affinity = std::move(pod_set.affinity);
+  out.tolerations.insert(out.tolerations.end(),
+                         std::make_move_iterator(pod_set.tolerations.begin()),
+                         std::make_move_iterator(pod_set.tolerations.end()));
+  return out;
 }
 
 }  // namespace gpuq::spec

@@ -21,4 +21,10 @@ bool allows(const NodeConstraints& c, const std::map<std::string, std::string>& 
 // preferences, never rules), or nullptr.
 const Taint* untolerated(const NodeConstraints& c, const std::vector<Taint>& taints);
 
+// A pod set's constraints on top of its job's, as every front end merges them: the pod set's
+// nodeSelector pairs added (its value wins for a key both give), its affinity instead of the
+// job's when it lists a term (terms are ORed: adding them would widen the job's), its
+// tolerations added.
+NodeConstraints merged(const NodeConstraints& job, NodeConstraints pod_set);
+
 }  // namespace gpuq::spec

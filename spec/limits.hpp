@@ -22,6 +22,16 @@ inline constexpr std::size_t kLabelSegment = 63;
 // Labels on one node (Node Feature Discovery puts a few hundred on a GPU node).
 inline constexpr std::size_t kLabels = 1024;
 
+// Node constraints of a pod set and taints of a node (spec/constraints.hpp). Kubernetes sets no
+// such limits; these are far above what a real pod carries, and bound what matching a pod set
+// against every node may cost.
+inline constexpr std::size_t kNodeSelector = 32;       // nodeSelector pairs
+inline constexpr std::size_t kAffinityTerms = 8;       // required affinity terms (ORed)
+inline constexpr std::size_t kTermRequirements = 16;   // requirements in one term (ANDed)
+inline constexpr std::size_t kRequirementValues = 64;  // values of one requirement
+inline constexpr std::size_t kTolerations = 32;
+inline constexpr std::size_t kTaints = 32;             // taints on one node
+
 // Pod sets per job (Kueue: 8), pods per pod set and per job.
 inline constexpr std::size_t kPodSets = 8;
 inline constexpr std::int64_t kPodsPerJob = 100'000;

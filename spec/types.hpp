@@ -159,7 +159,9 @@ struct PodSet {
   std::string name;
   std::int32_t count = 1;
   ResourceVec per_pod;
-  NodeConstraints where;  // the nodes its pods may go on
+  // The nodes its pods may go on. `{}`: PodSet{name, count, per_pod} stays a complete
+  // initializer (-Wmissing-field-initializers).
+  NodeConstraints where{};
 };
 
 struct JobSpec {

@@ -146,15 +146,19 @@ void check_label_key(std::string_view key, const Path& at) {
                  "such as gpuq.io");
 }
 
+void check_label_value(std::string_view value, const Path& at) {
+  if (value.empty()) return;
+  if (auto why = segment_problem(value); !why.empty())
+    fail(at, quoted(value) + " is not a label value: it " + why +
+                 "; use up to 63 letters, digits, '-', '_' and '.' (or nothing)");
+}
+
 void check_labels(const std::map<std::string, std::string>& labels, Path& at) {
   check_count(labels.size(), limits::kLabels, "labels", at, Counted::kHeld);
   for (const auto& [key, value] : labels) {
     Path::Key k(at, key);
     check_label_key(key, at);
-    if (value.empty()) continue;
-    if (auto why = segment_problem(value); !why.empty())
-      fail(at, quoted(value) + " is not a label value: it " + why +
-                   "; use up to 63 letters, digits, '-', '_' and '.' (or nothing)");
+    check_label_value(value, at);
   }
 }
 
@@ -246,6 +250,10 @@ void validate(const NodeSpec& n, Path& at, const ResourceNames& names) {
     Path::Key k(at, "labels");
     check_labels(n.labels, at);
   }
+  if (!n.taints.empty()) {
+    Path::Key k(at, "taints");
+    check_taints(n.taints, at);
+  }
   if (n.dedicated_to) {
     Path::Key k(at, "dedicatedTo");
     check_name(n.dedicated_to->value, at);
@@ -294,6 +302,7 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
                        std::to_string(limits::kPodsPerJob));
       }
       pods += s.count;
+      validate(s.where, at);
       Path::Key rk(at, "resources");
       check_resources(s.per_pod, at, names);
     }

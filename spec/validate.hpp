@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spec/error.hpp"
 #include "spec/types.hpp"
@@ -28,7 +29,20 @@ void check_count(std::size_t n, std::size_t limit, std::string_view things, cons
 void check_name(std::string_view name, const Path& at);
 void check_job_id(std::string_view id, const Path& at);
 void check_label_key(std::string_view key, const Path& at);
+void check_label_value(std::string_view value, const Path& at);  // empty is allowed
 void check_labels(const std::map<std::string, std::string>& labels, Path& at);
+
+// Node constraints (validate_constraints.cpp), each at `at`: the YAML reader checks a
+// requirement, toleration or taint where it read it (either affinity shape), validate() the
+// whole set of a pod set with the paths of the list shape (affinity[0][1].values).
+void check_node_selector(const std::map<std::string, std::string>& selector, Path& at);
+void check_requirement(const NodeRequirement& r, Path& at);
+void check_toleration(const Toleration& t, Path& at);
+void check_taint(const Taint& t, Path& at);
+// nodeSelector, affinity and tolerations, under `at` (a pod set).
+void validate(const NodeConstraints& c, Path& at);
+// A node's taints (`at` is the list): each checked, a (key, effect) pair at most once.
+void check_taints(const std::vector<Taint>& taints, Path& at);
 
 // `names` spells resources in paths ("quotas[0].resources.gpu.nominal").
 void validate(const QueueSpec& q, Path& at, const ResourceNames& names);

@@ -1,5 +1,6 @@
 #include "spec/yaml_read.hpp"
 
+#include "spec/constraints.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 
@@ -222,7 +223,7 @@ NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
   expect_map(n, at);
   NodeSpec s;
   for_each_key(
-      n, at, {"name", "flavor", "capacity", "labels", "state", "dedicatedTo"},
+      n, at, {"name", "flavor", "capacity", "labels", "taints", "state", "dedicatedTo"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
           s.name = string_of(v, at);
@@ -232,6 +233,8 @@ NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
           s.capacity = resources_of(v, at, names);
         } else if (key == "labels") {
           s.labels = string_map_of(v, at, limits::kLabels, "labels");
+        } else if (key == "taints") {
+          s.taints = read_taints(v, at);
         } else if (key == "state") {
           s.state = enum_of<NodeState>(v, at);
         } else if (key == "dedicatedTo") {
@@ -248,20 +251,36 @@ NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
 
 namespace {
 
+// A job's or a pod set's nodeSelector, affinity or tolerations into `c`; false for another key.
+bool read_constraint(std::string_view key, yaml::Node v, Path& at, NodeConstraints& c) {
+  if (key == "nodeSelector")
+    c.node_selector = read_node_selector(v, at);
+  else if (key == "affinity")
+    c.affinity = read_affinity(v, at);
+  else if (key == "tolerations")
+    c.tolerations = read_tolerations(v, at);
+  else
+    return false;
+  return true;
+}
+
 PodSet read_pod_set(yaml::Node n, Path& at, ResourceNames& names) {
   PodSet s;
-  for_each_key(n, at, {"name", "count", "resources"}, [&](std::string_view key, yaml::Node v) {
-    if (key == "name") {
-      s.name = string_of(v, at);
-    } else if (key == "count") {
-      const std::int64_t c = int_of(v, at);
-      if (c < 1 || c > limits::kPodsPerJob)
-        fail_at(v, at, v.shown() + " must be 1.." + std::to_string(limits::kPodsPerJob));
-      s.count = static_cast<std::int32_t>(c);
-    } else {
-      s.per_pod = resources_of(v, at, names);
-    }
-  });
+  for_each_key(n, at, {"name", "count", "resources", "nodeSelector", "affinity", "tolerations"},
+               [&](std::string_view key, yaml::Node v) {
+                 if (read_constraint(key, v, at, s.where)) return;
+                 if (key == "name") {
+                   s.name = string_of(v, at);
+                 } else if (key == "count") {
+                   const std::int64_t c = int_of(v, at);
+                   if (c < 1 || c > limits::kPodsPerJob)
+                     fail_at(v, at,
+                             v.shown() + " must be 1.." + std::to_string(limits::kPodsPerJob));
+                   s.count = static_cast<std::int32_t>(c);
+                 } else {
+                   s.per_pod = resources_of(v, at, names);
+                 }
+               });
   require(n, at, {"resources"});
   return s;
 }
@@ -285,7 +304,9 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
   expect_map(n, at);
   Submission sub;
   JobSpec& j = sub.job;
+  NodeConstraints job_where;  // for every pod set, merged once all keys are read
   auto read = [&](std::string_view key, yaml::Node v) {
+    if (read_constraint(key, v, at, job_where)) return;
     if (key == "id") {
       j.id = JobId(string_of(v, at));
       if (j.id.empty()) fail_at(v, at, "is empty");
@@ -339,15 +360,18 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
                  // A submission's time is the server's: no submittedAt.
                  {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible",
                   "exclusive", "maxRuntime", "gracePeriod", "onNodeLoss", "command", "env",
-                  "workingDir"},
+                  "workingDir", "nodeSelector", "affinity", "tolerations"},
                  read, keys.also);
   else
     for_each_key(n, at,
                  {"id", "queue", "name", "owner", "priority", "submittedAt", "pods", "flavors",
-                  "preemptible", "exclusive", "maxRuntime", "gracePeriod"},
+                  "preemptible", "exclusive", "maxRuntime", "gracePeriod", "nodeSelector",
+                  "affinity", "tolerations"},
                  read, keys.also);
   if (keys.id_required) require(n, at, {"id"});
   require(n, at, {"queue", "pods"});
+  if (!job_where.empty())
+    for (PodSet& s : j.pod_sets) s.where = merged(job_where, std::move(s.where));
   located(n, at, [&] {
     validate(j, at, names);
     validate(sub.run, at);

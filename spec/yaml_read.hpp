@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spec/error.hpp"
 #include "spec/types.hpp"
@@ -62,6 +63,16 @@ void refuse_unknown_key(yaml::Node key, const Path& at,
 // The specs. `also`: keys the caller reads itself (a scenario queue's usageHistory).
 QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
 NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
+
+// Node constraints and taints (yaml_constraints.cpp), each checked where it is read, so an
+// error names the key as written. affinity: a list of terms, each a list of {key, operator,
+// values} (terms ORed, a term's requirements ANDed), or Kubernetes' own {nodeAffinity:
+// {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions:
+// [...]}]}}}.
+std::map<std::string, std::string> read_node_selector(yaml::Node n, Path& at);
+std::vector<std::vector<NodeRequirement>> read_affinity(yaml::Node n, Path& at);
+std::vector<Toleration> read_tolerations(yaml::Node n, Path& at);
+std::vector<Taint> read_taints(yaml::Node n, Path& at);
 
 struct JobKeys {
   bool id_required = true;

@@ -162,6 +162,13 @@ std::string encode_node(const NodeSpec& n, const ResourceNames& names) {
   o["labels"] = std::move(labels);
   o["state"] = name_of(kNodeState, n.state);
   if (n.dedicated_to) o["dedicated_to"] = n.dedicated_to->value;
+  if (!n.taints.empty()) {  // absent in files written before taints: none
+    json::array taints;
+    for (const Taint& t : n.taints)
+      taints.push_back(
+          json::object{{"key", t.key}, {"value", t.value}, {"effect", to_string(t.effect)}});
+    o["taints"] = std::move(taints);
+  }
   return json::serialize(o);
 }
 
@@ -174,6 +181,14 @@ Result<NodeSpec> decode_node(std::string_view text, ResourceNames& names) {
     for (const auto& [k, v] : o.at("labels").as_object()) n.labels.emplace(std::string(k), str(v));
     n.state = parse_enum(kNodeState, o.at("state"), "state");
     if (const auto* d = o.if_contains("dedicated_to")) n.dedicated_to = QueueName(str(*d));
+    if (const auto* ts = o.if_contains("taints"))
+      for (const auto& tv : ts->as_array()) {
+        const auto& to = tv.as_object();
+        const auto effect = spec::enum_from<TaintEffect>(to.at("effect").as_string());
+        if (!effect)
+          throw BadRow{"taint effect \"" + str(to.at("effect")) + "\" is not a known value"};
+        n.taints.push_back(Taint{str(to.at("key")), str(to.at("value")), *effect});
+      }
     return n;
   });
 }

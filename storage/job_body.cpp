@@ -1,7 +1,7 @@
 // The cold part of a job row (column jobs.body): pod sets, accepted flavors, options, run spec
 // and placement, in a compact length-prefixed text form. load() decodes one of these per
 // unfinished job at start-up, so it is read front to back with no parse tree (JSON was 4x slower
-// for a million rows). Format "j1;" then, in this order:
+// for a million rows). Format "j1;" (no pod set has node constraints) or "j2;" then, in this order:
 //   integer  = decimal digits (optional '-') and ';'        e.g. "-12;"
 //   string   = byte length, ':', the bytes (any bytes)       e.g. "4:main"
 //   pod sets : count; per set: name, pods; resource count; per resource: name, quantity;
@@ -9,10 +9,18 @@
 //   max_runtime: 0; | 1;seconds;     preemptible; grace_period; exclusive; on_node_loss (name)
 //   command  : count; strings        env: count; key, value pairs     working_dir: string
 //   placement: count; per pod: pod_set; node; gpu count; gpu indices; gpu_milli;
+//   j2 only, per pod set, its node constraints:
+//     nodeSelector: count; key, value pairs
+//     affinity: term count; per term: requirement count; per requirement: key, operator (name),
+//               value count, values
+//     tolerations: count; per toleration: key, exists (0|1), value, effect (name, or "" for all)
+// A body without constraints is still written "j1;", so older builds read it.
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
+#include <algorithm>
 #include <charconv>
 #include <string>
 
+#include "spec/enums.hpp"
 #include "storage/codec.hpp"
 #include "storage/job_rows.hpp"
 
@@ -20,6 +28,7 @@ namespace gpuq::storage {
 namespace {
 
 constexpr std::string_view kTag = "j1;";
+constexpr std::string_view kTagWithConstraints = "j2;";
 
 struct BadBody {
   const char* why;
@@ -84,10 +93,68 @@ const char* node_loss_name(NodeLossPolicy p) {
   return p == NodeLossPolicy::kFail ? "Fail" : "Requeue";
 }
 
+void write_constraints(Writer& w, const NodeConstraints& c) {
+  w.num(static_cast<std::int64_t>(c.node_selector.size()));
+  for (const auto& [k, v] : c.node_selector) {
+    w.str(k);
+    w.str(v);
+  }
+  w.num(static_cast<std::int64_t>(c.affinity.size()));
+  for (const auto& term : c.affinity) {
+    w.num(static_cast<std::int64_t>(term.size()));
+    for (const NodeRequirement& r : term) {
+      w.str(r.key);
+      w.str(to_string(r.op));
+      w.num(static_cast<std::int64_t>(r.values.size()));
+      for (const auto& v : r.values) w.str(v);
+    }
+  }
+  w.num(static_cast<std::int64_t>(c.tolerations.size()));
+  for (const Toleration& t : c.tolerations) {
+    w.str(t.key);
+    w.num(t.exists ? 1 : 0);
+    w.str(t.value);
+    w.str(t.effect ? to_string(*t.effect) : "");
+  }
+}
+
+template <class E>
+E enum_named(std::string_view name, const char* field) {
+  if (auto e = spec::enum_from<E>(name)) return *e;
+  throw BadBody{field};
+}
+
+void read_constraints(Reader& r, NodeConstraints& c) {
+  for (std::size_t n = r.count(); n > 0; --n) {
+    auto k = r.str();
+    c.node_selector.emplace(std::string(k), std::string(r.str()));
+  }
+  c.affinity.resize(r.count());
+  for (auto& term : c.affinity) {
+    term.resize(r.count());
+    for (NodeRequirement& req : term) {
+      req.key = r.str();
+      req.op = enum_named<LabelOperator>(r.str(), "unknown affinity operator");
+      req.values.resize(r.count());
+      for (auto& v : req.values) v = r.str();
+    }
+  }
+  c.tolerations.resize(r.count());
+  for (Toleration& t : c.tolerations) {
+    t.key = r.str();
+    t.exists = r.num() != 0;
+    t.value = r.str();
+    if (const auto effect = r.str(); !effect.empty())
+      t.effect = enum_named<TaintEffect>(effect, "unknown toleration effect");
+  }
+}
+
 }  // namespace
 
 std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
-  std::string out(kTag);
+  const bool constrained = std::any_of(j.spec.pod_sets.begin(), j.spec.pod_sets.end(),
+                                       [](const PodSet& p) { return !p.where.empty(); });
+  std::string out(constrained ? kTagWithConstraints : kTag);
   out.reserve(256);
   Writer w(out);
   w.num(static_cast<std::int64_t>(j.spec.pod_sets.size()));
@@ -127,6 +194,8 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
     for (int g : p.gpus) w.num(g);
     w.num(p.gpu_milli);
   }
+  if (constrained)
+    for (const auto& p : j.spec.pod_sets) write_constraints(w, p.where);
   return out;
 }
 
@@ -135,7 +204,9 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
     return Error{"stored job " + j.spec.id.value + ": body: " + why,
                  ErrorCode::kFailedPrecondition};
   };
-  if (text.substr(0, kTag.size()) != kTag) return fail("unknown format (no \"j1;\" tag)");
+  const bool constrained = text.substr(0, kTag.size()) == kTagWithConstraints;
+  if (text.substr(0, kTag.size()) != kTag && !constrained)
+    return fail("unknown format (no \"j1;\" or \"j2;\" tag)");
   try {
     Reader r(text);
     r.skip(kTag.size());
@@ -176,6 +247,8 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
       for (auto& g : p.gpus) g = static_cast<int>(r.num());
       p.gpu_milli = r.num();
     }
+    if (constrained)
+      for (auto& p : j.spec.pod_sets) read_constraints(r, p.where);
     if (!r.at_end()) return fail("trailing bytes");
   } catch (const BadBody& e) {
     return fail(e.why);

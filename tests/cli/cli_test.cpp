@@ -202,6 +202,45 @@ TEST_CASE("submit flags become a SubmitJobRequest") {
   CHECK(error_of([&] { submit_request_from_flags(bad); }).find("--queue") != std::string::npos);
 }
 
+TEST_CASE("submit flags: --node-selector and --toleration become the pod set's constraints") {
+  SubmitFlags f;
+  f.queue = "q";
+  f.gpus = "1";
+  f.node_selector = {"zone=z1", "gpuq.io/pool=a=b"};
+  f.tolerations = {"gpu=broken:NoSchedule", "spot=yes", "maint:NoExecute", "any"};
+  const v1::PodSet ps = submit_request_from_flags(f).spec().pod_sets(0);
+  CHECK(ps.node_selector().at("zone") == "z1");
+  CHECK(ps.node_selector().at("gpuq.io/pool") == "a=b");
+  REQUIRE(ps.tolerations_size() == 4);
+  CHECK((ps.tolerations(0).key() == "gpu" && ps.tolerations(0).operator_() == "Equal" &&
+         ps.tolerations(0).value() == "broken" && ps.tolerations(0).effect() == "NoSchedule"));
+  CHECK((ps.tolerations(1).value() == "yes" && ps.tolerations(1).effect().empty()));
+  CHECK((ps.tolerations(2).key() == "maint" && ps.tolerations(2).operator_() == "Exists" &&
+         ps.tolerations(2).effect() == "NoExecute"));
+  CHECK((ps.tolerations(3).key() == "any" && ps.tolerations(3).operator_() == "Exists"));
+
+  SubmitFlags bad = f;
+  bad.node_selector = {"zone"};
+  CHECK(error_of([&] { submit_request_from_flags(bad); }) ==
+        "--node-selector \"zone\": expected KEY=VALUE (a node label)");
+  bad = f;
+  bad.tolerations = {"gpu=x:Never"};
+  CHECK(error_of([&] { submit_request_from_flags(bad); }) ==
+        "--toleration \"gpu=x:Never\": effect \"Never\" is not NoSchedule, PreferNoSchedule or "
+        "NoExecute");
+  bad.tolerations = {"=x"};
+  CHECK(error_of([&] { submit_request_from_flags(bad); }).find("expected KEY=VALUE:EFFECT") !=
+        std::string::npos);
+
+  // gpuq show prints them under the pod set.
+  v1::Job job;
+  *job.mutable_spec() = submit_request_from_flags(f).spec();
+  const std::string shown = job_detail(job, 0);
+  CHECK(shown.find("    node selector: gpuq.io/pool=a=b zone=z1\n") != std::string::npos);
+  CHECK(shown.find("    tolerates:     gpu=broken:NoSchedule spot=yes:* maint:NoExecute any:*\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("submit flags: the working directory is absolute, the current one by default") {
   const std::filesystem::path cwd = std::filesystem::current_path();
   SubmitFlags f;

@@ -253,6 +253,62 @@ TEST_CASE("submit: the flags reach gpuqd as typed; a taken --id is ALREADY_EXIST
   CHECK(filed.at("spec").at("command") == json::array{"sleep", "1"});
 }
 
+TEST_CASE("node constraints through gpuqd: taints, selectors, tolerations, kept on restart") {
+  TempDir dir;
+  std::string waiting, tolerant;
+  {
+    Daemon d(dir.path);
+    const fs::path file = dir.path / "nodes.yaml";
+    std::ofstream(file)
+        << "nodes:\n  - {name: n2, flavor: h100, capacity: {gpu: 8}, labels: {zone: z2},\n"
+           "     taints: [{key: gpu, value: broken, effect: NoSchedule}]}\n";
+    auto r = gpuq_cmd(d, {"apply", "-f", file.string()});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    r = gpuq_cmd(
+        d, {"submit", "-q", "research", "--gpus", "1", "--node-selector", "zone=z2", "--", "true"});
+    REQUIRE(r.rc == 0);
+    waiting = submitted_id(r);
+    CHECK(r.out == "job/" + waiting + " submitted (Pending)\n");
+    r = gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "1", "--node-selector", "zone=z2",
+                     "--toleration", "gpu=broken:NoSchedule", "--", "true"});
+    REQUIRE(r.rc == 0);
+    tolerant = submitted_id(r);
+    CHECK(r.out == "job/" + tolerant + " submitted (Running)\n");
+  }
+  Daemon d(dir.path);  // the same state file: what was applied and submitted is kept
+  auto r = gpuq_cmd(d, {"show", waiting, "-o", "json"});
+  REQUIRE(r.rc == 0);
+  json::value job = parse_json(r.out);
+  CHECK(str(job.at("spec").at("pod_sets").at(0).at("node_selector").at("zone")) == "z2");
+  CHECK(str(job.at("reason")) ==
+        "0/3 nodes of flavor h100 are available: 2 do not match the pod set's node selector or "
+        "affinity, 1 has a taint it does not tolerate (gpu=broken:NoSchedule); no preemption its "
+        "queue allows would make room");
+  r = gpuq_cmd(d, {"show", tolerant, "-o", "json"});
+  REQUIRE(r.rc == 0);
+  job = parse_json(r.out);
+  CHECK(str(job.at("placement").at(0).at("node")) == "n2");
+  const json::value& toleration = job.at("spec").at("pod_sets").at(0).at("tolerations").at(0);
+  CHECK(str(toleration.at("key")) == "gpu");
+  CHECK(str(toleration.at("operator")) == "Equal");
+  CHECK(str(toleration.at("value")) == "broken");
+  CHECK(str(toleration.at("effect")) == "NoSchedule");
+  r = gpuq_cmd(d, {"nodes", "-o", "json"});
+  REQUIRE(r.rc == 0);
+  bool seen = false;
+  const json::value nodes = parse_json(r.out);
+  for (const auto& n : nodes.at("nodes").as_array())
+    if (str(n.at("spec").at("name")) == "n2") {
+      seen = true;
+      CHECK(str(n.at("spec").at("taints").at(0).at("effect")) == "NoSchedule");
+    }
+  CHECK(seen);
+  r = gpuq_cmd(d, {"show", tolerant});
+  CHECK(r.out.find("    node selector: zone=z2\n    tolerates:     gpu=broken:NoSchedule\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("ls follows pages, hides finished jobs unless --all, stops at --limit, --state") {
   TempDir dir;
   Daemon d(dir.path);

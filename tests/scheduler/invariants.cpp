@@ -44,6 +44,13 @@ void check_nodes(const Engine& e, const std::vector<const Job*>& jobs) {
       for (const auto& s : j->spec.pod_sets) pods += s.count;
       GPUQ_REQUIRE_EACH(static_cast<std::int64_t>(j->slots.size()) == pods);
     }
+    if (j->state != JobState::kPreempting && !j->slots.empty()) {
+      // Each pod on a node its pod set's constraints allow (slots are in pod set order).
+      std::size_t slot = 0;
+      for (const PodSet& set : j->spec.pod_sets)
+        for (std::int32_t i = 0; i < set.count; ++i, ++slot)
+          GPUQ_REQUIRE_EACH(e.cluster().allows(j->slots[slot].node, set.where));
+    }
     for (const PodSlot& s : j->slots) {
       GPUQ_REQUIRE_EACH(s.node < nodes.size());
       GPUQ_REQUIRE_EACH(nodes[s.node].flavor == j->flavor);  // on a node of the job's flavor

@@ -33,7 +33,8 @@ bool holds_quota(const Job& j);
 
 // Per node and per GPU: the slots of the jobs holding slots sum to what the node says is used,
 // and within its capacity. Gangs are all or nothing (every pod of an admitted job or a booking
-// has a slot, on a node of the job's flavor); residual slots are never exclusive.
+// has a slot, on a node of the job's flavor, one its pod set's node constraints allow); residual
+// slots are never exclusive.
 void check_nodes(const Engine& e, const std::vector<const Job*>& jobs);
 
 // The per-domain free-GPU counters the cluster keeps equal a recount over the domain's nodes.

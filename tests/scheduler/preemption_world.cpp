@@ -75,6 +75,7 @@ std::vector<NodeSpec> random_nodes(Rng& w, int queues) {
                       {{"zone", "z" + std::to_string(i % 2)}, {"rack", "r" + std::to_string(i % 3)}});
     if (w.chance(5)) s.state = w.chance(50) ? NodeState::kCordoned : NodeState::kDraining;
     if (w.chance(8)) s.dedicated_to = QueueName("q" + std::to_string(w.pick(0, queues - 1)));
+    if (w.chance(10)) s.taints.push_back({"gpu", "broken", TaintEffect::kNoSchedule});
     out.push_back(s);
   }
   return out;
@@ -94,6 +95,10 @@ JobSpec random_job(Rng& w, int id, int queues, Time now) {
     else if (kind < 9) gpu = gpus(w.pick(1, 4));  // whole GPUs
     j.pod_sets.push_back(PodSet{"s" + std::to_string(s), w.chance(70) ? 1 : w.pick(2, 3),
                                 res(gpu, cores(w.pick(0, 16)), gib(w.pick(0, 32)))});
+    // Node constraints on some pod sets, so victims on nodes a preemptor may not use occur.
+    if (w.chance(15))
+      j.pod_sets.back().where.node_selector = {{"zone", "z" + std::to_string(w.pick(0, 1))}};
+    if (w.chance(10)) j.pod_sets.back().where.tolerations = {{"gpu", true, "", std::nullopt}};
   }
   if (j.pod_sets[0].per_pod.is_zero()) j.pod_sets[0].per_pod[kCpu] = cores(1);
   j.preemptible = !w.chance(10);

@@ -60,9 +60,26 @@ std::vector<NodeSpec> random_nodes(World& w, int queues) {
                       {{"zone", "z" + std::to_string(i % 2)}, {"rack", "r" + std::to_string(i % 3)}});
     if (w.chance(10)) s.state = w.chance(50) ? NodeState::kCordoned : NodeState::kDraining;
     if (w.chance(10)) s.dedicated_to = QueueName("q" + std::to_string(w.pick(0, queues - 1)));
+    if (w.chance(15))
+      s.taints.push_back(
+          {"gpu", "broken", w.chance(50) ? TaintEffect::kNoSchedule : TaintEffect::kNoExecute});
+    if (w.chance(10)) s.taints.push_back({"spot", "", TaintEffect::kPreferNoSchedule});
     out.push_back(s);
   }
   return out;
+}
+
+// Node constraints on about one pod set in four: a zone, racks, or a toleration of the taint.
+NodeConstraints random_constraints(World& w) {
+  NodeConstraints c;
+  if (!w.chance(25)) return c;
+  if (w.chance(50)) c.node_selector = {{"zone", "z" + std::to_string(w.pick(0, 1))}};
+  if (w.chance(30))
+    c.affinity = {{{"rack",
+                    w.chance(70) ? LabelOperator::kIn : LabelOperator::kNotIn,
+                    {"r" + std::to_string(w.pick(0, 2))}}}};
+  if (w.chance(50)) c.tolerations = {{"gpu", true, "", std::nullopt}};
+  return c;
 }
 
 JobSpec random_job(World& w, int id, int queues, Time now) {
@@ -78,7 +95,8 @@ JobSpec random_job(World& w, int id, int queues, Time now) {
     if (kind < 3) gpu = 250 * w.pick(1, 3);       // a share of one GPU
     else if (kind < 9) gpu = gpus(w.pick(1, 4));  // whole GPUs
     j.pod_sets.push_back(PodSet{"s" + std::to_string(s), w.pick(1, 3),
-                                res(gpu, cores(w.pick(0, 16)), gib(w.pick(0, 32)))});
+                                res(gpu, cores(w.pick(0, 16)), gib(w.pick(0, 32))),
+                                random_constraints(w)});
   }
   if (j.pod_sets[0].per_pod.is_zero()) j.pod_sets[0].per_pod[kCpu] = cores(1);
   j.exclusive = w.chance(5);

@@ -254,7 +254,7 @@ TEST_CASE("bad input: nodes") {
       {"nodes: a map", "nodes: {name: n}\n", "nodes", "", "expected a list, got a map"},
       {"node: a scalar", "nodes: [n1]\n", n0, "n1", "expected a map"},
       {"node: unknown key", "nodes: [{name: n, flavor: f, capacity: {}, gpus: 8}]\n", n0 + ".gpus",
-       "", "unknown key; allowed here: name, flavor, capacity, labels, state, dedicatedTo"},
+       "", "unknown key; allowed here: name, flavor, capacity, labels, taints, state, dedicatedTo"},
       {"node: a key twice", "nodes: [{name: n, flavor: f, capacity: {}, flavor: g}]\n",
        n0 + ".flavor", "", "listed twice"},
       {"name: missing", "nodes: [{flavor: f, capacity: {}}]\n", n0 + ".name", "", "is required"},

@@ -88,6 +88,8 @@ inline NodeSpec make_node(ResourceNames& names) {
   n.capacity[kMemory] = std::int64_t{2} << 40;
   n.capacity[*names.intern("rdma/hca")] = 4;
   n.labels = {{"rack", "r12"}, {"zone", "a"}};
+  n.taints = {{"nvidia.com/gpu", "broken", TaintEffect::kNoSchedule},
+              {"spot", "", TaintEffect::kPreferNoSchedule}};
   n.state = NodeState::kDraining;
   n.dedicated_to = QueueName("ml-train");
   return n;
@@ -125,6 +127,14 @@ inline JobRecord make_full_job(ResourceNames& names) {
   workers.count = 2;
   workers.per_pod[kGpu] = 4000;
   workers.per_pod[*names.intern("rdma/hca")] = 1;
+  // The launcher has no node constraints, the workers every kind (any bytes in a value).
+  workers.where.node_selector = {{"zone", "a"}, {"gpuq.io/pool", "x:y;1"}};
+  workers.where.affinity = {
+      {{"gen", LabelOperator::kGt, {"3"}}, {"rack", LabelOperator::kNotIn, {"r1", "r2"}}},
+      {},
+      {{"big", LabelOperator::kExists, {}}}};
+  workers.where.tolerations = {{"nvidia.com/gpu", false, "broken", TaintEffect::kNoSchedule},
+                               {"", true, "", std::nullopt}};
   j.spec.pod_sets = {launcher, workers};
   j.spec.flavors = {"h100", "a100"};
   j.spec.max_runtime = 7200;
@@ -180,6 +190,7 @@ inline void check_same(const NodeSpec& a, const NodeSpec& b) {
   CHECK(a.flavor == b.flavor);
   check_same(a.capacity, b.capacity);
   CHECK(a.labels == b.labels);
+  CHECK(a.taints == b.taints);
   CHECK(a.state == b.state);
   CHECK(a.dedicated_to == b.dedicated_to);
 }
@@ -197,6 +208,7 @@ inline void check_same(const JobRecord& a, const JobRecord& b) {
     CHECK(a.spec.pod_sets[i].name == b.spec.pod_sets[i].name);
     CHECK(a.spec.pod_sets[i].count == b.spec.pod_sets[i].count);
     check_same(a.spec.pod_sets[i].per_pod, b.spec.pod_sets[i].per_pod);
+    CHECK(a.spec.pod_sets[i].where == b.spec.pod_sets[i].where);
   }
   CHECK(a.spec.flavors == b.spec.flavors);
   CHECK(a.spec.max_runtime == b.spec.max_runtime);

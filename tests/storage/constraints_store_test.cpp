@@ -1,0 +1,80 @@
+// Node constraints and taints in the state file: kept across a restart (the full round trip is
+// store_test's), and state written before they existed still loads, with none.
+#include "tests/storage/store_fixtures.hpp"
+
+using namespace gpuq;
+using namespace gpuq::storage;
+using namespace gpuq::storage::test;
+
+namespace {
+
+// The first column of the first row `sql` selects, as text.
+std::string raw_text(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(s) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a job body keeps the old format without constraints; rows written before constraints load "
+    "with none") {
+  TempDir dir;
+  const auto path = dir.file("state.db");
+  ResourceNames names;
+  const JobRecord plain = make_job(1);
+  JobRecord constrained = make_job(2);
+  constrained.spec.pod_sets[0].where.node_selector = {{"zone", "z1"}};
+  constrained.spec.pod_sets[0].where.tolerations = {{"gpu", true, "", TaintEffect::kNoExecute}};
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    b.jobs = {plain, constrained};
+    REQUIRE(store->commit(b).ok());
+  }
+  // Older builds read "j1;" bodies: a job without constraints is still written so.
+  CHECK(raw_text(path, "SELECT body FROM jobs WHERE number = 1").rfind("j1;", 0) == 0);
+  CHECK(raw_text(path, "SELECT body FROM jobs WHERE number = 2").rfind("j2;", 0) == 0);
+  // A node as a build before taints wrote it: no "taints" key.
+  raw_exec(path,
+           "INSERT INTO nodes(name, spec) VALUES('legacy', "
+           "'{\"name\":\"legacy\",\"flavor\":\"h100\",\"capacity\":"
+           "{\"gpu\":8000},\"labels\":{\"zone\":\"z1\"},\"state\":\"Ready\"}')");
+  auto store = open_ok(path, names);
+  auto loaded = store->load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->nodes.size() == 1);
+  CHECK(loaded->nodes[0].name == "legacy");
+  CHECK(loaded->nodes[0].taints.empty());
+  REQUIRE(loaded->unfinished.size() == 2);
+  check_same(loaded->unfinished[0], plain);
+  CHECK(loaded->unfinished[0].spec.pod_sets[0].where.empty());
+  check_same(loaded->unfinished[1], constrained);
+}
+
+TEST_CASE("a stored body with an unknown operator or effect is refused, naming the job") {
+  TempDir dir;
+  const auto path = dir.file("state.db");
+  ResourceNames names;
+  JobRecord j = make_job(1);
+  j.spec.pod_sets[0].where.affinity = {{{"gen", LabelOperator::kGt, {"3"}}}};
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    b.jobs = {j};
+    REQUIRE(store->commit(b).ok());
+  }
+  raw_exec(path, "UPDATE jobs SET body = replace(body, '2:Gt', '2:Gx') WHERE number = 1");
+  auto store = open_ok(path, names);
+  auto loaded = store->load();
+  REQUIRE_FALSE(loaded.ok());
+  CHECK(loaded.error().find("stored job job-1: body: unknown affinity operator") !=
+        std::string::npos);
+}
