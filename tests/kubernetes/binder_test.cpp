@@ -1,6 +1,7 @@
 // gpuqd as a Kubernetes secondary scheduler, end to end: a real gpuqd process (binder:
 // kubernetes) against the fake API server (tests/kubefake), each scenario ending with the
 // invariants of harness.hpp over the fake's whole state and request log.
+#include "tests/kubefake/test_client.hpp"
 #include "tests/kubernetes/harness.hpp"
 
 using namespace gpuq::test;
@@ -134,5 +135,37 @@ TEST_CASE("shares of a GPU: a reservation pod holds each shared GPU, sharers get
   REQUIRE(eventually([&] { return k.bound("w-0") && !k.api.devices_of("default", "w-0").empty(); }));
   CHECK(k.api.devices_of("default", "w-0").front() == freed);
   CHECK(k.api.list("pods", "gpuq-system").size() == 1);
+  k.check_invariants();
+}
+
+TEST_CASE("nodeSelector, required node affinity and tolerations decide where a pod may go") {
+  KubeCluster k(0, 8);
+  k.api.add_node("node-a", 8, "128", "1Ti", gpuq::test::json::object{{"zone", "a"}});
+  k.api.add_node("node-b", 8, "128", "1Ti", gpuq::test::json::object{{"zone", "b"}, {"gpu-count", "8"}});
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
+  k.create("sel", pod_of("team-a", 1).with("nodeSelector", gpuq::test::json::object{{"zone", "b"}}));
+  gpuq::test::json::value affinity = gpuq::test::json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-count", "operator": "Gt", "values": ["4"]}]}]}}})");
+  k.create("aff", pod_of("team-a", 1).with("affinity", affinity));
+  REQUIRE(eventually([&] { return k.bound("sel") && k.bound("aff"); }));
+  CHECK(k.node_of("sel") == "node-b");
+  CHECK(k.node_of("aff") == "node-b");
+  // A taint keeps off pods that do not tolerate it.
+  gpuq::kubefake::testing::Client http(k.api);
+  REQUIRE(http.patch("/api/v1/nodes/node-b", gpuq::test::json::object{{"spec", {{"taints", gpuq::test::json::array{
+                         gpuq::test::json::object{{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}}}}}},
+                     "application/merge-patch+json")
+              .status == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  k.create("untolerated", pod_of("team-a", 1).with("nodeSelector", gpuq::test::json::object{{"zone", "b"}}));
+  k.create("tolerated", pod_of("team-a", 1)
+                            .with("nodeSelector", gpuq::test::json::object{{"zone", "b"}})
+                            .with("tolerations", gpuq::test::json::array{gpuq::test::json::object{
+                                                     {"key", "dedicated"}, {"operator", "Equal"}, {"value", "ml"}, {"effect", "NoSchedule"}}}));
+  REQUIRE(eventually([&] { return k.bound("tolerated"); }));
+  CHECK(k.node_of("tolerated") == "node-b");
+  REQUIRE(eventually([&] { return k.unschedulable("untolerated").find("taint") != std::string::npos; }));
+  MESSAGE(k.unschedulable("untolerated"));
+  CHECK_FALSE(k.bound("untolerated"));
   k.check_invariants();
 }

@@ -31,6 +31,8 @@ struct PodOptions {
   std::string node;  // spec.nodeName: bound already (by someone else)
   json::object labels;
   json::object annotations;
+  json::object spec;  // more of spec: nodeSelector, affinity, tolerations
+  PodOptions& with(const std::string& k, json::value v) { return spec[k] = std::move(v), *this; }
   PodOptions& in_ns(std::string n) { return ns = std::move(n), *this; }
   PodOptions& by(std::string s) { return scheduler = std::move(s), *this; }
   PodOptions& on(std::string n) { return node = std::move(n), *this; }
@@ -59,6 +61,7 @@ inline json::object make_pod(const std::string& name, const PodOptions& o) {
                                        {"resources", json::object{{"requests", json::object{{"cpu", "1"}, {"nvidia.com/gpu", gpus}}},
                                                                   {"limits", json::object{{"nvidia.com/gpu", gpus}}}}}}}}};
   if (!o.node.empty()) spec["nodeName"] = o.node;
+  for (const auto& kv : o.spec) spec[kv.key()] = kv.value();
   return json::object{{"apiVersion", "v1"},
                       {"kind", "Pod"},
                       {"metadata", json::object{{"name", name}, {"namespace", o.ns}, {"labels", labels}, {"annotations", o.annotations}}},
