@@ -287,13 +287,13 @@ void Kubelet::sync(Store::Txn& txn, const ObjectKey& key, Clock::time_point now)
   ObjectPtr pod = txn.get("pods", key);
   auto it = pods_.find(key);
   if (it != pods_.end() && (!pod || string_at(*pod, {"metadata", "uid"}) != it->second.uid)) {
-    pods_.erase(it);  // gone (or replaced by a new pod of the same name): its devices are free
+    forget(key);  // gone (or replaced by a new pod of the same name): its devices are free
     it = pods_.end();
   }
   std::string node_name = pod ? string_at(*pod, {"spec", "nodeName"}) : "";
   if (node_name.empty()) return;
   if (pod_terminal(*pod)) {
-    if (it != pods_.end()) pods_.erase(it);
+    if (it != pods_.end()) forget(key);
     if (deleting(*pod)) delete_object(txn, resource("pods"), key, DeleteOptions{0, "", ""});
     return;
   }
@@ -301,19 +301,20 @@ void Kubelet::sync(Store::Txn& txn, const ObjectKey& key, Clock::time_point now)
     PodState fresh;
     fresh.uid = string_at(*pod, {"metadata", "uid"});
     fresh.node = node_name;
+    by_node_[node_name].insert(key);
     it = pods_.emplace(key, std::move(fresh)).first;
   }
   PodState& st = it->second;
   ObjectPtr node = txn.get("nodes", {"", node_name});
   bool ready = node && node_ready(*node);
   if (deleting(*pod)) {
-    if (sync_deleting(txn, key, st, *pod, node != nullptr, ready, now)) pods_.erase(key);
+    if (sync_deleting(txn, key, st, *pod, node != nullptr, ready, now)) forget(key);
     return;
   }
   if (!st.admitted) {
     if (!ready) return;
     if (!admit(txn, pod, *node, st, now)) {
-      pods_.erase(key);
+      forget(key);
       return;
     }
     pod = txn.get("pods", key);
@@ -423,8 +424,9 @@ bool Kubelet::admit(Store::Txn& txn, const ObjectPtr& pod, const json::object& n
   Amounts want = pod_requests(*pod);
   Amounts used;
   std::set<int> taken;
-  for (const auto& [k, other] : pods_) {
-    if (!other.admitted || other.node != st.node) continue;
+  for (const ObjectKey& k : by_node_[st.node]) {
+    const PodState& other = pods_.at(k);
+    if (!other.admitted) continue;
     for (const auto& [r, v] : other.requests) used[r] += v;
     taken.insert(other.devices.begin(), other.devices.end());
   }
@@ -442,6 +444,14 @@ bool Kubelet::admit(Store::Txn& txn, const ObjectPtr& pod, const json::object& n
   st.start_at = now + start_delay_;
   write_object(txn, resource("pods"), pod, admitted(*pod, node, st.devices));
   return true;
+}
+
+void Kubelet::forget(const ObjectKey& key) {
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return;
+  auto on = by_node_.find(it->second.node);
+  if (on != by_node_.end() && on->second.erase(key) > 0 && on->second.empty()) by_node_.erase(on);
+  pods_.erase(it);
 }
 
 std::string Kubelet::pod_ip() {
@@ -522,7 +532,7 @@ void Kubelet::exit_containers(Store::Txn& txn, const ObjectPtr& pod, int exit_co
   ObjectKey key{string_at(*pod, {"metadata", "namespace"}), string_at(*pod, {"metadata", "name"})};
   auto it = pods_.find(key);
   if (!restart && it != pods_.end()) {
-    pods_.erase(it);  // the kubelet knows at once: its devices and resources are free
+    forget(key);  // the kubelet knows at once: its devices and resources are free
   } else if (restart && it != pods_.end()) {
     if (auto secs = run_seconds(*pod)) {
       it->second.finish_at = Clock::now() + std::chrono::seconds(*secs);

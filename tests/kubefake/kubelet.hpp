@@ -74,6 +74,7 @@ class Kubelet {
   void exit_containers(Store::Txn& txn, const ObjectPtr& pod, int exit_code);
   void schedule(const ObjectKey& key, Clock::time_point at);
   std::string pod_ip();
+  void forget(const ObjectKey& key);  // pods_.erase(key), and from by_node_
 
   Store& store_;
   bool enabled_;
@@ -81,6 +82,7 @@ class Kubelet {
 
   mutable std::mutex state_mutex_;  // taken inside store transactions only (lock order)
   std::map<ObjectKey, PodState> pods_;
+  std::map<std::string, std::set<ObjectKey>> by_node_;  // the keys of pods_ on each node
   unsigned next_ip_ = 0;
 
   std::mutex queue_mutex_;

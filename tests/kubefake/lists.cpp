@@ -1,5 +1,6 @@
 #include "tests/kubefake/lists.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -120,28 +121,31 @@ Page read_page(Store::Txn& txn, const ResourceType& type, const std::string& ns,
   std::int64_t limit = number<std::int64_t>(q, "limit", 0);
   std::string cont = q.get("continue");
   Page page;
-  std::vector<ObjectPtr> all;
+  std::shared_ptr<const std::vector<ObjectPtr>> listed;
   std::optional<Continue> from;
   if (!cont.empty()) from = decode_continue(cont, ns, type.namespaced);
-  if (from && from->rv > 0) {
+  if (from && from->rv > 0 && static_cast<std::uint64_t>(from->rv) < txn.rv()) {
     auto at = txn.list_at(type.name, ns, static_cast<std::uint64_t>(from->rv));
     if (!at) {
       ApiError e = expired(kInconsistentContinue);
       e.metadata["continue"] = encode_continue(-1, from->after, ns);
       throw e;
     }
-    all = std::move(*at);
+    listed = std::make_shared<const std::vector<ObjectPtr>>(std::move(*at));
     page.rv = static_cast<std::uint64_t>(from->rv);
-  } else {
-    all = txn.list(type.name, ns);
-    page.rv = txn.rv();
+  } else {  // the latest: the same list for every page until something changes
+    listed = txn.list_shared(type.name, ns);
+    page.rv = from && from->rv > 0 ? static_cast<std::uint64_t>(from->rv) : txn.rv();
   }
+  const std::vector<ObjectPtr>& all = *listed;
   std::size_t i = 0;
   auto key = [](const ObjectPtr& o) {
     return ObjectKey{string_at(*o, {"metadata", "namespace"}), string_at(*o, {"metadata", "name"})};
   };
-  if (from) {
-    while (i < all.size() && !(from->after < key(all[i]))) ++i;
+  if (from) {  // the first object after the token's key (`all` is in key order)
+    auto after = std::upper_bound(all.begin(), all.end(), from->after,
+                                  [&](const ObjectKey& k, const ObjectPtr& o) { return k < key(o); });
+    i = static_cast<std::size_t>(after - all.begin());
   }
   for (; i < all.size(); ++i) {
     if (limit > 0 && static_cast<std::int64_t>(page.items.size()) == limit) break;

@@ -113,6 +113,16 @@ std::vector<ObjectPtr> Store::Txn::list(std::string_view resource, std::string_v
   return out;
 }
 
+std::shared_ptr<const std::vector<ObjectPtr>> Store::Txn::list_shared(std::string_view resource,
+                                                                     std::string_view ns) const {
+  ListCache& c = store_.list_cache_;
+  if (!c.objects || c.rv != store_.rv_ || c.resource != resource || c.ns != ns) {
+    c = {std::string(resource), std::string(ns), store_.rv_,
+         std::make_shared<const std::vector<ObjectPtr>>(list(resource, ns))};
+  }
+  return c.objects;
+}
+
 std::optional<std::vector<ObjectPtr>> Store::Txn::list_at(std::string_view resource,
                                                           std::string_view ns,
                                                           std::uint64_t rv) const {

@@ -95,6 +95,10 @@ class Store {
     ObjectPtr get(std::string_view resource, const ObjectKey& key) const;
     // In key order; `ns` "" = all namespaces (and cluster-scoped resources).
     std::vector<ObjectPtr> list(std::string_view resource, std::string_view ns) const;
+    // list(resource, ns), shared: made once per resourceVersion, so that paging through a long
+    // list does not copy it for every page.
+    std::shared_ptr<const std::vector<ObjectPtr>> list_shared(std::string_view resource,
+                                                              std::string_view ns) const;
     // The same list as it was at `rv` (rebuilt from the history); nullopt when compacted.
     std::optional<std::vector<ObjectPtr>> list_at(std::string_view resource, std::string_view ns,
                                                   std::uint64_t rv) const;
@@ -166,6 +170,12 @@ class Store {
   std::map<std::uint64_t, std::function<void(const Event&)>> observers_;
   std::uint64_t next_observer_ = 0;
   std::vector<std::function<void(Txn&)>> hooks_;
+  struct ListCache {
+    std::string resource, ns;
+    std::uint64_t rv = 0;
+    std::shared_ptr<const std::vector<ObjectPtr>> objects;
+  };
+  mutable ListCache list_cache_;  // Txn::list_shared's last list
   bool in_hooks_ = false;
 };
 
