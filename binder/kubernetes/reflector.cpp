@@ -110,7 +110,12 @@ bool Reflector::list() {
       return false;
     }
     boost::system::error_code ec;
-    json::value v = json::parse(r.body, ec);
+    // One arena per page: a page of 500 pods is thousands of small allocations, made and freed
+    // together (with glibc's malloc, freeing them one by one was most of a large list's cost;
+    // BENCHMARKS.md, "Kubernetes binder"). Declared before the page and its batch, so it
+    // outlives both; handlers copy what they keep.
+    json::monotonic_resource arena;
+    json::value v = json::parse(r.body, ec, &arena);
     if (ec || !v.is_object() || !v.get_object().if_contains("items")) {
       if (handlers_.on_error) handlers_.on_error("list " + options_.path + ": not a list: " + r.body.substr(0, 200));
       return false;
