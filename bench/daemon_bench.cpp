@@ -27,6 +27,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
+#include "bench/proc_stats.hpp"
 #include "storage/store.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
@@ -46,6 +47,7 @@ nodes:
   - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
 )";
 
+using gpuq::bench::cpu_seconds;
 using gpuq::test::GpuqdChild;
 
 GpuqdChild start(const std::string& gpuqd, const fs::path& dir, const fs::path& state) {
@@ -62,34 +64,6 @@ GpuqdChild start(const std::string& gpuqd, const fs::path& dir, const fs::path& 
   return c;
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  long value = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> value;
-      return value;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
-
-// User + system CPU seconds the process has used so far (/proc/PID/stat fields 14 and 15).
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const auto close = line.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i)
-    if (i >= 14) ticks += std::stod(field);
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 double pct(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -269,11 +243,11 @@ void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   }
   GpuqdChild empty = start(gpuqd, dir, dir / "empty.db");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const long rss_empty = rss_kib(empty.pid);
+  const long rss_empty = gpuq::bench::status_kib(empty.pid, "VmRSS:");
   empty.stop(SIGTERM);
   GpuqdChild d = start(gpuqd, dir, state);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const long rss = rss_kib(d.pid);
+  const long rss = gpuq::bench::status_kib(d.pid, "VmRSS:");
   std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job\n",
               jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0,
               static_cast<double>(rss - rss_empty) * 1024.0 / static_cast<double>(jobs));

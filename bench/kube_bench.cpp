@@ -30,6 +30,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 
+#include "bench/proc_stats.hpp"
 #include "tests/kubefake/server.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
@@ -38,6 +39,8 @@ namespace json = boost::json;
 namespace kf = gpuq::kubefake;
 using Clock = std::chrono::steady_clock;
 using Wall = std::chrono::system_clock;
+using gpuq::bench::cpu_seconds;
+using gpuq::bench::status_kib;
 using gpuq::test::GpuqdChild;
 using namespace std::chrono_literals;
 
@@ -55,32 +58,6 @@ Common g;
 // ---- measurements ------------------------------------------------------------------------
 
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-long status_kib(pid_t pid, const std::string& key) {  // "VmHWM:", "VmRSS:"
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string k;
-  long v = 0;
-  while (in >> k) {
-    if (k == key) return in >> v, v;
-    std::getline(in, k);
-  }
-  return 0;
-}
-
-// User + system CPU seconds of a process (/proc/PID/stat fields 14 and 15).
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i)
-    if (i >= 14) ticks += std::stod(field);
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 // The fake's CPU: this process (its I/O threads and kubelet) less the main thread, which
 // creates objects and reads the request log.

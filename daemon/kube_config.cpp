@@ -1,7 +1,5 @@
 // gpuqd's `kubernetes:` section (binder: kubernetes) and the binder's start: where the API is,
 // a client to it, and the calls gpuqd must be allowed, checked before anything is served.
-#include <unistd.h>
-
 #include <charconv>
 
 #include <spdlog/spdlog.h>
@@ -147,11 +145,7 @@ Result<void> prepare_kubernetes(Config& config) {
   binder::k8s::ClientOptions opt;
   opt.qps = config.kubernetes.qps;
   opt.burst = config.kubernetes.burst;
-  if (config.kubernetes.leader.identity.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    config.kubernetes.leader.identity = std::string(host) + "_" + std::to_string(::getpid());
-  }
+  if (config.kubernetes.leader.identity.empty()) config.kubernetes.leader.identity = binder::k8s::default_identity();
   opt.user_agent = "gpuqd/" + config.kubernetes.leader.identity;  // who wrote what, in the server's log
   auto client = std::make_shared<binder::k8s::Client>(access.value(), opt);
   auto checks = binder::k8s::required_access();

@@ -443,10 +443,7 @@ void KubernetesBinder::State::sweep_reservations() {
       ++it;
       continue;
     }
-    write([this, name = it->second.pod] {
-      (void)client->request("DELETE", "/api/v1/namespaces/" + config.reservation_namespace + "/pods/" + name, "",
-                            "application/json", Retry::kSafe);
-    });
+    delete_reservation(it->second.pod);
     it = reservations.erase(it);
   }
 }

@@ -106,13 +106,16 @@ void KubernetesBinder::State::unshare(const std::string& sharer) {
   if (it == reservations.end()) return;
   it->second.sharers.erase(sharer);
   if (!it->second.sharers.empty()) return;
-  if (!it->second.pod.empty())
-    write([this, name = it->second.pod] {
-      Response r = client->request("DELETE", "/api/v1/namespaces/" + config.reservation_namespace + "/pods/" + name, "",
-                                   "application/json", Retry::kSafe);
-      if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_reservation_delete_failed pod={} error=\"{}\"", name, describe(r));
-    });
+  if (!it->second.pod.empty()) delete_reservation(it->second.pod);
   reservations.erase(it);
+}
+
+void KubernetesBinder::State::delete_reservation(const std::string& name) {
+  write([this, name] {
+    Response r = client->request("DELETE", "/api/v1/namespaces/" + config.reservation_namespace + "/pods/" + name, "",
+                                 "application/json", Retry::kSafe);
+    if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_reservation_delete_failed pod={} error=\"{}\"", name, describe(r));
+  });
 }
 
 // A reservation pod's change: its device once it runs, its failure or its end.

@@ -142,6 +142,7 @@ struct KubernetesBinder::State {
   // kube_share.cpp (under mu)
   void share(const std::shared_ptr<Binding>& b, std::size_t i);
   void unshare(const std::string& sharer);
+  void delete_reservation(const std::string& name);
   bool on_reservation(EventType type, const boost::json::object& obj);  // false: not one
 };
 

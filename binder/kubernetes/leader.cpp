@@ -34,13 +34,15 @@ std::string field(const json::object& spec, const char* key) {
 
 }  // namespace
 
+std::string default_identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + "_" + std::to_string(::getpid());
+}
+
 LeaderElector::LeaderElector(Client& client, LeaderConfig config, std::function<void(bool)> on_change)
     : client_(client), config_(std::move(config)), on_change_(std::move(on_change)) {
-  if (config_.identity.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    config_.identity = std::string(host) + "_" + std::to_string(::getpid());
-  }
+  if (config_.identity.empty()) config_.identity = default_identity();
   path_ = "/apis/coordination.k8s.io/v1/namespaces/" + config_.ns + "/leases";
 }
 

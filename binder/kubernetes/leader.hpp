@@ -26,6 +26,9 @@ struct LeaderConfig {
   std::chrono::milliseconds retry_period{2000};
 };
 
+// "<host name>_<pid>": a candidate's default identity (client-go's is the host name and a uuid).
+std::string default_identity();
+
 class LeaderElector {
  public:
   // on_change(true) once it leads; on_change(false) when it stopped leading (it does not lead
