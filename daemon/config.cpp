@@ -1,5 +1,6 @@
 #include "daemon/config.hpp"
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,26 @@ binder::LocalConfig read_local(Node node, Path& at) {
   return l;
 }
 
+// "90s", "10m", "1h", or a number of seconds; whole seconds from `min` to `max`. (The
+// kubernetes: section's durations, daemon/kube_config.cpp, also take milliseconds.)
+Time seconds_of(Node v, const Path& at, Time min, Time max) {
+  std::string text(spec::text_of(v, at, "a duration such as 90s, 10m or 1h"));
+  Time unit = 1;
+  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : 3600;
+    text.pop_back();
+  }
+  Time n = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
+    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) +
+                             " is not a duration; use e.g. 90s, 10m or 1h");
+  if (n > max / unit || n * unit < min)
+    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " +
+                             std::to_string(min) + "s to " + std::to_string(max) + "s");
+  return n * unit;
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
@@ -71,7 +92,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     Path at;
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
-                        "priorityClasses", "maxRequestBytes", "queues", "nodes"},
+                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "queues", "nodes"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
                            c.grpc_address = spec::string_of(v, at);
@@ -88,6 +109,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            if (n < 1024 || n > (64 << 20))
                              spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 1024 to 67108864");
                            c.max_request_bytes = static_cast<int>(n);
+                         } else if (key == "usageCheckpointInterval") {
+                           c.core.usage_checkpoint_interval = seconds_of(v, at, 1, 86400);
                          } else if (key == "priorityClasses") {
                            c.core.priority_classes = spec::read_priority_classes(v, at);
                          } else if (key == "queues") {

@@ -42,6 +42,10 @@
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
+//   usageCheckpointInterval: 60s  # with usageHalfLife: how often each queue's usage history is
+//                                 # written to the state file (also at a clean stop); 1s to 24h;
+//                                 # a restart approximates the use since the last checkpoint
+//                                 # (README: Usage history)
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   queues: [...]                 # applied at start (scenario-format keys)

@@ -85,6 +85,7 @@ Result<void> Core::rebuild(Time now) {
         engine_->reserve_jobs(meta.unfinished_count);
         unfinished_.reserve(meta.unfinished_count);
         last_event_seq_ = meta.last_event_seq;
+        keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
         last_job_number_ = meta.last_job_number;
         return Ok();
       },
@@ -106,6 +107,7 @@ Result<void> Core::rebuild(Time now) {
   (void)engine_->take_events();  // restoring is not a transition
   // What ended while gpuqd was not watching is a transition (written with the first turn).
   binder_->stop_strays();
+  restore_stored_history(now);
   facts_open_.clear();
   facts_closed_.clear();
   for (const BinderFact& fact : adopted) observe(fact, now);
@@ -403,6 +405,7 @@ void Core::turn_done(bool written) {
   binder_->turn_written(written);
 }
 
+  add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
 Core::TurnResult Core::write(const storage::Batch& batch) {
   TurnResult out;
   if (batch.empty()) return out;
@@ -438,7 +441,11 @@ Core::TurnResult Core::end_turn(Time now) {
 }
 
 std::string Core::reason(const storage::JobRecord& r) const {
+    // The usage history is not job state, and the engine's is newer than the file's checkpoint:
+    // it is kept across the rebuild and written with the next turn.
+    auto history = history_snapshot(now);
   if (r.state == JobState::kPending)
+    else apply_history(history, now);
     if (const Job* live = engine_->job(r.spec.id)) return engine_->pending_reason(*live);
   if (r.state == JobState::kPreempting) return "preempted by " + r.preempted_by;
   return r.reason;

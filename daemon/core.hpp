@@ -25,6 +25,9 @@ struct CoreConfig {
   EngineConfig engine;
   PriorityClasses priority_classes;
   std::string state_file = "gpuqd.db";
+  // Seconds between checkpoints of the fair-share usage history into the state file (config
+  // usageCheckpointInterval; only with engine.usage_half_life > 0). daemon/history.cpp.
+  Time usage_checkpoint_interval = 60;
   // Queues and nodes from gpuqd's config, parsed into the Core's resource names: applied over
   // the file's before any job is restored (and written with the first turn). Throws on a bad
   // spec (the config was checked when loaded).
@@ -146,6 +149,20 @@ class Core {
   const CoreMetrics& metrics() const { return metrics_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
 
+  // The fair-share usage history (daemon/history.cpp; empty or no-ops when usageHalfLife is 0).
+  // Each live queue's decayed averages brought up to `now` with what it uses now, by resource
+  // name; the engine is not changed.
+  std::vector<storage::HistoryRecord> history_snapshot(Time now) const;
+  // Sets each record's queue's history, as of the record's `at` (a later `at` than `now` is
+  // taken as `now`): the next cycle brings it up to its time with the queue's usage then. A
+  // record of a queue this gpuqd does not have, or with a negative or non-finite value, is
+  // skipped, and a resource name it does not know is left out, each with a warning. What was set
+  // is written with the next turn.
+  void apply_history(const std::vector<storage::HistoryRecord>& records, Time now);
+  // The next turn writes a checkpoint, whatever the interval (a clean stop: Loop::stop). False
+  // when there is no history to write.
+  bool checkpoint_history();
+
  private:
   Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
        std::unique_ptr<storage::Store> store);
@@ -164,6 +181,12 @@ class Core {
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
   void tell_waiting(Time now);
+  // daemon/history.cpp: what load() read, kept until the jobs are restored; the checkpoint that
+  // close_turn() adds to the batch when one is due.
+  void keep_stored_history(storage::Loaded& loaded);
+  void restore_stored_history(Time now);
+  std::size_t set_history(const std::vector<storage::HistoryRecord>& records, Time now);
+  void add_history_checkpoint(Time now);
 
   CoreConfig config_;
   std::unique_ptr<ResourceNames> names_;
@@ -190,6 +213,9 @@ class Core {
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
   CoreMetrics metrics_;
+  std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()
+  Time last_checkpoint_ = 0;  // of the usage history
+  bool checkpoint_due_ = false;
 };
 
 }  // namespace gpuq::daemon

@@ -29,7 +29,12 @@ void Loop::stop() {
   if (!thread_.joinable()) return;
   // The engine thread ends once no write is in flight and nothing is left to run; then the
   // store and reply threads, with nothing left on them but what the engine thread posted last.
+  // With a usage history, one more turn writes it as of now (daemon/history.cpp).
   boost::asio::post(io_, [this] {
+    if (core_.checkpoint_history() && !end_posted_) {
+      end_posted_ = true;
+      boost::asio::post(io_, [this] { end_turn(); });
+    }
     timer_.cancel();
     guard_.reset();
   });

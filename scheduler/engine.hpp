@@ -174,6 +174,10 @@ class Engine {
 
  private:
   struct PendingKey {
+  // q's decayed average usage brought up to `now` with what it uses now, changing nothing.
+  UsageHistory::Average usage_average(QueueIdx q, Time now) const {
+    return history_.projected(q, queues_[q].usage_all_flavors, now);
+  }
     std::int32_t neg_priority;
     Time submitted;
     std::uint64_t order;

@@ -31,10 +31,16 @@ class UsageHistory {
       return;
     }
     if (now <= e.at) return;
-    const double d = std::exp2(-static_cast<double>(now - e.at) / static_cast<double>(half_life_));
-    for (std::size_t r = 0; r < kMaxResources; ++r)
-      e.average[r] = e.average[r] * d + static_cast<double>(usage.v[r]) * (1.0 - d);
+    e.average = decayed(e, usage, now);
     e.at = now;
+  }
+
+  // q's average as advance(q, usage, now) would make it, changing nothing (a checkpoint of the
+  // history taken between cycles); zero for a queue whose history has not started.
+  Average projected(QueueIdx q, const ResourceVec& usage, Time now) const {
+    if (!enabled() || q >= entries_.size() || !entries_[q].started) return Average{};
+    const Entry& e = entries_[q];
+    return now <= e.at ? e.average : decayed(e, usage, now);
   }
 
   // Sets q's average as of `now` (a restored or declared history).
@@ -66,6 +72,14 @@ class UsageHistory {
     Time at = 0;
     bool started = false;
   };
+  // The one formula, so that projected() and advance() agree to the last bit.
+  Average decayed(const Entry& e, const ResourceVec& usage, Time now) const {
+    const double d = std::exp2(-static_cast<double>(now - e.at) / static_cast<double>(half_life_));
+    Average out{};
+    for (std::size_t r = 0; r < kMaxResources; ++r)
+      out[r] = e.average[r] * d + static_cast<double>(usage.v[r]) * (1.0 - d);
+    return out;
+  }
   Entry& entry(QueueIdx q) {
     if (q >= entries_.size()) entries_.resize(q + 1);
     return entries_[q];

@@ -2,6 +2,8 @@
 
 #include <array>
 #include <boost/json.hpp>
+#include <cmath>
+#include <sstream>
 #include <utility>
 
 namespace gpuq::storage {
@@ -191,6 +193,37 @@ Result<NodeSpec> decode_node(std::string_view text, ResourceNames& names) {
       }
     return n;
   });
+}
+
+std::string encode_history(const HistoryRecord& h) {
+  json::object o;
+  for (const auto& [name, value] : h.average) o[name] = value;
+  return json::serialize(o);
+}
+
+Result<std::map<std::string, double>> decode_history(std::string_view text,
+                                                     const std::string& queue) {
+  const std::string what = "stored usage history of queue \"" + queue + "\"";
+  return guarded(what, text, [&](const json::object& o) {
+    std::map<std::string, double> average;
+    for (const auto& [name, v] : o) {
+      if (!v.is_number())
+        throw BadRow{"average of \"" + std::string(name) + "\" is " + json::serialize(v) +
+                     ", not a number"};
+      average.emplace(std::string(name), v.to_number<double>());
+    }
+    return average;
+  });
+}
+
+std::optional<std::string> bad_history_value(const HistoryRecord& h) {
+  for (const auto& [name, value] : h.average)
+    if (!std::isfinite(value) || value < 0) {
+      std::ostringstream shown;
+      shown << value;
+      return name + " is " + shown.str();
+    }
+  return std::nullopt;
 }
 
 namespace {

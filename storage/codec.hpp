@@ -3,6 +3,8 @@
 // always by NAME: a ResourceId depends on the order names were registered in one process and
 // means nothing in the next; names are interned into the caller's ResourceNames on decode.
 // Enums by their names too, so reordering an enum never changes what a stored file means.
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,16 @@ Result<NodeSpec> decode_node(std::string_view json, ResourceNames& names);
 // (job_body.cpp: a compact length-prefixed text form, not JSON, for start-up speed).
 std::string encode_job_body(const JobRecord& j, const ResourceNames& names);
 Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceInterner& names);
+
+// A usage history row's averages (usage_history.average): {"gpu":1500.25,"cpu":0.5}, by resource
+// name. Decoding checks the form only (an object of numbers); whether the names and values make
+// sense is the daemon's to judge.
+std::string encode_history(const HistoryRecord& h);
+Result<std::map<std::string, double>> decode_history(std::string_view json,
+                                                     const std::string& queue);
+// The first value of `h` that may not be stored (negative, or not finite), as "gpu is -3";
+// nullopt: all may.
+std::optional<std::string> bad_history_value(const HistoryRecord& h);
 
 // A resource slot that `names` does not know (a spec built against another ResourceNames):
 // its name, to refuse the write instead of storing a wrong or missing name. nullopt: all known.

@@ -59,11 +59,22 @@ CREATE TABLE events (
 );
 )sql";
 
+// v2. Each queue's fair-share usage history as last checkpointed: the decayed averages as of
+// `at`, as JSON by resource name ({"gpu": 1500.25}). A file at v1 gets the table empty: every
+// queue starts with no history, as before.
+constexpr const char* kV2 = R"sql(
+CREATE TABLE usage_history (
+  queue   TEXT PRIMARY KEY,
+  at      INTEGER NOT NULL,
+  average TEXT NOT NULL
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}};
-  static_assert(kSchemaVersion == 1, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}};
+  static_assert(kSchemaVersion == 2, "add the new step to migrations()");
   return steps;
 }
 

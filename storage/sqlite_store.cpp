@@ -5,6 +5,7 @@
 
 #include "storage/backup.hpp"
 #include "storage/codec.hpp"
+#include "storage/history_rows.hpp"
 #include "storage/job_rows.hpp"
 #include "storage/schema.hpp"
 #include "storage/sqlite_db.hpp"
@@ -120,8 +121,8 @@ class SqliteStore final : public Store {
   ResourceNames& names_;
   std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
   Stmt begin_, begin_read_, commit_, rollback_;
-  Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_;
-  Stmt all_queues_, all_nodes_, count_unfinished_, unfinished_, last_seq_, last_number_;
+  Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_;
+  Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
   Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_;
@@ -162,8 +163,11 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&put_event_,
        "INSERT INTO events(seq, at, job, queue, from_state, to_state, reason) "
        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&put_history_, "INSERT OR REPLACE INTO usage_history(queue, at, average) VALUES(?1, ?2, ?3)"},
+      {&delete_history_, "DELETE FROM usage_history WHERE queue = ?1"},
       {&all_queues_, "SELECT spec FROM queues ORDER BY name"},
       {&all_nodes_, "SELECT spec FROM nodes ORDER BY name"},
+      {&all_history_, "SELECT queue, at, average FROM usage_history ORDER BY queue"},
       {&count_unfinished_, "SELECT count(*) FROM jobs WHERE state < 4"},
       {&unfinished_, s_unfinished.c_str()},
       {&last_seq_, "SELECT COALESCE(MAX(seq), 0) FROM events"},
@@ -228,6 +232,8 @@ Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta,
       }
       if (rc != SQLITE_DONE) return failed("reading nodes");
     }
+    auto history_failed = [&] { return failed("reading the usage history"); };
+    if (auto h = read_history_rows(all_history_, path_, out, history_failed); !h) return h;
     for (auto [stmt, field] : {std::pair{&last_seq_, &out.last_event_seq},
                                std::pair{&last_number_, &out.last_job_number}}) {
       Stmt::Reset r(*stmt);
@@ -285,11 +291,12 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     put_queue_.bind(2, encode_queue(q, names_));
     if (put_queue_.step() != SQLITE_DONE) return failed("commit: writing queue " + q.name.value);
   }
-  for (const auto& name : batch.deleted_queues) {
-    Stmt::Reset r(delete_queue_);
-    delete_queue_.bind(1, name);
-    if (delete_queue_.step() != SQLITE_DONE) return failed("commit: deleting queue " + name);
-  }
+  for (const auto& name : batch.deleted_queues)
+    for (Stmt* s : {&delete_queue_, &delete_history_}) {
+      Stmt::Reset r(*s);
+      s->bind(1, name);
+      if (s->step() != SQLITE_DONE) return failed("commit: deleting queue " + name);
+    }
   for (const auto& n : batch.nodes) {
     if (auto u = unknown_resource(n, names_)) return unknown("node " + n.name, u);
     Stmt::Reset r(put_node_);
@@ -341,7 +348,9 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
   }
-  return Ok();
+  return write_history_rows(put_history_, batch.history, [&](const std::string& queue) {
+    return failed("commit: writing the usage history of queue " + queue);
+  });
 }
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {

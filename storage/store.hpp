@@ -6,7 +6,9 @@
 //
 // What is kept: queues and nodes as applied; every job ever accepted (spec, what the binder
 // runs, state, placement while it holds one, how it ended); every job event with its sequence
-// number (Watch replays them); the next event sequence number and job number.
+// number (Watch replays them); the next event sequence number and job number; each queue's
+// fair-share usage history as last checkpointed (the daemon writes it every
+// usageCheckpointInterval, not every turn).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,7 +22,7 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 
 struct JobRecord {
@@ -52,15 +54,27 @@ struct EventRecord {
   std::string reason;
 };
 
+// One queue's fair-share usage history (scheduler/usage_history.hpp) as checkpointed: its decayed
+// average use per resource as of `at`, by resource NAME (a ResourceId means nothing in another
+// process or on another replica), in base units (milli-GPU, millicores, bytes). Not integers: an
+// average decays continuously. Absent resources are 0.
+struct HistoryRecord {
+  std::string queue;
+  Time at = 0;
+  std::map<std::string, double> average;
+};
+
 // Everything one turn changed. Upserts replace the whole row by key.
 struct Batch {
   std::vector<QueueSpec> queues;
-  std::vector<std::string> deleted_queues;
+  std::vector<std::string> deleted_queues;  // their usage history rows go with them
   std::vector<NodeSpec> nodes;
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
+  std::vector<HistoryRecord> history;  // by queue; negative or non-finite values are refused
   bool empty() const {
-    return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() && events.empty();
+    return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() &&
+           events.empty() && history.empty();
   }
 };
 
@@ -68,6 +82,10 @@ struct Batch {
 struct Loaded {
   std::vector<QueueSpec> queues;        // by name
   std::vector<NodeSpec> nodes;          // by name
+  std::vector<HistoryRecord> history;   // by queue; whatever is stored (the daemon checks it)
+  // History rows that did not decode, each naming the queue, the field and the value: left out,
+  // so that a damaged checkpoint never stops gpuqd from starting (it logs them).
+  std::vector<std::string> history_skipped;
   std::vector<JobRecord> unfinished;    // Pending, Admitted, Running, Preempting; by number
   std::size_t unfinished_count = 0;     // how many there are (also when streamed)
   std::uint64_t last_event_seq = 0;     // 0: none yet
@@ -120,8 +138,9 @@ class Store {
   // All of it in memory.
   Result<Loaded> load();
   // One transaction; on any failure nothing of the batch is written (kUnavailable + why; a job
-  // with number 0: kInvalidArgument) and the store stays usable. Order inside the transaction:
-  // queues, deleted queues, nodes, jobs, events.
+  // with number 0 or a history value that is negative or not finite: kInvalidArgument) and the
+  // store stays usable. Order inside the transaction: queues, deleted queues (and their history),
+  // nodes, jobs, events, history.
   virtual Result<void> commit(const Batch& batch) = 0;
 
   // Reads for the API (any job, finished ones included; events for Watch).

@@ -14,7 +14,9 @@ TEST_CASE("a file written by a newer gpuqd is refused and left as it is") {
   auto r = Store::open(path, names);
   REQUIRE_FALSE(r.ok());
   CHECK(r.code() == ErrorCode::kFailedPrecondition);
-  CHECK(r.error().find("newer gpuqd (schema 2, this build knows 1)") != std::string::npos);
+  const std::string versions = "newer gpuqd (schema " + std::to_string(kSchemaVersion + 1) +
+                               ", this build knows " + std::to_string(kSchemaVersion) + ")";
+  CHECK(r.error().find(versions) != std::string::npos);
   CHECK(r.error().find("upgrade gpuqd or restore a backup") != std::string::npos);
   CHECK(r.error().find(path) != std::string::npos);
 }
@@ -115,7 +117,7 @@ TEST_CASE("migrations run in order in one transaction; a failing step leaves the
   const auto path = dir.file("s.db");
   ResourceNames names;
   {
-    auto store = open_ok(path, names);  // a fresh file goes 0 -> 1 through the same path
+    auto store = open_ok(path, names);  // a fresh file goes 0 -> 1 -> ... through the same path
     Batch b;
     b.jobs = {make_job(1)};
     REQUIRE(store->commit(b).ok());
@@ -133,23 +135,24 @@ TEST_CASE("migrations run in order in one transaction; a failing step leaves the
     sqlite3_finalize(s);
     return v;
   };
-  CHECK(version() == "1");
+  const int v = kSchemaVersion;
+  CHECK(version() == std::to_string(v));
 
   auto broken = steps;
   broken.push_back({"ALTER TABLE jobs ADD COLUMN labels TEXT NOT NULL DEFAULT '';"
                     "CREATE TABLE oops(x INTEGER); INSERT INTO nowhere VALUES(1);"});
-  auto err = migrate(db, 1, 2, broken);
+  auto err = migrate(db, v, v + 1, broken);
   REQUIRE(err.has_value());
-  CHECK(err->message.find("migration to schema 2") != std::string::npos);
-  CHECK(version() == "1");
+  CHECK(err->message.find("migration to schema " + std::to_string(v + 1)) != std::string::npos);
+  CHECK(version() == std::to_string(v));
   CHECK(db.exec("SELECT labels FROM jobs").has_value());  // the first statement was undone
 
   auto good = steps;
   good.push_back({"ALTER TABLE jobs ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';"});
-  REQUIRE_FALSE(migrate(db, 1, 2, good).has_value());
-  CHECK(version() == "2");
+  REQUIRE_FALSE(migrate(db, v, v + 1, good).has_value());
+  CHECK(version() == std::to_string(v + 1));
   CHECK_FALSE(db.exec("SELECT labels FROM jobs").has_value());
-  CHECK(migrate(db, 2, 3, good).has_value());  // no step for 3
+  CHECK(migrate(db, v + 1, v + 2, good).has_value());  // no step past the last
 }
 
 TEST_CASE("listing pages by number and filters by queue, state and owner") {
