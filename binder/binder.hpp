@@ -101,6 +101,12 @@ class Binder {
   // Before stop() for a preemption victim (engine thread): who preempts it and why, for the
   // victim's owner.
   virtual void preempting(const Preemption& p) { (void)p; }
+  // A queue was made or changed (engine thread): a source offers again what it could not queue.
+  virtual void queues_changed() {}
+  // The engine could not take back a victim this binder reported StopRefused for (the room it
+  // held went to other jobs meanwhile): it must stop after all (engine thread; acted on once the
+  // turn is on disk, as stop() is).
+  virtual void must_stop(const JobId& job) { (void)job; }
   // Every status_interval() seconds (0: never) the Core tells a source why each pending job
   // waits (engine thread), for it to show its owner.
   virtual Time status_interval() const { return 0; }

@@ -32,12 +32,15 @@ void Core::start_binder(std::function<void(const BinderFact&)> post,
 void Core::observe(const BinderFact& fact, Time now) {
   if (auto r = engine_->observe(fact, now); !r) {
     spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
+    if (const auto* refused = std::get_if<StopRefused>(&fact)) binder_->must_stop(refused->job);
     return;
   }
   if (const auto* done = std::get_if<JobFinished>(&fact))
     if (auto it = unfinished_.find(done->job.value); it != unfinished_.end()) it->second.exit_code = done->exit_code;
-  // Its last fact about the job (a start is not): what the binder keeps for it can go once on disk.
-  if (const JobId* job = job_of(fact); job && !std::holds_alternative<JobStarted>(fact)) facts_open_.push_back(*job);
+  // Its last fact about the job (not a start or a refused stop): what the binder keeps can go once on disk.
+  if (const JobId* job = job_of(fact);
+      job && !std::holds_alternative<JobStarted>(fact) && !std::holds_alternative<StopRefused>(fact))
+    facts_open_.push_back(*job);
 }
 
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
@@ -82,10 +85,10 @@ Result<void> Core::rebuild(Time now) {
       [&](storage::Loaded& meta) -> Result<void> {
         sync_names();
         if (auto r = apply_start_specs(meta, config_queues, config_nodes, now); !r) return r;
+        keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
         engine_->reserve_jobs(meta.unfinished_count);
         unfinished_.reserve(meta.unfinished_count);
         last_event_seq_ = meta.last_event_seq;
-        keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
         last_job_number_ = meta.last_job_number;
         return Ok();
       },
@@ -104,10 +107,10 @@ Result<void> Core::rebuild(Time now) {
   if (!loaded) return Error{loaded.error(), loaded.code()};
   if (restore_failures > 10)
     spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
+  restore_stored_history(now);
   (void)engine_->take_events();  // restoring is not a transition
   // What ended while gpuqd was not watching is a transition (written with the first turn).
   binder_->stop_strays();
-  restore_stored_history(now);
   facts_open_.clear();
   facts_closed_.clear();
   for (const BinderFact& fact : adopted) observe(fact, now);
@@ -255,6 +258,7 @@ Result<void> Core::apply_queue(const QueueSpec& spec) {
   queue_specs_[spec.name.value] = spec;
   std::erase(batch_.deleted_queues, spec.name.value);
   batch_.queues.push_back(spec);
+  binder_->queues_changed();
   return Ok();
 }
 
@@ -272,15 +276,28 @@ Result<void> Core::delete_queue(const std::string& name) {
   return Ok();
 }
 
-Result<void> Core::apply_node(const NodeSpec& spec, Time now) {
+namespace {
+
+Error nodes_from_source(const std::string& node) {
+  return Error{"node \"" + node + "\": with binder: kubernetes the nodes are the API server's; change them there "
+               "(kubectl label, taint, cordon, drain)", ErrorCode::kFailedPrecondition};
+}
+
+}  // namespace
+
+// A node from `gpuq apply`, or (from_source) as a source binder sees it. A source's nodes are
+// read again from it at every start, so they are not written to the state file.
+Result<void> Core::apply_node(const NodeSpec& spec, Time now, bool from_source) {
+  if (binder_->is_source() && !from_source) return nodes_from_source(spec.name);
   sync_names();
   if (auto r = engine_->upsert_node(spec, now); !r) return r;
   node_specs_[spec.name] = spec;
-  batch_.nodes.push_back(spec);
+  if (!from_source) batch_.nodes.push_back(spec);
   return Ok();
 }
 
 Result<void> Core::set_node_state(const std::string& node, NodeState state, Time now) {
+  if (binder_->is_source()) return nodes_from_source(node);
   auto it = node_specs_.find(node);
   if (it == node_specs_.end()) return Error{"node \"" + node + "\" does not exist", ErrorCode::kNotFound};
   if (auto r = engine_->set_node_state(node, state, now); !r) return r;
@@ -388,6 +405,7 @@ storage::Batch Core::close_turn(Time now) {
   metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
+  add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
   tell_waiting(now);
   binder_->turn_closed();
   facts_closed_ = std::exchange(facts_open_, {});
@@ -405,7 +423,6 @@ void Core::turn_done(bool written) {
   binder_->turn_written(written);
 }
 
-  add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
 Core::TurnResult Core::write(const storage::Batch& batch) {
   TurnResult out;
   if (batch.empty()) return out;
@@ -424,7 +441,11 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   if (!batch.empty()) turn_done(result.ok);
   if (!result.ok) {
     spdlog::error("event=commit_failed error=\"{}\" action=\"state rebuilt from the file\"", result.error);
+    // The usage history is not job state, and the engine's is newer than the file's checkpoint:
+    // it is kept across the rebuild and written with the next turn.
+    auto history = history_snapshot(now);
     if (auto rb = rebuild(now); !rb) spdlog::critical("event=rebuild_failed error=\"{}\"", rb.error());
+    else apply_history(history, now);
     return;
   }
   if (sink_)
@@ -441,11 +462,7 @@ Core::TurnResult Core::end_turn(Time now) {
 }
 
 std::string Core::reason(const storage::JobRecord& r) const {
-    // The usage history is not job state, and the engine's is newer than the file's checkpoint:
-    // it is kept across the rebuild and written with the next turn.
-    auto history = history_snapshot(now);
   if (r.state == JobState::kPending)
-    else apply_history(history, now);
     if (const Job* live = engine_->job(r.spec.id)) return engine_->pending_reason(*live);
   if (r.state == JobState::kPreempting) return "preempted by " + r.preempted_by;
   return r.reason;

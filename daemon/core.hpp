@@ -98,7 +98,7 @@ class Core {
   Result<std::string> submit(Submission sub, Time now);
   Result<void> cancel(const std::string& id, Time now);
   Result<void> apply_queue(const QueueSpec& spec);
-  Result<void> apply_node(const NodeSpec& spec, Time now);
+  Result<void> apply_node(const NodeSpec& spec, Time now, bool from_source = false);
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);
   Result<void> delete_queue(const std::string& name);
 

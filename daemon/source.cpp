@@ -21,7 +21,7 @@ void Core::observe_source(binder::SourceFact fact, Time now) {
       spdlog::warn("event=source_node_refused node={} error=\"{}\"", n->spec.name, e.what());
       return;
     }
-    if (auto r = apply_node(n->spec, now); !r)
+    if (auto r = apply_node(n->spec, now, /*from_source=*/true); !r)
       spdlog::warn("event=source_node_refused node={} error=\"{}\"", n->spec.name, r.error());
   } else if (auto* a = std::get_if<binder::JobArrived>(&fact)) {
     source_arrived(*a, now);
@@ -120,9 +120,13 @@ void Core::tell_waiting(Time now) {
   if (!placing_ || every <= 0 || now - last_status_ < every) return;
   last_status_ = now;
   std::vector<std::pair<JobId, std::string>> reasons;
-  for (const Job* j : engine_->pending_in_submission_order())
-    reasons.emplace_back(j->spec.id, "gpuq job " + j->spec.id.value + " waits in queue " + j->spec.queue.value + ": " +
-                                         engine_->pending_reason(*j));
+  for (const Engine::Queued& q : engine_->pending_in_queue_order()) {
+    const Job& j = *q.job;
+    const std::string place =
+        q.of == 0 ? std::string() : " (" + std::to_string(q.position) + " of " + std::to_string(q.of) + ")";
+    reasons.emplace_back(j.spec.id, "gpuq job " + j.spec.id.value + " waits in queue " + j.spec.queue.value + place +
+                                        ": " + engine_->pending_reason(j));
+  }
   binder_->waiting(std::move(reasons));
 }
 

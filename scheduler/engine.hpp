@@ -90,6 +90,11 @@ struct Job {
   std::vector<std::uint32_t> preemptors;
   JobId preempted_by;
   PreemptReason preempt_reason = PreemptReason::kInQueue;
+  // While Preempting: where it ran and in which state, to run on there if its stop is refused
+  // (StopRefused); after a refusal, no victim before this time.
+  std::vector<PodSlot> slots_before;
+  JobState state_before = JobState::kRunning;
+  Time unevictable_until = 0;
 
   // Admitted, Running or Preempting: it holds slots on the nodes (quota too, unless Preempting).
   bool holds_resources() const {
@@ -148,6 +153,13 @@ class Engine {
   const Job* job(const JobId& id) const;
   std::string pending_reason(const Job& job) const;
   std::vector<const Job*> pending_in_submission_order() const;
+  // Each pending job with its place in its queue's order (priority, then submission; 1-based)
+  // out of how many wait there; a preemptor holding a booking is at 0 of 0 (it goes next).
+  struct Queued {
+    const Job* job;
+    std::size_t position, of;
+  };
+  std::vector<Queued> pending_in_queue_order() const;
   std::optional<QueueIdx> queue_index(const QueueName& name) const;
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }  // removed ones included
@@ -162,6 +174,10 @@ class Engine {
   // no index moves; the name is free for a new queue.
   const QuotaBook& quotas() const { return quota_; }
   const UsageHistory& usage_history() const { return history_; }
+  // q's decayed average usage brought up to `now` with what it uses now, changing nothing.
+  UsageHistory::Average usage_average(QueueIdx q, Time now) const {
+    return history_.projected(q, queues_[q].usage_all_flavors, now);
+  }
   const Cluster& cluster() const { return cluster_; }
   const Topology& topology() const { return topology_; }
   const std::string& flavor_name(FlavorId f) const { return flavor_names_[f]; }
@@ -174,10 +190,6 @@ class Engine {
 
  private:
   struct PendingKey {
-  // q's decayed average usage brought up to `now` with what it uses now, changing nothing.
-  UsageHistory::Average usage_average(QueueIdx q, Time now) const {
-    return history_.projected(q, queues_[q].usage_all_flavors, now);
-  }
     std::int32_t neg_priority;
     Time submitted;
     std::uint64_t order;
@@ -233,6 +245,9 @@ class Engine {
                          Time now, std::vector<Decision>& out);
   std::vector<PodSlot> retake_residual(const std::vector<PodSlot>& held);
   void victim_stopped(std::uint32_t v, Time now);
+  Result<void> stop_refused(std::uint32_t v, const StopRefused& fact, Time now);
+  bool quota_lost(std::uint32_t v);
+  static bool same_room(const std::vector<PodSlot>& a, const std::vector<PodSlot>& b);
   void drop_reservation(std::uint32_t j, Time now);
   void admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out);
   HoldingKey holding_key(std::uint32_t j) const;

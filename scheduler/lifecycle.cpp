@@ -13,7 +13,7 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
   Job& job = jobs_[it->second];
   if (job.state == JobState::kPending) {
     if (job.reserved)
-      drop_reservation(it->second, now);  // its victims still stop; what they free is free
+      drop_reservation(it->second, now);  // its victims still stop, holding their room again
     else
       remove_pending(it->second);
   } else if (job.holds_resources()) {
@@ -42,6 +42,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
+  if (const auto* refused = std::get_if<StopRefused>(&fact)) return stop_refused(it->second, *refused, now);
   if (job.draining) {
     // Cancelled while it ran: whatever the binder says now, its processes are gone (unless it
     // only says they started, which a cancel can overtake).
@@ -275,6 +276,16 @@ std::vector<const Job*> Engine::pending_in_submission_order() const {
     for (const PendingKey& k : q.pending) out.push_back(&jobs_[k.job]);
   for (std::uint32_t j : reserved_) out.push_back(&jobs_[j]);
   std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->order < b->order; });
+  return out;
+}
+
+std::vector<Engine::Queued> Engine::pending_in_queue_order() const {
+  std::vector<Queued> out;
+  for (const QueueRec& q : queues_) {
+    std::size_t position = 0;
+    for (const PendingKey& k : q.pending) out.push_back({&jobs_[k.job], ++position, q.pending.size()});
+  }
+  for (std::uint32_t j : reserved_) out.push_back({&jobs_[j], 0, 0});
   return out;
 }
 

@@ -81,7 +81,17 @@ struct JobLost {
   JobId job;
   std::string reason;
 };
-using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost, JobLost>;
+// A preemption victim the binder could not stop now (Kubernetes: a PodDisruptionBudget refused
+// its first eviction, so nothing of it was disrupted): it runs on where it was, its preemptors
+// give their bookings back and look again, and it is no candidate for preemption until
+// `retry_after` seconds have passed. The engine refuses it (FAILED_PRECONDITION) when the room
+// the victim held went to another job meanwhile; the binder must then stop it after all.
+struct StopRefused {
+  JobId job;
+  std::string reason;
+  Time retry_after = 0;
+};
+using BinderFact = std::variant<JobStarted, JobFinished, JobStopped, NodeLost, JobLost, StopRefused>;
 // The job a fact is about; nullptr for NodeLost.
 const JobId* job_of(const BinderFact& fact);
 

@@ -4,6 +4,7 @@
 // job while they stop (the classic preemption livelock); the victims keep only what the
 // preemptor does not need until they have stopped.
 #include <algorithm>
+#include <map>
 #include <span>
 
 #include "drf/share.hpp"
@@ -113,7 +114,8 @@ preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preemptin
 
 // One queue's jobs holding resources, walked in its holding order (the victim order within a
 // queue), skipping what cannot be a victim: another flavor, not preemptible, admitted in this
-// cycle, younger than the queue's minRuntime, or not allowed by the preemptor's policy.
+// cycle, younger than the queue's minRuntime, refused to stop a moment ago (StopRefused), or not
+// allowed by the preemptor's policy.
 class Engine::QueueRun final : public preemption::Run {
  public:
   QueueRun(const Engine& e, const Job& job, QueueIdx q, FlavorId f, const preemption::Preemptor& p,
@@ -133,7 +135,7 @@ class Engine::QueueRun final : public preemption::Run {
       const std::uint32_t v = std::get<3>(*it_);
       const Job& vj = e_.jobs_[v];
       if (vj.flavor != f_ || !vj.spec.preemptible || vj.admitted_cycle == e_.cycle_ ||
-          now_ - vj.admitted_at < min_runtime_)
+          now_ - vj.admitted_at < min_runtime_ || now_ < vj.unevictable_until)
         continue;
       preemption::Candidate c = e_.describe_candidate(v, false);
       if (!preemption::eligible(p_, c)) continue;
@@ -242,6 +244,10 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const std::uint32_t v = targets[i].victim.job;
     Job& victim = jobs_[v];
+    if (!targets[i].victim.preempting) {
+      victim.slots_before = victim.slots;
+      victim.state_before = victim.state;
+    }
     held[i] = std::move(victim.slots);
     victim.slots.clear();
     for (auto it = held[i].rbegin(); it != held[i].rend(); ++it) cluster_.release(*it);
@@ -330,11 +336,86 @@ void Engine::victim_stopped(std::uint32_t v, Time /*now*/) {
   Job& victim = jobs_[v];
   for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
   victim.slots.clear();
+  victim.slots_before.clear();
   victim.flavor = kNoFlavor;
   active_.erase({admission_seq_[v], v});
   preempting_.erase(v);
   for (std::uint32_t p : victim.preemptors) std::erase(jobs_[p].waiting_on, v);
   victim.preemptors.clear();
+}
+
+// A victim whose stop was refused (binder.hpp: StopRefused) runs on where it ran: its preemptors
+// give their bookings back and go back to their queues (the next cycle looks for other victims
+// or lets them wait), it holds its quota and slots again, and it is no victim until retry_after.
+Result<void> Engine::stop_refused(std::uint32_t v, const StopRefused& fact, Time now) {
+  Job& victim = jobs_[v];
+  const std::string cannot = "job \"" + victim.spec.id.value + "\" cannot run on: ";
+  if (victim.state != JobState::kPreempting || victim.draining)
+    return Error{"job \"" + victim.spec.id.value + "\" is " + to_string(victim.state) +
+                     (victim.draining ? " and cancelled" : "") + ", not a preemption victim; it cannot run on",
+                 ErrorCode::kFailedPrecondition};
+  if (quota_lost(v))
+    return Error{cannot + "the quota it held went to other jobs", ErrorCode::kFailedPrecondition};
+  // Its preemptors give their bookings back; each of their victims, this one included, holds
+  // again what of its room is free (drop_reservation).
+  const std::vector<std::uint32_t> preemptors = victim.preemptors;
+  for (std::uint32_t p : preemptors)
+    if (jobs_[p].reserved) {
+      drop_reservation(p, now);
+      add_pending(p);
+    }
+  if (!config_.quota_only && !same_room(victim.slots, victim.slots_before))
+    return Error{cannot + "some of the room it held went to other jobs; it goes on stopping",
+                 ErrorCode::kFailedPrecondition};
+  for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
+  victim.slots = std::move(victim.slots_before);  // as it was placed, pod by pod
+  victim.slots_before.clear();
+  for (const PodSlot& s : victim.slots) cluster_.retake(s);
+  history_.advance(victim.queue, queues_[victim.queue].usage_all_flavors, now);
+  if (victim.flavor != kNoFlavor) quota_.add(victim.queue, victim.flavor, victim.total);
+  queues_[victim.queue].usage_all_flavors += victim.total;
+  ++queues_[victim.queue].admitted;
+  queues_[victim.queue].holding.insert(holding_key(v));
+  preempting_.erase(v);
+  victim.state = victim.state_before;
+  victim.unevictable_until = now + std::max<Time>(fact.retry_after, 0);
+  const std::string by = victim.preempted_by.value;
+  victim.preempted_by = JobId();
+  emit(victim, JobState::kPreempting, now, "not preempted by " + by + ": " + fact.reason);
+  preemption_failed_.clear();
+  return Ok();
+}
+
+// Whether victim v's quota would not fit again once its preemptors gave their bookings back
+// (tried on the quota book, then undone).
+bool Engine::quota_lost(std::uint32_t v) {
+  const Job& victim = jobs_[v];
+  if (victim.flavor == kNoFlavor) return false;
+  std::vector<const Job*> booked;
+  for (std::uint32_t p : victim.preemptors)
+    if (jobs_[p].reserved && jobs_[p].flavor != kNoFlavor) booked.push_back(&jobs_[p]);
+  for (const Job* p : booked) quota_.remove(p->queue, p->flavor, p->total);
+  const bool lost = quota_.check(victim.queue, victim.flavor, victim.total).has_value();
+  for (auto p = booked.rbegin(); p != booked.rend(); ++p) quota_.add((*p)->queue, (*p)->flavor, (*p)->total);
+  return lost;
+}
+
+// Whether two lists of slots take the same room: GPU shares per GPU and resources per node.
+bool Engine::same_room(const std::vector<PodSlot>& a, const std::vector<PodSlot>& b) {
+  using Room = std::pair<std::map<std::pair<NodeIdx, int>, Quantity>, std::map<NodeIdx, ResourceVec>>;
+  auto room = [](const std::vector<PodSlot>& slots) {
+    Room r;
+    for (const PodSlot& s : slots) {
+      for (auto g : s.gpus) r.first[{s.node, static_cast<int>(g)}] += s.milli_per_gpu;
+      r.second[s.node] += s.resources;
+    }
+    return r;
+  };
+  const Room ra = room(a), rb = room(b);
+  if (ra.first != rb.first || ra.second.size() != rb.second.size()) return false;
+  for (auto i = ra.second.begin(), j = rb.second.begin(); i != ra.second.end(); ++i, ++j)
+    if (i->first != j->first || i->second.v != j->second.v) return false;
+  return true;
 }
 
 // The preemptor gives its booking back (cancelled, or a node of its booking was lost).
@@ -346,7 +427,14 @@ void Engine::drop_reservation(std::uint32_t j, Time now) {
   if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
   queues_[job.queue].usage_all_flavors -= job.total;
   job.flavor = kNoFlavor;
-  for (std::uint32_t v : job.waiting_on) std::erase(jobs_[v].preemptors, j);
+  // Its victims still run where they ran: what of their room is free again is theirs again.
+  for (std::uint32_t v : job.waiting_on) {
+    Job& victim = jobs_[v];
+    std::erase(victim.preemptors, j);
+    if (victim.state != JobState::kPreempting || victim.slots_before.empty()) continue;
+    for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
+    victim.slots = retake_residual(victim.slots_before);
+  }
   job.waiting_on.clear();
   job.reserved = false;
   reserved_.erase(j);

@@ -43,6 +43,24 @@ std::string describe(const Response& r) {
   return "HTTP " + std::to_string(r.status) + (body.empty() ? "" : ": " + body);
 }
 
+std::string disruption_budget_cause(const Response& r) {
+  if (r.status != 429) return {};
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(r.body, ec);
+  if (ec || !v.is_object()) return {};
+  const auto* details = v.get_object().if_contains("details");
+  const auto* causes = details && details->is_object() ? details->get_object().if_contains("causes") : nullptr;
+  if (causes == nullptr || !causes->is_array()) return {};
+  for (const auto& c : causes->get_array()) {
+    if (!c.is_object()) continue;
+    const auto* reason = c.get_object().if_contains("reason");
+    const auto* message = c.get_object().if_contains("message");
+    if (reason && reason->is_string() && reason->get_string() == "DisruptionBudget" && message && message->is_string())
+      return std::string(message->get_string());
+  }
+  return {};
+}
+
 // ---------------------------------------------------------------------------------------------
 
 TokenBucket::TokenBucket(double qps, int burst)
@@ -320,7 +338,9 @@ Response Client::request(std::string_view method, const std::string& target, con
       r.body = why;
     }
     r.attempts = attempt;
-    const bool transient = r.status == 0 || r.status == 429 || r.status >= 500;
+    // A 429 of a PodDisruptionBudget is an answer, not a throttle: the caller decides.
+    const bool budget = r.status == 429 && !disruption_budget_cause(r).empty();
+    const bool transient = r.status == 0 || (r.status == 429 && !budget) || r.status >= 500;
     const bool may_repeat = retry == Retry::kSafe || r.status == 429 || (r.status == 0 && !sent);
     if (!transient || !may_repeat || attempt == options_.max_attempts) return r;
     std::this_thread::sleep_for(backoff(attempt, r.retry_after));

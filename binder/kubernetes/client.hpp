@@ -41,6 +41,10 @@ struct Response {
 
 // "pods \"x\" not found (NotFound, 404)" from a Status body, or what there is.
 std::string describe(const Response& r);
+// A 429 from an Eviction that a PodDisruptionBudget refused: its cause ("The disruption budget
+// NAME needs 2 healthy pods and has 2 currently"); empty for any other answer (a 429 of the API
+// server's own rate limits included).
+std::string disruption_budget_cause(const Response& r);
 
 // Whether a request may be sent again after a failure that left its outcome unknown (a dropped
 // connection, a 5xx): reads may; writes say so themselves.

@@ -69,6 +69,7 @@ void KubernetesBinder::start() {
     h.on_events = [s, handle = k.handle](std::vector<WatchEvent>& events) {
       std::lock_guard lock(s->mu);
       for (WatchEvent& e : events) (s->*handle)(e.type, e.object);
+      s->flush_nodes();  // each node changed by the batch, once
     };
     h.on_synced = [s, synced = k.synced, path = std::string(k.path)] {
       std::lock_guard lock(s->mu);
@@ -175,6 +176,7 @@ void KubernetesBinder::State::take_over() {
   std::lock_guard lock(mu);
   leading = true;
   for (const auto& [name, node] : nodes) node_changed(name);
+  flush_nodes();
   std::vector<std::string> waiting;
   for (const auto& [key, pod] : pods)
     if (job_of.count(key) == 0) waiting.push_back(key);
@@ -187,21 +189,26 @@ void KubernetesBinder::State::take_over() {
   }
 }
 
+// A node, or the room other schedulers' pods take on it, changed: reported once per watch batch
+// (a list page of 500 pods of other schedulers changes a node many times), and before any job
+// is, so a job never reaches the Core ahead of the room it was counted against.
 void KubernetesBinder::State::node_changed(const std::string& name) {
-  auto it = nodes.find(name);
-  if (it == nodes.end() || !source || !leading) return;
-  auto f = foreign_on.find(name);
-  source(NodeSeen{node_spec_of(it->second, f == foreign_on.end() ? ResourceVec{} : f->second, translate)});
+  if (source && leading) dirty_nodes.insert(name);
+}
+
+void KubernetesBinder::State::flush_nodes() {
+  for (const std::string& name : dirty_nodes) {
+    auto it = nodes.find(name);
+    if (it == nodes.end()) continue;  // a pod bound to a node not (yet) seen
+    auto f = foreign_on.find(name);
+    source(NodeSeen{node_spec_of(it->second, f == foreign_on.end() ? ResourceVec{} : f->second, translate)});
+  }
+  dirty_nodes.clear();
 }
 
 void KubernetesBinder::State::on_namespace(EventType type, const json::object& obj) {
   const std::string name = object_key(obj);
-  std::string queue;
-  if (type != EventType::kDeleted)
-    if (const auto* meta = obj.if_contains("metadata"); meta && meta->is_object())
-      if (const auto* ann = meta->get_object().if_contains("annotations"); ann && ann->is_object())
-        if (const auto* q = ann->get_object().if_contains(kDefaultQueueAnnotation); q && q->is_string())
-          queue = std::string(q->get_string());
+  const std::string queue = type == EventType::kDeleted ? std::string() : annotation_of(obj, kDefaultQueueAnnotation);
   auto& slot = ns_default[name];
   if (slot == queue) return;
   slot = queue;
@@ -265,9 +272,23 @@ void KubernetesBinder::State::on_pod(EventType type, const json::object& obj) {
   pod_of_ours(std::move(pod.value()));
 }
 
+namespace {
+
+// Whether what decides a pod's job (its queue, group, request, priority, constraints) changed:
+// a pod waiting without a job is offered again only then, not on every status update (its own
+// PodScheduled patches included).
+bool offer_changed(const PodInfo& a, const PodInfo& b) {
+  return a.labels != b.labels || a.annotations != b.annotations || a.request != b.request ||
+         a.priority != b.priority || !(a.where == b.where) || a.grace_seconds != b.grace_seconds;
+}
+
+}  // namespace
+
 void KubernetesBinder::State::pod_of_ours(PodInfo pod) {
   const std::string key = pod.key();
-  const bool known = pods.count(key) > 0;
+  auto old = pods.find(key);
+  const bool known = old != pods.end();
+  const bool changed = !known || offer_changed(old->second, pod);
   pods.insert_or_assign(key, std::move(pod));
   if (auto j = job_of.find(key); j != job_of.end()) {
     lifecycle(j->second);
@@ -278,7 +299,18 @@ void KubernetesBinder::State::pod_of_ours(PodInfo pod) {
     pod_gone(key);
     return;
   }
-  if (!known || p.node.empty()) offer(key);
+  if (!known || (p.node.empty() && changed)) offer(key);
+}
+
+// Pods that could not be queued (no such queue, refused by the Core) may be now.
+void KubernetesBinder::queues_changed() {
+  std::lock_guard lock(s_->mu);
+  std::vector<std::string> waiting;
+  for (const auto& [key, pod] : s_->pods)
+    if (s_->job_of.count(key) == 0 && pod.node.empty() && !pod.terminal() && !pod.terminating) waiting.push_back(key);
+  std::sort(waiting.begin(), waiting.end());
+  for (const std::string& key : waiting)
+    if (s_->pods.count(key) > 0 && s_->job_of.count(key) == 0) s_->offer(key);
 }
 
 namespace {
@@ -376,6 +408,7 @@ void KubernetesBinder::State::arrive(const std::vector<const PodInfo*>& members,
   }
   for (const std::string& k : e.pods) job_of[k] = id;
   jobs[id] = std::move(e);
+  flush_nodes();
   if (source) source(std::move(fact));
 }
 

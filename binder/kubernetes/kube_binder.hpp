@@ -62,6 +62,8 @@ class KubernetesBinder final : public Binder {
   void refused(const JobId& job, const std::string& why) override;
   Time status_interval() const override;
   void preempting(const Preemption& p) override;
+  void must_stop(const JobId& job) override;
+  void queues_changed() override;
   void waiting(std::vector<std::pair<JobId, std::string>> reasons) override;
 
   // Requests made so far (for benchmarks): binds, evictions, status patches, events.

@@ -22,13 +22,6 @@ std::string dns_part(const std::string& s) {
   return out.substr(0, 40);
 }
 
-std::string annotation(const json::object& obj, const char* key) {
-  const json::value* meta = obj.if_contains("metadata");
-  const json::value* ann = meta && meta->is_object() ? meta->get_object().if_contains("annotations") : nullptr;
-  const json::value* v = ann && ann->is_object() ? ann->get_object().if_contains(key) : nullptr;
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 json::object field_env(const char* name, const char* path) {
   return json::object{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
 }
@@ -128,7 +121,7 @@ bool KubernetesBinder::State::on_reservation(EventType type, const json::object&
   const json::value* labels = m.if_contains("labels");
   const json::value* mark = labels && labels->is_object() ? labels->get_object().if_contains(kReservationLabel) : nullptr;
   if (mark == nullptr) return false;
-  const std::string rkey = annotation(obj, kReservationForAnnotation);
+  const std::string rkey = annotation_of(obj, kReservationForAnnotation);
   const std::string name = object_key(obj).substr(config.reservation_namespace.size() + 1);
   auto it = reservations.find(rkey);
   if (it == reservations.end()) {
@@ -140,7 +133,7 @@ bool KubernetesBinder::State::on_reservation(EventType type, const json::object&
   if (r.pod != name) return true;  // an older one, being deleted
   auto pod = read_pod(obj);
   const bool ended = type == EventType::kDeleted || (pod && (pod->terminal() || pod->terminating));
-  std::string device = annotation(obj, config.reservation_device_annotation.c_str());
+  std::string device = annotation_of(obj, config.reservation_device_annotation);
   if (ended) {
     r.failed = true;
     r.device.clear();

@@ -34,6 +34,8 @@ struct JobEntry {
   bool stopping = false;  // evictions asked
   bool done = false;      // its last fact was reported
   std::string preempted_by;  // as a victim: the job that preempts it, and why (for its Events)
+  std::string preemptor;     // as a victim: that job's id
+  bool must_stop = false;    // a refused victim the engine could not take back: evicted whole
   int bind_failures = 0;  // bindings that failed with nothing bound: the backoff before the next
   std::string failure;    // a pod group that could not be bound whole: it ends so once its bound pods are gone
   Time grace = 30;
@@ -86,6 +88,7 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, ForeignPod> foreign;  // by pod key
   std::unordered_map<std::string, ResourceVec> foreign_on;  // by node
   std::unordered_map<std::string, NodeInfo> nodes;
+  std::set<std::string> dirty_nodes;  // changed since they were last reported (node_changed)
   std::unordered_map<std::string, std::string> ns_default;  // namespace -> its default queue
   std::map<std::string, Reservation> reservations;             // "node/slot"
   std::unordered_map<std::string, std::string> share_of;       // sharer pod key -> "node/slot"
@@ -117,6 +120,7 @@ struct KubernetesBinder::State {
   void on_namespace(EventType type, const boost::json::object& obj);
   void on_pod(EventType type, const boost::json::object& obj);
   void node_changed(const std::string& node);
+  void flush_nodes();
   void pod_of_ours(PodInfo pod);
   void pod_gone(const std::string& key);
   void offer(const std::string& key);
@@ -132,7 +136,11 @@ struct KubernetesBinder::State {
   void bind_pod(const std::shared_ptr<Binding>& b, std::size_t i);
   void settle(const std::shared_ptr<Binding>& b, std::size_t i, const std::string& failure);
   void evict_job(const std::string& id, Time grace);
+  void evict_all(const std::string& id, const std::vector<std::string>& keys, Time grace);
+  void evict_first(const std::string& id, std::vector<std::string> keys, Time grace);
+  void refuse_stop(const std::string& id, const std::string& key, const std::string& cause);
   void evict_pod(const std::string& key, Time grace, int attempt);
+  void after(std::chrono::milliseconds delay, std::function<void()> f);
   // `routine`: a waiting reason, said at most every pod_status_min; otherwise (a refusal) at once.
   void say_unschedulable(const std::vector<std::string>& keys, const std::string& message, bool routine = false);
   void check_groups();  // Events for pod groups still incomplete after their timeout

@@ -116,10 +116,7 @@ void KubernetesBinder::State::settle(const std::shared_ptr<Binding>& b, std::siz
     const auto delay = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(250L << std::min(e.bind_failures, 8)),
                                                            std::chrono::milliseconds(60'000));
     ++e.bind_failures;
-    auto timer = std::make_shared<boost::asio::steady_timer>(*pool, delay);
-    timer->async_wait([this, timer, id = b->job, why = b->failure](const boost::system::error_code& ec) {
-      if (ec || halted) return;
-      std::lock_guard again(mu);
+    after(delay, [this, id = b->job, why = b->failure] {
       auto j = jobs.find(id);
       if (j != jobs.end() && !j->second.done && !j->second.bound) report(JobLost{JobId(id), why});
     });
@@ -143,6 +140,20 @@ void KubernetesBinder::State::settle(const std::shared_ptr<Binding>& b, std::siz
   }
 }
 
+// Under mu: runs f on the write pool after `delay`, unless gpuqd halts first.
+void KubernetesBinder::State::after(std::chrono::milliseconds delay, std::function<void()> f) {
+  if (!pool || halted) return;
+  auto timer = std::make_shared<boost::asio::steady_timer>(*pool, delay);
+  timer->async_wait([this, timer, f = std::move(f)](const boost::system::error_code& ec) {
+    if (ec || halted) return;
+    std::lock_guard again(mu);
+    f();
+  });
+}
+
+// A victim's first pod asks its PodDisruptionBudgets: only once that eviction went are the others
+// evicted, so a budget's refusal disrupts nothing and the victim runs on (StopRefused). A
+// cancelled job, or a victim the engine could not take back (must_stop), is evicted whole.
 void KubernetesBinder::State::evict_job(const std::string& id, Time grace) {
   std::lock_guard lock(mu);
   auto it = jobs.find(id);
@@ -150,45 +161,112 @@ void KubernetesBinder::State::evict_job(const std::string& id, Time grace) {
     report(JobStopped{JobId(id)});  // nothing of it runs (withdrawn before it was bound)
     return;
   }
-  it->second.stopping = true;
-  const std::string why = it->second.preempted_by.empty() ? std::string("stopped by gpuq")
-                                                          : "preempted by gpuq job " + it->second.preempted_by;
-  for (const std::string& k : it->second.pods)
-    if (auto p = pods.find(k); p != pods.end() && !p->second.terminal()) {
-      post_event(p->second, "Normal", "Preempted", why + "; evicted with a grace period of " + std::to_string(grace) + "s");
-      evict_pod(k, grace, 0);
-    }
+  JobEntry& e = it->second;
+  e.stopping = true;
+  std::vector<std::string> live;
+  for (const std::string& k : e.pods)
+    if (auto p = pods.find(k); p != pods.end() && !p->second.terminal()) live.push_back(k);
+  if (!live.empty() && !e.preemptor.empty() && !e.must_stop) {
+    evict_first(id, std::move(live), grace);
+    return;
+  }
+  evict_all(id, live, grace);
   lifecycle(id);  // all of it may have ended already
+}
+
+// Under mu.
+void KubernetesBinder::State::evict_all(const std::string& id, const std::vector<std::string>& keys, Time grace) {
+  const JobEntry& e = jobs.at(id);
+  const std::string why =
+      e.preempted_by.empty() ? std::string("stopped by gpuq") : "preempted by gpuq job " + e.preempted_by;
+  for (const std::string& k : keys) {
+    if (auto p = pods.find(k); p != pods.end())
+      post_event(p->second, "Normal", "Preempted", why + "; evicted with a grace period of " + std::to_string(grace) + "s");
+    evict_pod(k, grace, 0);
+  }
+}
+
+namespace {
+
+Response post_eviction(Client& client, const std::string& key, Time grace) {
+  const auto slash = key.find('/');
+  json::object body{{"apiVersion", "policy/v1"},
+                    {"kind", "Eviction"},
+                    {"metadata", {{"name", key.substr(slash + 1)}, {"namespace", key.substr(0, slash)}}},
+                    {"deleteOptions", {{"gracePeriodSeconds", grace}}}};
+  return client.request("POST", pod_path(key) + "/eviction", json::serialize(body), "application/json", Retry::kUnsafe);
+}
+
+}  // namespace
+
+// Under mu.
+void KubernetesBinder::State::evict_first(const std::string& id, std::vector<std::string> keys, Time grace) {
+  write([this, id, keys = std::move(keys), grace] {
+    Response r = post_eviction(*client, keys.front(), grace);
+    std::lock_guard lock(mu);
+    ++counts.evictions;
+    auto it = jobs.find(id);
+    if (it == jobs.end() || it->second.done || !it->second.stopping) return;
+    if (const std::string cause = disruption_budget_cause(r); !cause.empty()) {
+      ++counts.evictions_blocked;
+      refuse_stop(id, keys.front(), cause);
+      return;
+    }
+    if (!r.ok() && r.status != 404) {  // not evicted, for no budget's reason: asked again later
+      spdlog::warn("event=kubernetes_evict_failed pod={} error=\"{}\"", keys.front(), describe(r));
+      after(config.evict_retry, [this, id, keys, grace] {
+        if (auto j = jobs.find(id); j != jobs.end() && !j->second.done && j->second.stopping) evict_first(id, keys, grace);
+      });
+      return;
+    }
+    const std::vector<std::string> rest(keys.begin() + 1, keys.end());
+    evict_all(id, {keys.front()}, grace);  // its Event only: evicted already
+    evict_all(id, rest, grace);
+  });
+}
+
+// Under mu: a PodDisruptionBudget refused a victim's first eviction. The victim runs on (the
+// engine gives it back its room and takes it for no victim for evictRetry), the preemptor looks
+// again; both are told which budget it was.
+void KubernetesBinder::State::refuse_stop(const std::string& id, const std::string& key, const std::string& cause) {
+  JobEntry& e = jobs.at(id);
+  e.stopping = false;
+  const std::string by = e.preemptor;
+  const auto retry = std::chrono::duration_cast<std::chrono::seconds>(config.evict_retry).count();
+  const std::string why = "the eviction of pod " + key + " was refused: " + cause;
+  if (auto p = pods.find(key); p != pods.end())
+    post_event(p->second, "Warning", "EvictionBlocked",
+               "gpuq job " + by + " would preempt it, but " + why + "; it runs on, and is no candidate for "
+               "preemption for " + std::to_string(retry) + "s");
+  if (auto p = jobs.find(by); p != jobs.end())
+    for (const std::string& k : p->second.pods)
+      if (auto pod = pods.find(k); pod != pods.end())
+        post_event(pod->second, "Warning", "PreemptionBlocked",
+                   "preempting gpuq job " + id + ": " + why + "; gpuq looks for other jobs to preempt, or waits");
+  e.preemptor.clear();
+  e.preempted_by.clear();
+  report(StopRefused{JobId(id), why, std::max<Time>(1, retry)});
 }
 
 // Under mu.
 void KubernetesBinder::State::evict_pod(const std::string& key, Time grace, int attempt) {
   write([this, key, grace, attempt] {
-    const auto slash = key.find('/');
-    json::object body{{"apiVersion", "policy/v1"},
-                      {"kind", "Eviction"},
-                      {"metadata", {{"name", key.substr(slash + 1)}, {"namespace", key.substr(0, slash)}}},
-                      {"deleteOptions", {{"gracePeriodSeconds", grace}}}};
-    Response r = client->request("POST", pod_path(key) + "/eviction", json::serialize(body), "application/json",
-                                 Retry::kUnsafe);
+    Response r = post_eviction(*client, key, grace);
     std::lock_guard lock(mu);
     ++counts.evictions;
     if (r.ok() || r.status == 404) return;  // evicted, or gone already
-    if (r.status == 429 && !halted) {
+    if (r.status == 429) {
       // A PodDisruptionBudget allows no disruption now: said on the pod, and asked again later.
       ++counts.evictions_blocked;
       if (attempt == 0)
         if (auto p = pods.find(key); p != pods.end())
           post_event(p->second, "Warning", "EvictionBlocked", "gpuq could not evict it yet: " + describe(r));
-      auto timer = std::make_shared<boost::asio::steady_timer>(*pool, config.evict_retry);
-      timer->async_wait([this, timer, key, grace, attempt](const boost::system::error_code& ec) {
-        if (ec || halted) return;
-        std::lock_guard again(mu);
-        if (pods.count(key) > 0) evict_pod(key, grace, attempt + 1);
-      });
-      return;
+    } else {
+      spdlog::warn("event=kubernetes_evict_failed pod={} error=\"{}\"", key, describe(r));
     }
-    spdlog::warn("event=kubernetes_evict_failed pod={} error=\"{}\"", key, describe(r));
+    after(config.evict_retry, [this, key, grace, attempt] {
+      if (pods.count(key) > 0) evict_pod(key, grace, attempt + 1);
+    });
   });
 }
 
@@ -263,8 +341,25 @@ void KubernetesBinder::turn_written(bool ok) {
 
 void KubernetesBinder::preempting(const Preemption& p) {
   std::lock_guard lock(s_->mu);
-  if (auto it = s_->jobs.find(p.job.value); it != s_->jobs.end())
+  if (auto it = s_->jobs.find(p.job.value); it != s_->jobs.end()) {
+    it->second.preemptor = p.by.value;
     it->second.preempted_by = p.by.value + " (" + to_string(p.reason) + ")";
+  }
+}
+
+// The engine could not take a refused victim back: it is evicted whole after all, budgets or not.
+void KubernetesBinder::must_stop(const JobId& job) {
+  s_->open.push_back([s = s_.get(), id = job.value] {
+    Time grace = 30;
+    {
+      std::lock_guard lock(s->mu);
+      auto it = s->jobs.find(id);
+      if (it == s->jobs.end()) return;
+      it->second.must_stop = true;
+      grace = it->second.grace;
+    }
+    s->evict_job(id, grace);
+  });
 }
 
 Time KubernetesBinder::status_interval() const { return s_->config.status_interval; }

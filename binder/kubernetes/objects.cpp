@@ -279,4 +279,11 @@ Result<NodeInfo> read_node(const json::object& node) {
   });
 }
 
+std::string annotation_of(const json::object& obj, const std::string& key) {
+  const json::value* meta = obj.if_contains("metadata");
+  const json::value* ann = meta && meta->is_object() ? meta->get_object().if_contains("annotations") : nullptr;
+  const json::value* v = ann && ann->is_object() ? ann->get_object().if_contains(key) : nullptr;
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
 }  // namespace gpuq::binder::k8s

@@ -61,5 +61,7 @@ struct NodeInfo {
 // spec.containers[0].resources.requests.cpu: quantity "x": not a number ...`.
 Result<PodInfo> read_pod(const boost::json::object& pod);
 Result<NodeInfo> read_node(const boost::json::object& node);
+// metadata.annotations[key] of any object; empty when it has none.
+std::string annotation_of(const boost::json::object& obj, const std::string& key);
 
 }  // namespace gpuq::binder::k8s

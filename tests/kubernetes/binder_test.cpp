@@ -1,6 +1,8 @@
 // gpuqd as a Kubernetes secondary scheduler, end to end: a real gpuqd process (binder:
 // kubernetes) against the fake API server (tests/kubefake), each scenario ending with the
 // invariants of harness.hpp over the fake's whole state and request log.
+#include <fstream>
+
 #include "tests/kubefake/test_client.hpp"
 #include "tests/kubernetes/harness.hpp"
 
@@ -28,7 +30,7 @@ TEST_CASE("pods of two queues are bound within quota and borrowing; a pod that e
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK_FALSE(k.bound("b-1"));  // 16 GPUs in use
   // Why it waits, on its PodScheduled condition; a bound pod has its Scheduled event.
-  REQUIRE(eventually([&] { return k.unschedulable("b-1").find("waits in queue team-b") != std::string::npos; }));
+  REQUIRE(eventually([&] { return k.unschedulable("b-1").find("waits in queue team-b (1 of 1): ") != std::string::npos; }));
   MESSAGE(k.unschedulable("b-1"));
   bool scheduled = false;
   for (const auto& e : k.api.list("events", "default"))
@@ -100,6 +102,13 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   CHECK(k.unschedulable("huge").find("1000") != std::string::npos);
   CHECK(k.unschedulable("bad-group").find("gpuq.io/pod-group-size=\"many\"") != std::string::npos);
   CHECK_FALSE(k.bound("huge"));
+  // The queue made with gpuq apply takes the pod that named it; the nodes stay the API's.
+  std::ofstream(k.dir.path / "nope.yaml") << "queues:\n  - name: nope\n    quotas: [{flavor: default, resources: {gpu: {nominal: 1}}}]\n";
+  CHECK(k.gpuq("apply -f " + (k.dir.path / "nope.yaml").string()).find("error") == std::string::npos);
+  REQUIRE(eventually([&] { return k.bound("unknown-queue"); }));
+  std::ofstream(k.dir.path / "node.yaml") << "nodes:\n  - name: extra\n    flavor: default\n    capacity: {gpu: 8}\n";
+  CHECK(k.gpuq("apply -f " + (k.dir.path / "node.yaml").string()).find("nodes are the API server's") != std::string::npos);
+  CHECK(k.gpuq("nodes cordon node-0").find("kubectl label, taint, cordon, drain") != std::string::npos);
   // A default queue on the namespace lets the pod without a label in.
   k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"},
       {"metadata", {{"name", "ml"}, {"annotations", {{"gpuq.io/default-queue", "team-b"}}}}}});

@@ -1,6 +1,8 @@
 // The kubernetes binder when things go wrong: reclaim blocked by a PodDisruptionBudget, gpuqd
 // killed and started again (same and fresh state file), binding errors, dropped watches and
 // 410 Gone, and a pod group with a member that cannot be bound.
+#include <set>
+
 #include "tests/kubefake/test_client.hpp"
 #include "tests/kubernetes/harness.hpp"
 
@@ -27,33 +29,82 @@ std::size_t events_with(gpuq::kubefake::Server& api, const std::string& reason) 
 
 }  // namespace
 
-TEST_CASE("reclaim evicts through the Eviction API and waits while a PodDisruptionBudget says no") {
-  KubeCluster k(2, 8);
+namespace {
+
+// team-a borrows all 16 GPUs with four 4-GPU pods (a-0..a-3, created in `order`), all Running.
+void team_a_everywhere(KubeCluster& k, const std::vector<int>& order, const std::set<int>& protect) {
   k.start(kReclaim);
-  for (int i = 0; i < 4; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 4).label("app", "a"));
-  REQUIRE(eventually([&] { return k.bound_count() == 4; }));  // team-a borrows team-b's 8
+  for (int i : order) {
+    PodOptions o = pod_of("team-a", 4).label("app", protect.count(i) > 0 ? "a-protected" : "a");
+    k.create("a-" + std::to_string(i), o);
+    REQUIRE(eventually([&] { return k.bound("a-" + std::to_string(i)); }));
+  }
   REQUIRE(eventually([&] {
     for (int i = 0; i < 4; ++i)
       if (str_at(*k.api.get("pods", "default", "a-" + std::to_string(i)), {"status", "phase"}) != "Running") return false;
     return true;
   }));
+}
+
+int add_budget(KubeCluster& k, const std::string& app, int min_available) {
   gpuq::kubefake::testing::Client http(k.api);
-  const std::string pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
-  REQUIRE(http.post(pdbs, json::object{{"apiVersion", "policy/v1"},
-                                       {"kind", "PodDisruptionBudget"},
-                                       {"metadata", {{"name", "a"}}},
-                                       {"spec", {{"minAvailable", 4}, {"selector", {{"matchLabels", {{"app", "a"}}}}}}}})
-              .status == 201);
+  return http
+      .post("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+            json::object{{"apiVersion", "policy/v1"},
+                         {"kind", "PodDisruptionBudget"},
+                         {"metadata", {{"name", app}}},
+                         {"spec", {{"minAvailable", min_available}, {"selector", {{"matchLabels", {{"app", app}}}}}}}})
+      .status;
+}
+
+std::vector<std::string> messages_of(gpuq::kubefake::Server& api, const std::string& reason, const std::string& pod) {
+  std::vector<std::string> out;
+  for (const auto& e : api.list("events"))
+    if (str_at(e, {"reason"}) == reason && str_at(e, {"involvedObject", "name"}) == pod) out.push_back(str_at(e, {"message"}));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("reclaim evicts through the Eviction API; a PodDisruptionBudget's no keeps the victims running, and says why") {
+  KubeCluster k(2, 8);
+  team_a_everywhere(k, {0, 1, 2, 3}, {0, 1, 2, 3});
+  REQUIRE(add_budget(k, "a-protected", 4) == 201);
   k.create("b-0", pod_of("team-b", 8));
-  REQUIRE(eventually([&] { return events_with(k.api, "EvictionBlocked") > 0; }));
+  // Each victim's first eviction is refused: nothing of it is disrupted, it runs on, and the
+  // preemptor is told which budget stood in the way.
+  REQUIRE(eventually([&] { return !messages_of(k.api, "PreemptionBlocked", "b-0").empty(); }));
+  const std::string said = messages_of(k.api, "PreemptionBlocked", "b-0").front();
+  CHECK(said.find("The disruption budget a-protected needs 4 healthy pods and has 4 currently") != std::string::npos);
+  CHECK(said.find("gpuq looks for other jobs to preempt, or waits") != std::string::npos);
+  CHECK(events_with(k.api, "EvictionBlocked") > 0);
   for (int i = 0; i < 4; ++i) CHECK(k.exists("a-" + std::to_string(i)));
+  CHECK(events_with(k.api, "Preempted") == 0);
   CHECK_FALSE(k.bound("b-0"));
-  REQUIRE(http.del(pdbs + "/a").status == 200);
+  // Without the budget, the victims are taken again once their retry time (evictRetry) passed.
+  gpuq::kubefake::testing::Client http(k.api);
+  REQUIRE(http.del("/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-protected").status == 200);
   REQUIRE(eventually([&] { return k.bound("b-0"); }));
   int left = 0;
   for (int i = 0; i < 4; ++i) left += k.exists("a-" + std::to_string(i)) ? 1 : 0;
   CHECK(left == 2);  // two 4-GPU victims made room for 8
   CHECK(events_with(k.api, "Preempted") == 2);
+  k.check_invariants();
+}
+
+TEST_CASE("a victim a PodDisruptionBudget protects is passed over for others it does not") {
+  KubeCluster k(2, 8);
+  // a-0 and a-1 are admitted last, so they are the first victims (most recently admitted).
+  team_a_everywhere(k, {2, 3, 0, 1}, {0, 1});
+  REQUIRE(add_budget(k, "a-protected", 2) == 201);
+  k.create("b-0", pod_of("team-b", 8));
+  REQUIRE(eventually([&] { return k.bound("b-0"); }));
+  CHECK(k.exists("a-0"));
+  CHECK(k.exists("a-1"));
+  REQUIRE(eventually([&] { return !k.exists("a-2") && !k.exists("a-3"); }));
+  CHECK_FALSE(messages_of(k.api, "PreemptionBlocked", "b-0").empty());
+  CHECK(messages_of(k.api, "Preempted", "a-0").empty());
+  CHECK(messages_of(k.api, "Preempted", "a-2").size() == 1);
   k.check_invariants();
 }
 

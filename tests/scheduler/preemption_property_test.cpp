@@ -60,6 +60,7 @@ struct Stats {
   std::uint64_t silent_bookings = 0;      // preemptors whose victims were all stopping already
   std::uint64_t multi_victim = 0;         // preemptors with two victims or more
   std::uint64_t admitted_as_booked = 0;
+  std::uint64_t stop_refused = 0;
   std::uint64_t booking_cancelled = 0;
   std::uint64_t booking_lost_node = 0;
   std::uint64_t victim_finished_meanwhile = 0;
@@ -262,6 +263,7 @@ std::string run(std::uint64_t seed, bool check) {
     const bool busy = now <= kBusySteps;
     std::set<std::string> cancelled;
     std::set<NodeIdx> lost;
+    std::set<std::string> refused_for;  // preemptors whose victim's stop was refused (StopRefused)
     bool changed = false;  // something other than preemption happened
     if (busy)
       for (int k = w.pick(0, 4); k > 0; --k) {
@@ -282,7 +284,25 @@ std::string run(std::uint64_t seed, bool check) {
       const Job& j = *js[i];
       switch (j.state) {
         case JobState::kPreempting:
-          if (now >= t.stop_at[id]) {
+          if (now >= t.stop_at[id] && w.chance(8)) {
+            // Its stop is refused: it runs on, its preemptors give their bookings up; or, where
+            // its room went elsewhere meanwhile, the refusal is refused and it goes on stopping.
+            std::vector<std::string> by;
+            for (std::uint32_t p : j.preemptors) by.push_back(t.ids[p]);
+            auto r = e.observe(StopRefused{JobId(id), "refused", w.pick(0, 3)}, now);
+            refused_for.insert(by.begin(), by.end());  // bookings dropped (unless the quota was gone)
+            if (r.ok()) {
+              REQUIRE(j.holds_resources());
+              REQUIRE(j.state != JobState::kPreempting);
+              --t.preempted[id];
+              t.stop_at.erase(id);
+              if (check) ++g_stats.stop_refused;
+              changed = true;
+            } else {
+              REQUIRE(r.code() == ErrorCode::kFailedPrecondition);
+              REQUIRE(j.state == JobState::kPreempting);
+            }
+          } else if (now >= t.stop_at[id]) {
             if (w.chance(85)) {
               REQUIRE(e.observe(JobStopped{JobId(id)}, now).ok());
             } else {  // it ended by itself meanwhile: preempted all the same
@@ -341,12 +361,13 @@ std::string run(std::uint64_t seed, bool check) {
           continue;
         }
         if (!j.reserved) {
-          // Only losing a node of its booking gives a booking up (back to its queue).
+          // Only losing a node of its booking, or a victim that refused to stop, gives a
+          // booking up (back to its queue).
           REQUIRE(j.state == JobState::kPending);
           bool on_lost = false;
           for (const PodSlot& s : it->second.slots) on_lost = on_lost || lost.count(s.node) > 0;
-          REQUIRE(on_lost);
-          ++g_stats.booking_lost_node;
+          REQUIRE((on_lost || refused_for.count(id) > 0));
+          if (on_lost) ++g_stats.booking_lost_node;
           it = t.booked.erase(it);
           continue;
         }
@@ -646,6 +667,7 @@ TEST_CASE("random preemption keeps every invariant, and each preemption makes ro
                   << "; bookings " << s.bookings << " (silent " << s.silent_bookings << ", multi-victim "
                   << s.multi_victim << "), admitted as booked " << s.admitted_as_booked
                   << ", cancelled " << s.booking_cancelled << ", lost with a node " << s.booking_lost_node
+                  << ", stops refused " << s.stop_refused
                   << "; victims that finished meanwhile " << s.victim_finished_meanwhile
                   << ", split residuals " << s.split_residuals << "; preemptions in the quiet tail "
                   << s.preemptions_in_tail << "; most preemptions of one job " << s.max_preemptions_per_job);
@@ -657,6 +679,7 @@ TEST_CASE("random preemption keeps every invariant, and each preemption makes ro
     CHECK(s.admitted_as_booked > 0);
     CHECK(s.booking_cancelled > 0);
     CHECK(s.booking_lost_node > 0);
+    CHECK(s.stop_refused > 0);
     CHECK(s.victim_finished_meanwhile > 0);
     CHECK(s.split_residuals > 0);
   }
