@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/config_read.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 #include "spec/yaml_read.hpp"
@@ -59,25 +60,6 @@ binder::LocalConfig read_local(Node node, Path& at) {
   return l;
 }
 
-// "90s", "10m", "1h", or a number of seconds; whole seconds from `min` to `max`. (The
-// kubernetes: section's durations, daemon/kube_config.cpp, also take milliseconds.)
-Time seconds_of(Node v, const Path& at, Time min, Time max) {
-  std::string text(spec::text_of(v, at, "a duration such as 90s, 10m or 1h"));
-  Time unit = 1;
-  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
-    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : 3600;
-    text.pop_back();
-  }
-  Time n = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
-    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) +
-                             " is not a duration; use e.g. 90s, 10m or 1h");
-  if (n > max / unit || n * unit < min)
-    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " +
-                             std::to_string(min) + "s to " + std::to_string(max) + "s");
-  return n * unit;
-}
 
 }  // namespace
 
