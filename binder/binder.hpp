@@ -36,7 +36,13 @@ struct JobWithdrawn {  // gone before it ran (its pod was deleted while pending)
   std::string reason;
 };
 struct SourceSynced {};  // everything the source holds has been reported once: placing may begin
-using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced>;
+// The fair-share history checkpoint the last leader left (Kubernetes: on the Lease), reported
+// when this replica takes over, before SourceSynced.
+struct HistorySeen {
+  std::vector<storage::HistoryRecord> records;
+  std::string from;  // who wrote it
+};
+using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced, HistorySeen>;
 using SourceReport = std::function<void(SourceFact)>;
 
 class Binder {
@@ -101,6 +107,9 @@ class Binder {
   // Before stop() for a preemption victim (engine thread): who preempts it and why, for the
   // victim's owner.
   virtual void preempting(const Preemption& p) { (void)p; }
+  // A checkpoint of the fair-share history was taken (engine thread), for a source to keep where
+  // the replica that takes over from this one finds it.
+  virtual void share_history(const std::vector<storage::HistoryRecord>& records) { (void)records; }
   // A queue was made or changed (engine thread): a source offers again what it could not queue.
   virtual void queues_changed() {}
   // The engine could not take back a victim this binder reported StopRefused for (the room it

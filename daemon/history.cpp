@@ -138,6 +138,7 @@ void Core::add_history_checkpoint(Time now) {
   if (!engine_->usage_history().enabled()) return;
   if (!checkpoint_due_ && now - last_checkpoint_ < config_.usage_checkpoint_interval) return;
   batch_.history = history_snapshot(now);
+  binder_->share_history(batch_.history);
   last_checkpoint_ = now;
   checkpoint_due_ = false;
 }

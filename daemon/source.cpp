@@ -27,6 +27,10 @@ void Core::observe_source(binder::SourceFact fact, Time now) {
     source_arrived(*a, now);
   } else if (auto* w = std::get_if<binder::JobWithdrawn>(&fact)) {
     source_withdrawn(*w, now);
+  } else if (auto* h = std::get_if<binder::HistorySeen>(&fact)) {
+    // The last leader's checkpoint is newer than this replica's own file (it was a standby).
+    spdlog::info("event=usage_history_taken_over from={} queues={}", h->from, h->records.size());
+    apply_history(h->records, now);
   } else {
     source_synced(now);
   }

@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "binder/kubernetes/history_note.hpp"
 #include "binder/kubernetes/kube_state.hpp"
 
 namespace gpuq::binder::k8s {
@@ -171,7 +172,8 @@ void KubernetesBinder::State::check_groups() {
   }
 }
 
-// A standby reports everything its watches hold, once it leads.
+// A standby reports everything its watches hold, once it leads, then the fair-share history the
+// last leader left on the Lease.
 void KubernetesBinder::State::take_over() {
   std::lock_guard lock(mu);
   leading = true;
@@ -183,6 +185,14 @@ void KubernetesBinder::State::take_over() {
   std::sort(waiting.begin(), waiting.end());
   for (const std::string& key : waiting)
     if (pods.count(key) > 0 && job_of.count(key) == 0) offer(key);
+  // After the running pods: the history is brought from its checkpoint to now with their use.
+  if (const std::string note = elector ? elector->taken_note() : std::string(); !note.empty() && source) {
+    if (auto records = decode_history_note(note))
+      source(HistorySeen{std::move(records.value()), "the Lease " + config.leader.ns + "/" + config.leader.name});
+    else
+      spdlog::warn("event=usage_history_note_unread lease={}/{} annotation={} error=\"{}\"", config.leader.ns,
+                   config.leader.name, kLeaseNoteAnnotation, records.error());
+  }
   if (pods_synced && source) {
     source(SourceSynced{});
     sweep_reservations();
@@ -300,6 +310,18 @@ void KubernetesBinder::State::pod_of_ours(PodInfo pod) {
     return;
   }
   if (!known || (p.node.empty() && changed)) offer(key);
+}
+
+// Engine thread: the checkpoint goes on the Lease with the next renewals (leader election only).
+void KubernetesBinder::share_history(const std::vector<storage::HistoryRecord>& records) {
+  if (!s_->elector) return;
+  std::string note = encode_history_note(s_->elector->identity(), records);
+  if (note.empty() && !records.empty() && !s_->note_too_large) {
+    s_->note_too_large = true;
+    spdlog::warn("event=usage_history_not_shared queues={} reason=\"larger than {} bytes on the Lease; a replica "
+                 "that takes over starts from its own state file\"", records.size(), kMaxNoteBytes);
+  }
+  s_->elector->set_note(std::move(note));
 }
 
 // Pods that could not be queued (no such queue, refused by the Core) may be now.

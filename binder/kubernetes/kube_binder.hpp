@@ -64,6 +64,7 @@ class KubernetesBinder final : public Binder {
   void preempting(const Preemption& p) override;
   void must_stop(const JobId& job) override;
   void queues_changed() override;
+  void share_history(const std::vector<storage::HistoryRecord>& records) override;
   void waiting(std::vector<std::pair<JobId, std::string>> reasons) override;
 
   // Requests made so far (for benchmarks): binds, evictions, status patches, events.

@@ -111,6 +111,7 @@ struct KubernetesBinder::State {
   std::atomic<bool> halted{false};
   std::atomic<bool> leading{true};  // false while a standby (leader election)
   std::unique_ptr<LeaderElector> elector;
+  bool note_too_large = false;  // said once (engine thread)
   std::thread elector_thread;
 
   Counts counts;  // under mu

@@ -52,6 +52,16 @@ bool LeaderElector::wait(std::chrono::milliseconds d) {
   return !stopped_;
 }
 
+void LeaderElector::set_note(std::string note) {
+  std::lock_guard lock(mu_);
+  note_ = std::move(note);
+}
+
+std::string LeaderElector::taken_note() const {
+  std::lock_guard lock(mu_);
+  return taken_note_;
+}
+
 void LeaderElector::stop() {
   std::lock_guard lock(mu_);
   stopped_ = true;
@@ -92,11 +102,23 @@ LeaderElector::Outcome LeaderElector::try_acquire_or_renew() {
   if (!ours && !holder.empty() && seen - observed_at_ < std::chrono::seconds(duration_s)) return Outcome::kNotOurs;
   std::int64_t transitions = 0;
   if (const json::value* t = old.if_contains("leaseTransitions"); t && t->is_int64()) transitions = t->as_int64();
+  json::object& meta = lease["metadata"].is_object() ? lease["metadata"].as_object() : lease["metadata"].emplace_object();
   if (ours) {
     spec["acquireTime"] = old.contains("acquireTime") ? old["acquireTime"] : json::value(now);
     spec["leaseTransitions"] = transitions;
+    std::lock_guard lock(mu_);
+    if (!note_.empty()) {
+      json::value& ann = meta["annotations"];
+      if (!ann.is_object()) ann.emplace_object();
+      ann.as_object()[kLeaseNoteAnnotation] = note_;
+    }
   } else {
     spec["leaseTransitions"] = transitions + 1;
+    // The last leader's note stays on the Lease until this one writes its own.
+    const json::value* ann = meta.if_contains("annotations");
+    const json::value* note = ann && ann->is_object() ? ann->as_object().if_contains(kLeaseNoteAnnotation) : nullptr;
+    std::lock_guard lock(mu_);
+    taken_note_ = note && note->is_string() ? std::string(note->get_string()) : std::string();
   }
   lease["spec"] = spec;  // metadata keeps the resourceVersion read: a concurrent update gets 409
   Response put = client_.request("PUT", path_ + "/" + config_.name, json::serialize(lease), "application/json",

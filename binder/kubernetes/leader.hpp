@@ -16,6 +16,8 @@
 
 namespace gpuq::binder::k8s {
 
+inline constexpr const char* kLeaseNoteAnnotation = "gpuq.io/fair-share";
+
 struct LeaderConfig {
   bool enabled = false;
   std::string ns = "gpuq-system";
@@ -38,6 +40,11 @@ class LeaderElector {
   void run();
   void stop();
   const std::string& identity() const { return config_.identity; }
+  // A note the leader keeps on the Lease (annotation kLeaseNoteAnnotation), written with its
+  // renewals: the fair-share history checkpoint a new leader starts from. Any thread.
+  void set_note(std::string note);
+  // The note the Lease held when this candidate took it (the last leader's); empty if none.
+  std::string taken_note() const;
 
  private:
   enum class Outcome { kHeld, kNotOurs, kFailed };
@@ -51,9 +58,10 @@ class LeaderElector {
   // What this candidate last saw of the Lease, and when it saw it change.
   std::string observed_holder_, observed_renew_;
   std::chrono::steady_clock::time_point observed_at_{};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
+  std::string note_, taken_note_;  // under mu_
 };
 
 }  // namespace gpuq::binder::k8s

@@ -176,12 +176,24 @@ TEST_CASE("a pod group whose member cannot be bound is not left partly bound") {
   k.check_invariants();
 }
 
-TEST_CASE("two replicas with a Lease: only the leader binds; the standby takes over when the leader is killed") {
+TEST_CASE("two replicas with a Lease: only the leader binds; the standby takes over when the leader is killed, with its fair-share history") {
   KubeCluster k(2, 8);
   const std::string queues = "  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n";
   auto lease = [](const std::string& id) {
     return "  leaderElection: {enabled: true, namespace: default, name: gpuq, identity: " + id +
-           ", leaseDuration: 2s, renewDeadline: 1500ms, retryPeriod: 200ms}\n";
+           ", leaseDuration: 2s, renewDeadline: 1500ms, retryPeriod: 200ms}\n"
+           "fairSharing: {usageHalfLife: 10}\nusageCheckpointInterval: 1s\n";
+  };
+  // The fair-share checkpoint on the Lease: who wrote it, and team-a's average GPU use.
+  auto note = [&](std::string& by) {
+    const std::string text = str_at(*k.api.get("leases", "default", "gpuq"), {"metadata", "annotations", "gpuq.io/fair-share"});
+    if (text.empty()) return -1.0;
+    const json::object o = json::parse(text).as_object();
+    by = std::string(o.at("by").as_string());
+    for (const json::value& q : o.at("queues").as_array())
+      if (q.at("queue").as_string() == "team-a")
+        if (const json::value* g = q.at("average").as_object().if_contains("gpu")) return g->to_number<double>();
+    return 0.0;
   };
   k.start(queues, lease("first"));
   REQUIRE(eventually([&] { return k.api.get("leases", "default", "gpuq").has_value(); }));
@@ -198,11 +210,22 @@ TEST_CASE("two replicas with a Lease: only the leader binds; the standby takes o
   };
   CHECK(writers() == std::set<std::string>{"gpuqd/first"});
   CHECK(str_at(*k.api.get("leases", "default", "gpuq"), {"spec", "holderIdentity"}) == "first");
+  // 8 GPUs busy for 4 s with a 10 s half-life: team-a's average is well above what a replica
+  // starting from nothing would have a second or two after taking over.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  std::string by;
+  const double before = note(by);
+  CHECK(by == "first");
+  CHECK(before > 1200);
   k.kill_gpuqd();
   k.create("a-2", pod_of("team-a", 4));
   REQUIRE(eventually([&] { return k.bound("a-2"); }));
   CHECK(str_at(*k.api.get("leases", "default", "gpuq"), {"spec", "holderIdentity"}) == "second");
   CHECK(writers() == std::set<std::string>{"gpuqd/first", "gpuqd/second"});
+  // The new leader went on from the old one's checkpoint (its usage only raised it since).
+  double after = -1;
+  REQUIRE(eventually([&] { return (after = note(by)) >= 0 && by == "second"; }));
+  CHECK(after >= 0.95 * before);
   // The new leader took the running pods as they are: room for one more 4-GPU pod, not two.
   k.create("a-3", pod_of("team-a", 4));
   k.create("a-4", pod_of("team-a", 4));
