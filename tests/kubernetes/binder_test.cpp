@@ -93,6 +93,10 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   k.create("unknown-queue", pod_of("nope", 1));
   k.create("huge", pod_of("team-a", 1000));
   k.create("bad-group", pod_of("team-a", 1).label("gpuq.io/pod-group", "x").annotate("gpuq.io/pod-group-size", "many"));
+  // A gang of 3 x 8 GPUs: more than the cohort's 16 could ever hold.
+  for (int i = 0; i < 3; ++i)
+    k.create("gang-" + std::to_string(i),
+             pod_of("team-a", 8).label("gpuq.io/pod-group", "big").annotate("gpuq.io/pod-group-size", "3"));
   k.create("fine", pod_of("team-b", 2));
   REQUIRE(eventually([&] { return k.bound("fine"); }));
   REQUIRE(eventually([&] { return !k.unschedulable("no-queue").empty() && !k.unschedulable("unknown-queue").empty() &&
@@ -100,6 +104,12 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   CHECK(k.unschedulable("no-queue").find("gpuq.io/queue") != std::string::npos);
   CHECK(k.unschedulable("unknown-queue").find("queue \"nope\" does not exist") != std::string::npos);
   CHECK(k.unschedulable("huge").find("1000") != std::string::npos);
+  REQUIRE(eventually([&] { return !k.unschedulable("gang-2").empty(); }));
+  for (int i = 0; i < 3; ++i) {
+    CHECK(k.unschedulable("gang-" + std::to_string(i)).find("needs 24 gpu in total; all nodes of flavor default together have 16") !=
+          std::string::npos);
+    CHECK_FALSE(k.bound("gang-" + std::to_string(i)));
+  }
   CHECK(k.unschedulable("bad-group").find("gpuq.io/pod-group-size=\"many\"") != std::string::npos);
   CHECK_FALSE(k.bound("huge"));
   // The queue made with gpuq apply takes the pod that named it; the nodes stay the API's.
