@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The folders' dependencies point one way (../shared/DESIGN.md, "Layout"): the includes between
 # folders make no cycle, the pure engine (scheduler/, preemption/, drf/) and spec/ include nothing
-# above them, and the daemon's side (api/, daemon/, binder/, storage/) includes nothing of the
-# simulator. Read from the sources' #include lines.
+# above them, auth/ (who calls) only spec/, and the daemon's side (api/, daemon/, auth/, binder/,
+# storage/) includes nothing of the simulator. Read from the sources' #include lines.
 set -u
 root=$1
 cd "$root" || exit 2
-folders="api cli daemon binder storage sim scheduler preemption drf spec"
+folders="api cli daemon auth binder storage sim scheduler preemption drf spec"
 fail=0
 
 edges=$(for f in $folders; do
@@ -36,8 +36,9 @@ bad=$( {
   allowed scheduler preemption drf spec
   allowed storage scheduler preemption drf spec
   allowed binder storage scheduler preemption drf spec
-  allowed daemon binder storage scheduler preemption drf spec
-  allowed api daemon binder storage scheduler preemption drf spec
+  allowed auth spec
+  allowed daemon auth binder storage scheduler preemption drf spec
+  allowed api daemon auth binder storage scheduler preemption drf spec
 } )
 if [ -n "$bad" ]; then echo "$bad"; fail=1; fi
 [ $fail -eq 0 ] && echo "ok: no cycle; every folder includes only the folders below it"
