@@ -100,6 +100,13 @@ Reply answer(M* out, Lookup lookup) {
   });
 }
 
+// A server stream refused before it starts: finishes with the status, sends nothing.
+template <class T>
+class RefusedStream final : public grpc::ServerWriteReactor<T> {
+ public:
+  void OnDone() override { delete this; }
+};
+
 // ---------------------------------------------------------------------------------------------
 
 // A job record, a queue's or a node's status looked up at the end of the turn, as the API shows
@@ -125,6 +132,10 @@ class JobsService final : public v1::Jobs::CallbackService {
     auto sub = from_proto(req->spec(), *readers_.names, *readers_.classes);
     if (!sub) {
       reactor->Finish(failed(sub));
+      return reactor;
+    }
+    if (auto st = readers_.gate->owner_for(readers_.gate->of(*ctx), sub.value().job.owner); !st.ok()) {
+      reactor->Finish(st);
       return reactor;
     }
     in_turn(loop_, reactor, [resp, sub = std::move(sub.value())](Core& core, Time now) mutable {
@@ -186,7 +197,10 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelJobRequest* req,
                                    v1::CancelJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [req, resp](Core& core, Time now) {
+    in_turn(loop_, reactor, [this, req, resp, access = readers_.gate->of(*ctx)](Core& core, Time now) {
+      if (auto job = core.job(req->id()))
+        if (auto st = readers_.gate->may_change_job(access, "cancel", req->id(), job.value().spec.owner); !st.ok())
+          return Reply::error(st);
       if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
@@ -343,6 +357,10 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyQueueRequest* req,
                                   v1::ApplyQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "apply queue " + req->spec().name()); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
       reactor->Finish(failed(spec));
@@ -379,6 +397,10 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteQueueRequest* req,
                                    v1::DeleteQueueResponse*) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "delete queue " + req->name()); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     in_turn(loop_, reactor, [req](Core& core, Time) {
       if (auto r = core.delete_queue(req->name()); !r) return Reply::error(failed(r));
       return Reply::then([](Core&) { return grpc::Status::OK; });
@@ -398,6 +420,10 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyNodeRequest* req,
                                   v1::ApplyNodeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "apply node " + req->spec().name()); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     // Read here: a node with too many labels is refused before anything of it reaches the engine.
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
@@ -440,6 +466,11 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* set_state(grpc::CallbackServerContext* ctx, const v1::NodeNameRequest* req,
                                       v1::NodeResponse* resp, NodeState state) {
     auto* reactor = ctx->DefaultReactor();
+    const char* verb = state == NodeState::kCordoned ? "cordon" : state == NodeState::kReady ? "uncordon" : "drain";
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), std::string(verb) + " node " + req->name()); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
@@ -512,10 +543,15 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
 
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  explicit AdminService(Loop& loop) : loop_(loop) {}
+  AdminService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
 
-  grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext*,
+  grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
                                                     const v1::BackupRequest*) override {
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "take a backup"); !st.ok()) {
+      auto* refused = new RefusedStream<v1::BackupChunk>();
+      refused->Finish(st);
+      return refused;
+    }
     storage::Store* store = nullptr;
     loop_.run_sync([&](Core& c) { store = &c.store(); });
     return new BackupStream(*store);
@@ -550,6 +586,7 @@ class AdminService final : public v1::Admin::CallbackService {
 
  private:
   Loop& loop_;
+  const Readers& readers_;
 };
 
 }  // namespace
@@ -560,7 +597,9 @@ Services::Services(daemon::Loop& loop)
       jobs_(std::make_unique<JobsService>(loop, hub_, readers_)),
       queues_(std::make_unique<QueuesService>(loop, readers_)),
       nodes_(std::make_unique<NodesService>(loop, readers_)),
-      admin_(std::make_unique<AdminService>(loop)) {}
+      admin_(std::make_unique<AdminService>(loop, readers_)) {
+  readers_.gate = &gate_;
+}
 
 Services::~Services() = default;
 
@@ -576,6 +615,8 @@ void Services::attach(daemon::Core& core) {
   readers_.classes = &core.priority_classes();
   core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
 }
+
+void Services::guard(const auth::UnixListener* socket, auth::Admins admins) { gate_ = Gate(socket, std::move(admins)); }
 
 void Services::close() { hub_->close_all(); }
 

@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "api/access.hpp"
 #include "daemon/frontend.hpp"
 #include "daemon/loop.hpp"
 #include "gpuq/v1/gpuq.grpc.pb.h"
@@ -22,6 +23,7 @@ class WatchHub;
 struct Readers {
   ResourceNames* names = nullptr;
   const PriorityClasses* classes = nullptr;
+  const Gate* gate = nullptr;  // who calls and what they may do (api/access.hpp)
 };
 
 // Owns the four services; register them with a ServerBuilder, keep this alive while serving.
@@ -33,10 +35,12 @@ class Services final : public daemon::Frontend {
   ~Services() override;
   void register_with(grpc::ServerBuilder& builder) override;
   void attach(daemon::Core& core) override;
+  void guard(const auth::UnixListener* socket, auth::Admins admins) override;
   void close() override;
 
  private:
   daemon::Loop& loop_;
+  Gate gate_;
   Readers readers_;
   std::shared_ptr<WatchHub> hub_;
   std::unique_ptr<v1::Jobs::CallbackService> jobs_;

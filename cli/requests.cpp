@@ -298,10 +298,12 @@ std::string resolve_server(const std::string& flag, const char* env) {
   return kDefaultServer;
 }
 
+// The account this process runs as (as gpuqd's socket will see it), not $USER, which sudo and
+// setpriv may leave as it was.
 std::string current_user() {
-  if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
   if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_name != nullptr)
     return pw->pw_name;
+  if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
   return "unknown";
 }
 

@@ -61,6 +61,21 @@ binder::LocalConfig read_local(Node node, Path& at) {
 }
 
 
+// admins: {users: [...], groups: [...]}: account and group names.
+void read_admins(Node node, Path& at, Config& c) {
+  spec::for_each_key(node, at, {"users", "groups"}, [&](std::string_view key, Node v) {
+    std::vector<std::string>& out = key == "users" ? c.admin_users : c.admin_groups;
+    spec::expect_list(v, at);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      Path::Index idx(at, i);
+      std::string name = spec::string_of(v.item(i), at);
+      if (name.empty() || name.size() > 64)
+        spec::fail_at(v.item(i), at, spec::quoted(name) + " is not allowed; use an account or group name of 1 to 64 bytes");
+      out.push_back(std::move(name));
+    }
+  });
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
@@ -74,7 +89,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     Path at;
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
-                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "queues", "nodes"},
+                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "queues", "nodes",
+                        "socket", "admins"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
                            c.grpc_address = spec::string_of(v, at);
@@ -91,6 +107,10 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            if (n < 1024 || n > (64 << 20))
                              spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 1024 to 67108864");
                            c.max_request_bytes = static_cast<int>(n);
+                         } else if (key == "socket") {
+                           c.socket = spec::string_of(v, at);
+                         } else if (key == "admins") {
+                           read_admins(v, at, c);
                          } else if (key == "usageCheckpointInterval") {
                            c.core.usage_checkpoint_interval = seconds_of(v, at, 1, 86400);
                          } else if (key == "priorityClasses") {

@@ -48,10 +48,13 @@
 //                                 # (README: Usage history)
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
+//   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
+//   admins: {users: [alice], groups: [wheel]}   # besides root and gpuqd's own account
 //   queues: [...]                 # applied at start (scenario-format keys)
 //   nodes: [...]
 #include <memory>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "binder/kubernetes/kube_binder.hpp"
@@ -62,6 +65,11 @@
 namespace gpuq::daemon {
 
 struct Config {
+  // gpuqd's Unix socket (README: Security): calls through it are their callers', checked
+  // against the roles. Default: beside the state file, named after it (var/gpuqd.db:
+  // var/gpuqd.sock); "" for none.
+  std::optional<std::string> socket;
+  std::vector<std::string> admin_users, admin_groups;  // besides root and gpuqd's own account
   std::string grpc_address = "127.0.0.1:7433";
   std::string http_address = "127.0.0.1:7434";
   std::string binder = "none";

@@ -6,6 +6,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "auth/roles.hpp"
+#include "auth/unix_listener.hpp"
 #include "daemon/loop.hpp"
 
 namespace gpuq::daemon {
@@ -17,6 +19,9 @@ class Frontend {
   // Once, before serving: wires committed events to watch streams, learns the resource names and
   // priority classes requests are read with.
   virtual void attach(Core& core) = 0;
+  // Once, before serving: calls through `socket` are their callers' and checked against the
+  // roles (auth/roles.hpp); nullptr: no socket.
+  virtual void guard(const auth::UnixListener* socket, auth::Admins admins) = 0;
   // Ends every stream (shutdown).
   virtual void close() = 0;
 };

@@ -1,6 +1,7 @@
 // gpuqd: the gpuq daemon. Loads its state file, serves gRPC (gpuq.v1) and HTTP (/metrics,
 // /healthz, /readyz) until SIGINT or SIGTERM. README.md has the configuration.
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "auth/roles.hpp"
+#include "auth/unix_listener.hpp"
 #include "daemon/config.hpp"
 #include "daemon/frontend.hpp"
 #include "daemon/http.hpp"
@@ -100,9 +103,22 @@ int main(int argc, char** argv) {
     std::cerr << "gpuqd: cannot start: " << core.error() << "\n";
     return 1;
   }
+  // The Unix socket: local callers, known by the kernel (README: Security).
+  std::unique_ptr<auth::UnixListener> socket;
+  const std::string socket_path =
+      config.socket.value_or(std::filesystem::path(config.core.state_file).replace_extension(".sock").string());
+  if (!socket_path.empty()) {
+    auto opened = auth::UnixListener::open(socket_path);
+    if (!opened) {
+      std::cerr << "gpuqd: " << opened.error() << "\n";
+      return 2;
+    }
+    socket = std::move(opened.value());
+  }
   daemon::Loop loop(*core.value());
   std::unique_ptr<daemon::Frontend> api = daemon::make_frontend(loop);
   api->attach(*core.value());
+  api->guard(socket.get(), auth::admins_with(config.admin_users, config.admin_groups));
   loop.start();
 
   // The config's queues and nodes are written with the first turn, before serving.
@@ -147,6 +163,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  if (socket) socket->serve(server.get());
+
   daemon::HttpServer http([&] { return daemon::render_metrics(loop); }, [&] {
     return true;  // serving gRPC means the state is loaded
   });
@@ -154,23 +172,26 @@ int main(int argc, char** argv) {
     http.start(config.http_address);
   } catch (const std::exception& e) {
     std::cerr << "gpuqd: cannot listen on " << config.http_address << " for HTTP: " << e.what() << "\n";
+    if (socket) socket->stop();
     server->Shutdown();
     loop.stop();
     return 1;
   }
   const std::string grpc_bound =
       config.grpc_address.substr(0, config.grpc_address.rfind(':')) + ":" + std::to_string(grpc_port);
-  spdlog::info("event=serving grpc={} http={}:{} state_file={}", grpc_bound,
+  spdlog::info("event=serving grpc={} http={}:{} socket={} state_file={}", grpc_bound,
                config.http_address.substr(0, config.http_address.rfind(':')), http.port(),
-               config.core.state_file);
+               socket ? socket->path() : std::string("none"), config.core.state_file);
   // For scripts and tests that ask for port 0: the ports on one line of stdout.
-  std::printf("gpuqd listening grpc=%s http_port=%u\n", grpc_bound.c_str(), http.port());
+  std::printf("gpuqd listening grpc=%s http_port=%u socket=%s\n", grpc_bound.c_str(), http.port(),
+              socket ? socket->path().c_str() : "none");
   std::fflush(stdout);
 
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("event=stopping signal={}", sig);
   api->close();
+  if (socket) socket->stop();  // no new connection is handed to the server from here on
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   spdlog::info("event=stopping stage=grpc_done");
   http.stop();

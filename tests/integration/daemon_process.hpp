@@ -77,6 +77,7 @@ class Daemon {
   void stop(int sig) { child_.stop(sig); }
 
   const std::string& address() const { return address_; }
+  const std::string& socket() const { return child_.socket; }
   int http_port() const { return http_port_; }
 
   // GET path on gpuqd's HTTP port: the status line and the body.

@@ -1,6 +1,6 @@
 #pragma once
 // A gpuqd child process, for the integration tests and daemon_bench: started with its stdout
-// and stderr in files, ready once it prints "gpuqd listening grpc=ADDR http_port=PORT".
+// and stderr in files, ready once it prints "gpuqd listening grpc=ADDR http_port=PORT socket=PATH".
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@ namespace gpuq::test {
 struct GpuqdChild {
   pid_t pid = -1;
   std::string address;  // empty: it exited or did not answer in time
+  std::string socket;   // its Unix socket's path; empty: none
   int http_port = 0;
   double start_seconds = 0;  // from exec to the listening line
 
@@ -59,6 +60,8 @@ inline GpuqdChild start_gpuqd(const std::string& binary, const std::vector<std::
       c.address = line.substr(at + 5, line.find(' ', at) - at - 5);
       const auto hp = line.find("http_port=");
       if (hp != std::string::npos) c.http_port = std::stoi(line.substr(hp + 10));
+      if (const auto so = line.find("socket="); so != std::string::npos && line.substr(so + 7) != "none")
+        c.socket = line.substr(so + 7);
     }
     int status = 0;
     if (c.address.empty() && waitpid(c.pid, &status, WNOHANG) == c.pid) {

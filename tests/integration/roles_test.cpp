@@ -1,0 +1,119 @@
+// Who may do what, through gpuqd's Unix socket (README: Security), with real accounts: the test
+// runs as root (as CI does) and runs the real gpuq command line as `nobody` with setpriv. Where
+// the test is not root it says so and checks only what root's own calls show.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "cli/requests.hpp"
+#include "tests/integration/daemon_process.hpp"
+
+using namespace gpuq::test;
+namespace json = boost::json;
+
+namespace {
+
+struct Run {
+  int rc = 0;
+  std::string out;  // stdout and stderr
+};
+
+// The gpuq binary as `nobody` through the socket.
+Run as_nobody(const Daemon& d, const std::string& args) {
+  const std::string cmd = "setpriv --reuid=nobody --regid=nogroup --clear-groups " + std::string(GPUQ_CLI_PATH) +
+                          " --server unix:" + d.socket() + " " + args + " 2>&1";
+  Run r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  REQUIRE(f != nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) r.out.append(buf, n);
+  const int status = ::pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// This process (root) through the socket.
+Run as_me(const Daemon& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--server", "unix:" + d.socket()});
+  std::ostringstream out, err;
+  Run r;
+  r.rc = gpuq::cli::run_cli(args, out, err);
+  r.out = out.str() + err.str();
+  return r;
+}
+
+std::string submitted_id(const Run& r) {
+  const auto end = r.out.find(" submitted (");
+  REQUIRE_MESSAGE((r.out.rfind("job/", 0) == 0 && end != std::string::npos), r.out);
+  return r.out.substr(4, end - 4);
+}
+
+std::string owner_of(const Daemon& d, const std::string& id) {
+  const Run r = as_me(d, {"show", id, "-o", "json"});
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  return std::string(json::parse(r.out).at("spec").at("owner").as_string());
+}
+
+}  // namespace
+
+TEST_CASE("through the socket a job is its submitter's, and only admins change queues, nodes and others' jobs") {
+  TempDir dir;
+  ::chmod(dir.path.c_str(), 0755);  // nobody reaches the socket inside
+  Daemon d(dir.path);
+  REQUIRE(d.socket() == (dir.path / "state.sock").string());
+  struct stat st {};
+  REQUIRE(::stat(d.socket().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0666);
+
+  const std::string mine = submitted_id(as_me(d, {"submit", "--queue", "research", "--gpus", "1", "--", "true"}));
+  CHECK(owner_of(d, mine) == gpuq::cli::current_user());
+  if (::getuid() != 0) {
+    MESSAGE("not root: the calls as nobody (setpriv) are skipped; CI runs as root");
+    return;
+  }
+  CHECK(owner_of(d, mine) == "root");
+
+  // nobody submits: the job is nobody's, whatever its $USER says.
+  Run r = as_nobody(d, "submit --queue research --gpus 1 -- true");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const std::string theirs = submitted_id(r);
+  CHECK(owner_of(d, theirs) == "nobody");
+
+  const std::string admins = "only gpuqd's admins may (root; admins: in gpuqd's config)";
+  r = as_nobody(d, "submit --queue research --gpus 1 --owner root -- true");
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not submit a job owned by root: a job is its submitter's; --owner is for "
+                           "gpuqd's admins (root)") != std::string::npos, r.out);
+  r = as_nobody(d, "cancel " + mine);
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not cancel job " + mine + " of user root: only its owner or gpuqd's admins may (root)") !=
+                    std::string::npos, r.out);
+  r = as_nobody(d, "queues delete prod");
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not delete queue prod: " + admins) != std::string::npos, r.out);
+  r = as_nobody(d, "nodes cordon n0");
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not cordon node n0: " + admins) != std::string::npos, r.out);
+  std::filesystem::create_directory(dir.path / "open");
+  ::chmod((dir.path / "open").c_str(), 0777);  // where nobody may write its copy, were it allowed one
+  r = as_nobody(d, "admin backup " + (dir.path / "open" / "copy.db").string());
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not take a backup: " + admins) != std::string::npos, r.out);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "open" / "copy.db"));
+  std::ofstream(dir.path / "q.yaml") << "queues:\n  - name: mine\n    quotas: [{flavor: h100, resources: {gpu: {nominal: 1}}}]\n";
+  ::chmod((dir.path / "q.yaml").c_str(), 0644);
+  r = as_nobody(d, "apply -f " + (dir.path / "q.yaml").string());
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not apply queue mine: " + admins) != std::string::npos, r.out);
+
+  // What each may do: nobody cancels its own job; root (an admin) anyone's and the cluster's.
+  r = as_nobody(d, "cancel " + theirs);
+  CHECK_MESSAGE(r.rc == 0, r.out);
+  CHECK(as_me(d, {"cancel", mine}).rc == 0);
+  CHECK(as_me(d, {"nodes", "cordon", "n0"}).rc == 0);
+  CHECK(as_me(d, {"apply", "-f", (dir.path / "q.yaml").string()}).rc == 0);
+}
