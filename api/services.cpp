@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api/from_proto.hpp"
+#include "api/service_util.hpp"
 #include "api/to_proto.hpp"
 #include "api/views.hpp"
 
@@ -34,91 +35,7 @@ grpc::Status to_status(const Error& e) { return to_status(e.code, e.message); }
 
 namespace {
 
-using daemon::Core;
-using daemon::Loop;
-
-const char* code_name(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    default: return "OTHER";
-  }
-}
-
-template <class T>
-grpc::Status failed(const Result<T>& r) {
-  grpc::Status s = to_status(r.code(), r.error());
-  spdlog::warn("event=request_error code={} error=\"{}\"", code_name(s.error_code()), r.error());
-  return s;
-}
-
-grpc::Status unavailable(const Core::TurnResult& t) {
-  return {grpc::StatusCode::UNAVAILABLE, "the state could not be written (" + t.error +
-                                             "); nothing was changed; retry"};
-}
-
-// Runs `work` on the engine thread; the reply's `fill` runs at the end of the turn (the state
-// the turn's write holds) and the reply is sent once that write is on disk. Errors from `work`
-// finish at once (nothing changed).
-template <class Work>
-void in_turn(Loop& loop, grpc::ServerUnaryReactor* reactor, Work work) {
-  loop.post([reactor, work = std::move(work)](Core& core, Time now) mutable -> Loop::Done {
-    auto reply = work(core, now);  // std::function<grpc::Status(Core&)> or an error status
-    if (!reply.ok()) {
-      reactor->Finish(reply.status);
-      return nullptr;
-    }
-    return [reactor, fill = std::move(reply.fill)](Core& c) -> Loop::Send {
-      return [reactor, status = fill(c)](const Core::TurnResult& t) {
-        reactor->Finish(t.ok ? status : unavailable(t));
-      };
-    };
-  });
-}
-
-struct Reply {
-  grpc::Status status = grpc::Status::OK;
-  std::function<grpc::Status(Core&)> fill;
-  bool ok() const { return status.ok(); }
-  static Reply error(grpc::Status s) { return Reply{std::move(s), nullptr}; }
-  static Reply then(std::function<grpc::Status(Core&)> f) { return Reply{grpc::Status::OK, std::move(f)}; }
-};
-
-// A reply that is one object looked up at the end of the turn: `lookup(core)` gives a Result
-// whose value goes to `*out` (or whose error is the reply).
-template <class M, class Lookup>
-Reply answer(M* out, Lookup lookup) {
-  return Reply::then([out, lookup = std::move(lookup)](Core& c) {
-    auto found = lookup(c);
-    if (!found) return failed(found);
-    *out = std::move(found.value());
-    return grpc::Status::OK;
-  });
-}
-
-// A server stream refused before it starts: finishes with the status, sends nothing.
-template <class T>
-class RefusedStream final : public grpc::ServerWriteReactor<T> {
- public:
-  void OnDone() override { delete this; }
-};
-
-// ---------------------------------------------------------------------------------------------
-
-// A job record, a queue's or a node's status looked up at the end of the turn, as the API shows
-// it (api/views.hpp).
-template <class M, class Lookup>
-Reply answer_view(M* out, Lookup lookup) {
-  return answer(out, [lookup = std::move(lookup)](Core& c) -> Result<M> {
-    auto found = lookup(c);
-    if (!found) return Error{found.error(), found.code()};
-    return api::to_proto(found.value(), c);
-  });
-}
+using namespace detail;
 
 class JobsService final : public v1::Jobs::CallbackService {
  public:
@@ -482,113 +399,6 @@ class NodesService final : public v1::Nodes::CallbackService {
   const Readers& readers_;
 };
 
-// Backup: a consistent copy made through the store's own connection on a thread of its own (the
-// engine thread keeps serving), then streamed from that file in 1 MiB chunks, one in memory at a
-// time; the file is unlinked once open.
-class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
- public:
-  explicit BackupStream(storage::Store& store) {
-    std::thread([this, &store] { produce(store); }).detach();
-  }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status::CANCELLED);
-      return;
-    }
-    next();
-  }
-  void OnDone() override { delete this; }
-
- private:
-  void produce(storage::Store& store) {
-    static std::atomic<std::uint64_t> counter{0};
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("gpuq-backup-" + std::to_string(::getpid()) + "-" + std::to_string(++counter) + ".db");
-    auto r = store.backup_to(path.string());
-    if (!r) {
-      Finish(to_status(ErrorCode::kUnavailable, "backup failed: " + r.error()));
-      return;
-    }
-    std::error_code ec;
-    total_ = std::filesystem::file_size(path, ec);
-    in_.open(path, std::ios::binary);
-    std::filesystem::remove(path, ec);
-    if (!in_) {
-      Finish(to_status(ErrorCode::kUnavailable, "backup failed: cannot read the copy " + path.string()));
-      return;
-    }
-    next();
-  }
-  void next() {
-    constexpr std::size_t kChunk = 1 << 20;
-    std::string data(kChunk, '\0');
-    in_.read(data.data(), static_cast<std::streamsize>(kChunk));
-    data.resize(static_cast<std::size_t>(in_.gcount()));
-    if (data.empty() && !first_) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    chunk_.Clear();
-    if (first_) chunk_.set_total_bytes(total_);  // the first chunk, even of an empty copy
-    first_ = false;
-    chunk_.set_data(std::move(data));
-    StartWrite(&chunk_);
-  }
-
-  std::ifstream in_;
-  std::uint64_t total_ = 0;
-  bool first_ = true;
-  v1::BackupChunk chunk_;
-};
-
-class AdminService final : public v1::Admin::CallbackService {
- public:
-  AdminService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
-
-  grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
-                                                    const v1::BackupRequest*) override {
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "take a backup"); !st.ok()) {
-      auto* refused = new RefusedStream<v1::BackupChunk>();
-      refused->Finish(st);
-      return refused;
-    }
-    storage::Store* store = nullptr;
-    loop_.run_sync([&](Core& c) { store = &c.store(); });
-    return new BackupStream(*store);
-  }
-
-  grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
-                                  v1::UsageResponse* resp) override {
-    auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [req, resp](Core&, Time now) {
-      const Time to = req->to() == 0 ? now : req->to();
-      if (req->from() < 0 || to < req->from())
-        return Reply::error({grpc::StatusCode::INVALID_ARGUMENT,
-                             "from/to: [" + std::to_string(req->from()) + ", " + std::to_string(to) +
-                                 ") is not a period; from must be >= 0 and <= to"});
-      return Reply::then([req, resp, to](Core& c) {
-        auto usage = c.store().usage(req->from(), to, req->queue());
-        if (!usage) return to_status(ErrorCode::kUnavailable, usage.error());
-        resp->set_from(req->from());
-        resp->set_to(to);
-        for (const auto& u : *usage) {
-          auto* q = resp->add_usage();
-          q->set_queue(u.queue);
-          q->set_flavor(u.flavor);
-          q->set_gpu_hours(u.gpu_hours);
-          q->set_jobs(u.jobs);
-        }
-        return grpc::Status::OK;
-      });
-    });
-    return reactor;
-  }
-
- private:
-  Loop& loop_;
-  const Readers& readers_;
-};
-
 }  // namespace
 
 Services::Services(daemon::Loop& loop)
@@ -597,7 +407,7 @@ Services::Services(daemon::Loop& loop)
       jobs_(std::make_unique<JobsService>(loop, hub_, readers_)),
       queues_(std::make_unique<QueuesService>(loop, readers_)),
       nodes_(std::make_unique<NodesService>(loop, readers_)),
-      admin_(std::make_unique<AdminService>(loop, readers_)) {
+      admin_(make_admin_service(loop, readers_)) {
   readers_.gate = &gate_;
 }
 
