@@ -86,7 +86,8 @@ RUN groupadd --system --gid 10001 gpuq \
 USER 10001:10001
 WORKDIR /var/lib/gpuq
 
-# gRPC and HTTP (/metrics, /healthz, /readyz), as deploy/kubernetes/configmap.yaml sets them.
-EXPOSE 7433 7434
+# HTTP (/metrics, /healthz, /readyz); gRPC is on loopback and the Unix socket
+# (deploy/kubernetes/configmap.yaml).
+EXPOSE 7434
 ENTRYPOINT ["/usr/local/bin/gpuqd"]
 CMD ["--config", "/etc/gpuq/gpuqd.yaml"]

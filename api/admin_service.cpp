@@ -76,11 +76,8 @@ class AdminService final : public v1::Admin::CallbackService {
 
   grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
                                                     const v1::BackupRequest*) override {
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "take a backup"); !st.ok()) {
-      auto* refused = new RefusedStream<v1::BackupChunk>();
-      refused->Finish(st);
-      return refused;
-    }
+    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "take a backup"); !st.ok())
+      return refused<v1::BackupChunk>(st);
     storage::Store* store = nullptr;
     loop_.run_sync([&](Core& c) { store = &c.store(); });
     return new BackupStream(*store);

@@ -94,6 +94,13 @@ class RefusedStream final : public grpc::ServerWriteReactor<T> {
   void OnDone() override { delete this; }
 };
 
+template <class T>
+grpc::ServerWriteReactor<T>* refused(const grpc::Status& st) {
+  auto* r = new RefusedStream<T>();
+  r->Finish(st);
+  return r;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 // A job record, a queue's or a node's status looked up at the end of the turn, as the API shows

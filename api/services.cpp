@@ -66,6 +66,10 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see jobs"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
       return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
@@ -75,6 +79,10 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
                                  v1::ListJobsResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see jobs"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
@@ -126,7 +134,8 @@ class JobsService final : public v1::Jobs::CallbackService {
 
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
                                                 const v1::WatchJobsRequest* req) override;
-  grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext*, const v1::LogsRequest* req) override {
+  grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx, const v1::LogsRequest* req) override {
+    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "read job output"); !st.ok()) return refused<v1::LogChunk>(st);
     return start_log_stream(loop_, *req);
   }
 
@@ -234,8 +243,9 @@ class WatchStream final : public grpc::ServerWriteReactor<v1::JobEvent> {
   std::shared_ptr<WatchState> s_;
 };
 
-grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext*,
+grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx,
                                                            const v1::WatchJobsRequest* req) {
+  if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "watch jobs"); !st.ok()) return refused<v1::JobEvent>(st);
   auto state = std::make_shared<WatchState>();
   state->queue_filter = req->queue();
   state->job_filter = req->job_id();
@@ -357,6 +367,10 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
                                  v1::ListNodesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see nodes"); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
         for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c);
@@ -426,7 +440,9 @@ void Services::attach(daemon::Core& core) {
   core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
 }
 
-void Services::guard(const auth::UnixListener* socket, auth::Admins admins) { gate_ = Gate(socket, std::move(admins)); }
+void Services::guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) {
+  gate_ = Gate(socket, std::move(admins), trust_tcp);
+}
 
 void Services::close() { hub_->close_all(); }
 

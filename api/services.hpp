@@ -35,7 +35,7 @@ class Services final : public daemon::Frontend {
   ~Services() override;
   void register_with(grpc::ServerBuilder& builder) override;
   void attach(daemon::Core& core) override;
-  void guard(const auth::UnixListener* socket, auth::Admins admins) override;
+  void guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) override;
   void close() override;
 
  private:

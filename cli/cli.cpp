@@ -31,7 +31,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.require_subcommand(1);
   app.fallthrough();  // --server and --timeout may follow the subcommand
   app.add_option("--server", ctx.server_flag,
-                 "HOST:PORT of gpuqd; default $GPUQ_SERVER, then 127.0.0.1:7433");
+                 "gpuqd's address: unix:PATH (its socket) or HOST:PORT; default $GPUQ_SERVER, then the first "
+                 "socket found of ./var/gpuqd.sock, /run/gpuq/gpuqd.sock, /var/lib/gpuq/gpuqd.sock, then "
+                 "127.0.0.1:7433");
   app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch and logs -f: none)")
       ->check(CLI::NonNegativeNumber);
   add_job_commands(app, ctx);

@@ -295,6 +295,12 @@ std::int64_t parse_time_arg(const std::string& text, std::int64_t now) {
 std::string resolve_server(const std::string& flag, const char* env) {
   if (!flag.empty()) return flag;
   if (env != nullptr && *env != '\0') return env;
+  // gpuqd's Unix socket where it is by default (README: Security): run.sh's ./var, then a
+  // system gpuqd's; TCP only when there is none (anonymous there: queue summaries only).
+  for (const char* path : kDefaultSockets) {
+    std::error_code ec;
+    if (std::filesystem::is_socket(path, ec)) return "unix:" + std::filesystem::absolute(path, ec).string();
+  }
   return kDefaultServer;
 }
 

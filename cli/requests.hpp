@@ -72,6 +72,7 @@ std::int64_t parse_time_arg(const std::string& text, std::int64_t now);
 // --server, then $GPUQ_SERVER, then 127.0.0.1:7433.
 std::string resolve_server(const std::string& flag, const char* env);
 inline constexpr const char* kDefaultServer = "127.0.0.1:7433";
+inline constexpr const char* kDefaultSockets[] = {"var/gpuqd.sock", "/run/gpuq/gpuqd.sock", "/var/lib/gpuq/gpuqd.sock"};
 
 // The user name a job's owner defaults to: $USER, else the passwd entry, else "unknown".
 std::string current_user();

@@ -90,7 +90,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
                         "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "queues", "nodes",
-                        "socket", "admins"},
+                        "socket", "admins", "insecure"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
                            c.grpc_address = spec::string_of(v, at);
@@ -109,6 +109,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.max_request_bytes = static_cast<int>(n);
                          } else if (key == "socket") {
                            c.socket = spec::string_of(v, at);
+                         } else if (key == "insecure") {
+                           c.insecure = spec::bool_of(v, at);
                          } else if (key == "admins") {
                            read_admins(v, at, c);
                          } else if (key == "usageCheckpointInterval") {

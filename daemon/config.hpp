@@ -50,6 +50,7 @@
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
 //   admins: {users: [alice], groups: [wheel]}   # besides root and gpuqd's own account
+//   insecure: false               # true: TCP callers are trusted with everything (README: Security)
 //   queues: [...]                 # applied at start (scenario-format keys)
 //   nodes: [...]
 #include <memory>
@@ -70,6 +71,9 @@ struct Config {
   // var/gpuqd.sock); "" for none.
   std::optional<std::string> socket;
   std::vector<std::string> admin_users, admin_groups;  // besides root and gpuqd's own account
+  // Trusts every TCP caller with everything (as gpuqd did before it knew its callers), and lets
+  // gRPC listen on an address other than loopback without TLS. Off: TCP callers are anonymous.
+  bool insecure = false;
   std::string grpc_address = "127.0.0.1:7433";
   std::string http_address = "127.0.0.1:7434";
   std::string binder = "none";

@@ -20,8 +20,9 @@ class Frontend {
   // priority classes requests are read with.
   virtual void attach(Core& core) = 0;
   // Once, before serving: calls through `socket` are their callers' and checked against the
-  // roles (auth/roles.hpp); nullptr: no socket.
-  virtual void guard(const auth::UnixListener* socket, auth::Admins admins) = 0;
+  // roles (auth/roles.hpp; nullptr: no socket); TCP calls are anonymous unless `trust_tcp`
+  // (config insecure: true).
+  virtual void guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) = 0;
   // Ends every stream (shutdown).
   virtual void close() = 0;
 };

@@ -103,6 +103,18 @@ int main(int argc, char** argv) {
     std::cerr << "gpuqd: cannot start: " << core.error() << "\n";
     return 1;
   }
+  // Without TLS, gRPC serves beyond this machine only when the config says insecure: true.
+  const std::string grpc_host = config.grpc_address.substr(0, config.grpc_address.rfind(':'));
+  const bool loopback = grpc_host.rfind("127.", 0) == 0 || grpc_host == "localhost" || grpc_host == "[::1]";
+  if (!loopback && !config.insecure) {
+    std::cerr << "gpuqd: grpc: " << config.grpc_address
+              << " is not a loopback address, and gpuqd has no TLS yet: listen on 127.0.0.1 (local users reach "
+                 "gpuqd through its Unix socket), or set insecure: true to serve every TCP caller as trusted\n";
+    return 2;
+  }
+  if (config.insecure)
+    spdlog::warn("event=insecure grpc={} note=\"insecure: true: every TCP caller may do everything\"",
+                 config.grpc_address);
   // The Unix socket: local callers, known by the kernel (README: Security).
   std::unique_ptr<auth::UnixListener> socket;
   const std::string socket_path =
@@ -118,7 +130,7 @@ int main(int argc, char** argv) {
   daemon::Loop loop(*core.value());
   std::unique_ptr<daemon::Frontend> api = daemon::make_frontend(loop);
   api->attach(*core.value());
-  api->guard(socket.get(), auth::admins_with(config.admin_users, config.admin_groups));
+  api->guard(socket.get(), auth::admins_with(config.admin_users, config.admin_groups), config.insecure);
   loop.start();
 
   // The config's queues and nodes are written with the first turn, before serving.

@@ -40,7 +40,9 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   [[ ${args[i]} == --grpc ]] && GRPC=${args[i + 1]:-$GRPC}
   [[ ${args[i]} == --grpc=* ]] && GRPC=${args[i]#--grpc=}
 done
-export GPUQ_SERVER=$GRPC
+# gpuq talks to gpuqd through its Unix socket (beside the state file): the caller is this
+# account, as the kernel says (README: Security). Over TCP it would be anonymous.
+export GPUQ_SERVER=unix:$ROOT/var/gpuqd.sock
 
 nohup build/daemon/gpuqd --config examples/standalone.yaml "$@" >>"$GPUQD_LOG" 2>&1 </dev/null &
 echo $! >"$PIDFILE"
@@ -74,9 +76,9 @@ echo
 
 cat <<MSG
 
-gpuqd runs in the background (pid $(cat "$PIDFILE"); gRPC $GRPC; its log: $GPUQD_LOG;
-job output under var/logs/). Use it with build/cli/gpuq, for example:
-  export GPUQ_SERVER=$GRPC
+gpuqd runs in the background (pid $(cat "$PIDFILE"); its socket var/gpuqd.sock, and gRPC on
+$GRPC for anonymous reads; its log: $GPUQD_LOG; job output under var/logs/). Use it with
+build/cli/gpuq from this directory (it finds ./var/gpuqd.sock), for example:
   build/cli/gpuq submit --queue vision --gpus 2 -- python train.py
   build/cli/gpuq ls --all           # jobs, finished ones too
   build/cli/gpuq logs JOB_ID -f     # a job's output

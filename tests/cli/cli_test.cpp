@@ -5,6 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include <boost/json.hpp>
 #include <filesystem>
 #include <sstream>
@@ -18,6 +24,7 @@
 #include "spec/error.hpp"
 #include "spec/quantity.hpp"
 #include "spec/yaml_read.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq;
 using namespace gpuq::cli;
@@ -406,11 +413,26 @@ TEST_CASE("time arguments for usage") {
     CHECK_THROWS_AS(parse_time_arg(bad, now), UsageError);
 }
 
-TEST_CASE("server address: --server, then GPUQ_SERVER, then the default") {
+TEST_CASE("server address: --server, then GPUQ_SERVER, then a gpuqd socket where there is one, then TCP") {
   CHECK(resolve_server("h:1", "e:2") == "h:1");
   CHECK(resolve_server("", "e:2") == "e:2");
   CHECK(resolve_server("", "") == "127.0.0.1:7433");
   CHECK(resolve_server("", nullptr) == "127.0.0.1:7433");
+  // A gpuqd socket at ./var/gpuqd.sock (where run.sh's gpuqd makes it) comes before TCP.
+  gpuq::test::TempDir dir;
+  std::filesystem::create_directory(dir.path / "var");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, (dir.path / "var" / "gpuqd.sock").c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const auto here = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path);
+  const std::string found = resolve_server("", nullptr);
+  std::filesystem::current_path(here);
+  ::close(fd);
+  CHECK(found == "unix:" + (dir.path / "var" / "gpuqd.sock").string());
+  CHECK(resolve_server("", "e:2") == "e:2");
 }
 
 namespace {

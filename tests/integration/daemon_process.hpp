@@ -78,6 +78,7 @@ class Daemon {
 
   const std::string& address() const { return address_; }
   const std::string& socket() const { return child_.socket; }
+  const std::string& tcp() const { return child_.tcp; }
   int http_port() const { return http_port_; }
 
   // GET path on gpuqd's HTTP port: the status line and the body.

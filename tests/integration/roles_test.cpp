@@ -117,3 +117,51 @@ TEST_CASE("through the socket a job is its submitter's, and only admins change q
   CHECK(as_me(d, {"nodes", "cordon", "n0"}).rc == 0);
   CHECK(as_me(d, {"apply", "-f", (dir.path / "q.yaml").string()}).rc == 0);
 }
+
+TEST_CASE("over TCP a caller is anonymous: queue summaries only; insecure: true trusts it; no other address without it") {
+  TempDir dir;
+  Daemon d(dir.path);
+  auto over_tcp = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", d.tcp()});
+    std::ostringstream out, err;
+    Run r;
+    r.rc = gpuq::cli::run_cli(args, out, err);
+    r.out = out.str() + err.str();
+    return r;
+  };
+  Run r = over_tcp({"queues"});
+  CHECK_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("research") != std::string::npos);
+  const std::string unknown = "gpuqd does not know who calls from ipv4:127.0.0.1:";
+  const std::string use_socket = "use gpuqd's Unix socket (gpuq --server unix:" + d.socket() + ", or GPUQ_SERVER)";
+  for (const auto& [args, action] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"ls"}, "see jobs"},
+           {{"submit", "--queue", "research", "--gpus", "1", "--", "true"}, "submit a job"},
+           {{"nodes"}, "see nodes"},
+           {{"nodes", "cordon", "n0"}, "cordon node n0"},
+           {{"queues", "delete", "prod"}, "delete queue prod"},
+           {{"watch", "--from", "0"}, "watch jobs"}}) {
+    r = over_tcp(args);
+    CHECK(r.rc != 0);
+    CHECK_MESSAGE(r.out.find(unknown) != std::string::npos, r.out);
+    CHECK_MESSAGE(r.out.find("to " + action + ", " + use_socket) != std::string::npos, r.out);
+  }
+  d.stop(SIGTERM);
+
+  // insecure: true: every TCP caller is trusted, as before gpuqd knew its callers.
+  TempDir open_dir;
+  Daemon trusting(open_dir.path, true, std::string("insecure: true\n") + kConfig);
+  std::ostringstream out, err;
+  CHECK(gpuq::cli::run_cli({"--server", trusting.tcp(), "submit", "--queue", "research", "--gpus", "1", "--", "true"},
+                           out, err) == 0);
+  trusting.stop(SIGTERM);
+
+  // Not on loopback without insecure: true: gpuqd does not start.
+  TempDir other;
+  GpuqdChild c = start_gpuqd(GPUQD_PATH, {"--state-file", (other.path / "s.db").string(), "--grpc", "0.0.0.0:0", "--http",
+                                          "127.0.0.1:0"},
+                             other.path / "out", other.path / "err", std::chrono::seconds(10));
+  CHECK(c.address.empty());
+  CHECK(slurp(other.path / "err").find("gpuqd: grpc: 0.0.0.0:0 is not a loopback address, and gpuqd has no TLS yet") !=
+        std::string::npos);
+}

@@ -17,8 +17,9 @@ namespace gpuq::test {
 
 struct GpuqdChild {
   pid_t pid = -1;
-  std::string address;  // empty: it exited or did not answer in time
+  std::string address;  // "unix:SOCKET" (or TCP without one); empty: it exited or did not answer in time
   std::string socket;   // its Unix socket's path; empty: none
+  std::string tcp;      // its TCP address (anonymous callers there)
   int http_port = 0;
   double start_seconds = 0;  // from exec to the listening line
 
@@ -62,6 +63,8 @@ inline GpuqdChild start_gpuqd(const std::string& binary, const std::vector<std::
       if (hp != std::string::npos) c.http_port = std::stoi(line.substr(hp + 10));
       if (const auto so = line.find("socket="); so != std::string::npos && line.substr(so + 7) != "none")
         c.socket = line.substr(so + 7);
+      c.tcp = c.address;
+      if (!c.socket.empty()) c.address = "unix:" + c.socket;  // as root: an admin
     }
     int status = 0;
     if (c.address.empty() && waitpid(c.pid, &status, WNOHANG) == c.pid) {
