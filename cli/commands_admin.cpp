@@ -16,6 +16,10 @@ int run_backup(Context& ctx, const std::string& path) {
   const std::string tmp = path + ".tmp";
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) throw UsageError(tmp + ": cannot create the file");
+  // The copy holds every job's command and environment: readable by its maker alone.
+  std::error_code ec;
+  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace, ec);
   auto stub = v1::Admin::NewStub(ctx.channel());
   auto call = ctx.call();
   auto reader = stub->Backup(call.get(), v1::BackupRequest{});
@@ -30,7 +34,6 @@ int run_backup(Context& ctx, const std::string& path) {
   }
   grpc::Status st = reader->Finish();
   out.close();
-  std::error_code ec;
   if (!st.ok()) {
     std::filesystem::remove(tmp, ec);
     return ctx.fail(st);

@@ -54,6 +54,7 @@ Result<void> backup_file(const std::string& src_path, const std::string& dest) {
 
   const std::string partial = dest + ".partial";
   std::filesystem::remove(partial, ec);
+  (void)make_private(partial);  // a copy is as private as the state file
   Result<void> result;
   {
     Db dst = Db::open(partial, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, e);

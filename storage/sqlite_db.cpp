@@ -1,6 +1,31 @@
 #include "storage/sqlite_db.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 namespace gpuq::storage {
+
+std::string make_private(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);  // new and empty: SQLite makes it a database
+    return "";
+  }
+  std::string changed;
+  for (const std::string& p : {path, path + "-wal", path + "-shm"}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || (st.st_mode & 077) == 0) continue;
+    if (::chmod(p.c_str(), st.st_mode & 0700) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      changed += (changed.empty() ? "" : ", ") + p + " was " + mode;
+    }
+  }
+  return changed;
+}
 
 Db Db::open(const std::string& path, int flags, SqliteError& error) {
   sqlite3* raw = nullptr;

@@ -17,6 +17,12 @@ struct SqliteError {
   std::string message;
 };
 
+// The state file and its copies are gpuqd's alone (mode 0600: they hold every job's command and
+// environment). A missing file is created so; an existing one (and its -wal and -shm, which
+// SQLite creates with the database's mode) is made so. Returns what was changed, for a warning
+// ("" when nothing was).
+std::string make_private(const std::string& path);
+
 class Db {
  public:
   Db() = default;

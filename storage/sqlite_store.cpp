@@ -3,6 +3,8 @@
 #include <future>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
 #include "storage/backup.hpp"
 #include "storage/codec.hpp"
 #include "storage/history_rows.hpp"
@@ -521,6 +523,8 @@ Result<Loaded> Store::load() {
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceNames& names, Check check) {
   SqliteError e;
+  if (const std::string was = make_private(path); !was.empty())
+    spdlog::warn("event=state_file_private note=\"made mode 0600: {}\"", was);
   // NOMUTEX: SQLite's own per-call locking is redundant under the store's mutex (and costs ~10% of
   // load()); the backup thread has a connection of its own.
   Db db = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, e);

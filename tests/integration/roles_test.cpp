@@ -69,6 +69,11 @@ TEST_CASE("through the socket a job is its submitter's, and only admins change q
   REQUIRE(::stat(d.socket().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0666);
 
+  // The state file and its WAL hold every job's command and environment: gpuqd's alone.
+  for (const char* f : {"state.db", "state.db-wal", "state.db-shm"}) {
+    REQUIRE(::stat((dir.path / f).c_str(), &st) == 0);
+    CHECK_MESSAGE((st.st_mode & 0777) == 0600, f);
+  }
   const std::string mine = submitted_id(as_me(d, {"submit", "--queue", "research", "--gpus", "1", "--", "true"}));
   CHECK(owner_of(d, mine) == gpuq::cli::current_user());
   if (::getuid() != 0) {
@@ -116,6 +121,9 @@ TEST_CASE("through the socket a job is its submitter's, and only admins change q
   CHECK(as_me(d, {"cancel", mine}).rc == 0);
   CHECK(as_me(d, {"nodes", "cordon", "n0"}).rc == 0);
   CHECK(as_me(d, {"apply", "-f", (dir.path / "q.yaml").string()}).rc == 0);
+  REQUIRE(as_me(d, {"admin", "backup", (dir.path / "copy.db").string()}).rc == 0);
+  REQUIRE(::stat((dir.path / "copy.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
 }
 
 TEST_CASE("over TCP a caller is anonymous: queue summaries only; insecure: true trusts it; no other address without it") {

@@ -420,3 +420,24 @@ TEST_CASE("streamed load: chunks in submission order, and an error from the take
   b.jobs.push_back(make_job(kJobs + 1));
   CHECK(store->commit(b).ok());
 }
+
+TEST_CASE("the state file is gpuqd's alone: made 0600, and an existing 0644 one (with its WAL) made so") {
+  TempDir dir;
+  const auto path = dir.file("s.db");
+  ResourceNames names;
+  auto mode_of = [](const std::string& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
+  const auto only_owner = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
+  {
+    auto s = open_ok(path, names);
+    CHECK(mode_of(path) == only_owner);
+    CHECK(mode_of(path + "-wal") == only_owner);
+  }
+  const auto loose = only_owner | std::filesystem::perms::group_read | std::filesystem::perms::others_read;
+  std::filesystem::permissions(path, loose);
+  CHECK(make_private(path) == path + " was 0644");
+  CHECK(mode_of(path) == only_owner);
+  CHECK(make_private(path).empty());
+  auto again = Store::open(path, names);
+  REQUIRE(again.ok());
+  CHECK(mode_of(path) == only_owner);
+}
