@@ -60,4 +60,20 @@ grpc::Status Gate::may_change_job(const Access& a, std::string_view action, cons
                 "only its owner or gpuqd's admins may (" + admins_.describe() + ")");
 }
 
+grpc::Status Gate::may_see_job(const Access& a, const std::string& job, const std::string& owner) const {
+  if (!a.checked || a.admin || (!a.caller.anonymous && owner == a.caller.user)) return grpc::Status::OK;
+  if (a.caller.anonymous) return known(a, "see jobs");
+  return denied(a, "see job " + job + " of user " + owner,
+                "a job's details are its owner's and gpuqd's admins' (" + admins_.describe() + ")");
+}
+
+grpc::Status Gate::list_owner(const Access& a, std::string& owner) const {
+  if (!a.checked || a.admin) return grpc::Status::OK;
+  if (a.caller.anonymous) return known(a, "see jobs");
+  if (owner.empty()) owner = a.caller.user;
+  if (owner == a.caller.user) return grpc::Status::OK;
+  return denied(a, "see the jobs of user " + owner,
+                "a job's details are its owner's and gpuqd's admins' (" + admins_.describe() + ")");
+}
+
 }  // namespace gpuq::api

@@ -35,6 +35,10 @@ class Gate {
   grpc::Status owner_for(const Access& a, std::string& owner) const;
   grpc::Status may_change_job(const Access& a, std::string_view action, const std::string& job,
                               const std::string& owner) const;
+  // A job's details (spec, environment, output): its owner and admins.
+  grpc::Status may_see_job(const Access& a, const std::string& job, const std::string& owner) const;
+  // Jobs listed for `a`: `owner` as asked, or (a non-admin) its own only.
+  grpc::Status list_owner(const Access& a, std::string& owner) const;
   // Any known caller (not an anonymous TCP one).
   grpc::Status known(const Access& a, std::string_view action) const;
 

@@ -96,7 +96,8 @@ class RefusedStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req) {
+grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
+                                                         const std::function<grpc::Status(const std::string& owner)>& may_read) {
   // The store and the binder are safe to read from this thread; only their addresses come from
   // the engine thread, so the SQLite read does not hold it up.
   storage::Store* store = nullptr;
@@ -109,6 +110,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   if (!found) return new RefusedStream(to_status(ErrorCode::kUnavailable, found.error()));
   const std::optional<storage::JobRecord>& rec = found.value();
   if (!rec) return new RefusedStream(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
+  if (grpc::Status st = may_read(rec->spec.owner); !st.ok()) return new RefusedStream(st);
   const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
   if (!path)
     return new RefusedStream(to_status(ErrorCode::kFailedPrecondition,

@@ -1,5 +1,9 @@
 #pragma once
-// Jobs.Logs: a pod's output streamed from the binder's log file (api/logs.cpp).
+// Jobs.Logs: a pod's output streamed from the binder's log file (api/logs.cpp), once `may_read`
+// allows the caller to read the job of that owner.
+#include <functional>
+#include <string>
+
 #include <grpcpp/grpcpp.h>
 
 #include "daemon/loop.hpp"
@@ -7,6 +11,7 @@
 
 namespace gpuq::api {
 
-grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req);
+grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
+                                                         const std::function<grpc::Status(const std::string& owner)>& may_read);
 
 }  // namespace gpuq::api

@@ -66,11 +66,15 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see jobs"); !st.ok()) {
+    const Access access = readers_.gate->of(*ctx);
+    if (auto st = readers_.gate->known(access, "see jobs"); !st.ok()) {
       reactor->Finish(st);
       return reactor;
     }
-    in_turn(loop_, reactor, [req, resp](Core&, Time) {
+    in_turn(loop_, reactor, [this, req, resp, access](Core& core, Time) {
+      if (auto job = core.job(req->id()))
+        if (auto st = readers_.gate->may_see_job(access, req->id(), job.value().spec.owner); !st.ok())
+          return Reply::error(st);
       return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
@@ -79,13 +83,13 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
                                  v1::ListJobsResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see jobs"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
+    if (auto st = readers_.gate->list_owner(readers_.gate->of(*ctx), filter.owner); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
     for (int s : req->states())
       filter.states.push_back(api::from_proto(static_cast<v1::JobState>(s)).value_or(JobState::kPending));
     if (req->page_size() < 0 || req->page_size() > 1000) {
@@ -135,8 +139,11 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
                                                 const v1::WatchJobsRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx, const v1::LogsRequest* req) override {
-    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "read job output"); !st.ok()) return refused<v1::LogChunk>(st);
-    return start_log_stream(loop_, *req);
+    const Access access = readers_.gate->of(*ctx);
+    if (auto st = readers_.gate->known(access, "read job output"); !st.ok()) return refused<v1::LogChunk>(st);
+    return start_log_stream(loop_, *req, [this, access, id = req->id()](const std::string& owner) {
+      return readers_.gate->may_see_job(access, id, owner);
+    });
   }
 
  private:

@@ -60,7 +60,7 @@ std::string owner_of(const Daemon& d, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("through the socket a job is its submitter's, and only admins change queues, nodes and others' jobs") {
+TEST_CASE("through the socket a job is its submitter's and seen by it alone, and only admins change queues, nodes and others' jobs") {
   TempDir dir;
   ::chmod(dir.path.c_str(), 0755);  // nobody reaches the socket inside
   Daemon d(dir.path);
@@ -87,6 +87,23 @@ TEST_CASE("through the socket a job is its submitter's, and only admins change q
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   const std::string theirs = submitted_id(r);
   CHECK(owner_of(d, theirs) == "nobody");
+
+  // nobody sees its own jobs, not root's: not in its list, not by id, not their output.
+  r = as_nobody(d, "ls -o json");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find(theirs) != std::string::npos);
+  CHECK(r.out.find("\"" + mine + "\"") == std::string::npos);
+  CHECK(as_me(d, {"ls", "-o", "json"}).out.find("\"" + mine + "\"") != std::string::npos);  // an admin sees all
+  const std::string details = "a job's details are its owner's and gpuqd's admins' (root)";
+  r = as_nobody(d, "show " + mine);
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
+  r = as_nobody(d, "logs " + mine);
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
+  r = as_nobody(d, "ls --owner root");
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not see the jobs of user root: " + details) != std::string::npos, r.out);
 
   const std::string admins = "only gpuqd's admins may (root; admins: in gpuqd's config)";
   r = as_nobody(d, "submit --queue research --gpus 1 --owner root -- true");
