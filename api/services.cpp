@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -165,12 +166,14 @@ struct WatchState {
   bool finished = false;
   std::string queue_filter;
   std::string job_filter;
+  std::string owner_filter;  // a non-admin through the socket: its own jobs' events only
   // The last event queued: history is read from the file and live events come as the Core
   // takes commits back, so an event committed in between can come both ways; it is sent once.
   std::uint64_t last_seq = 0;
 
   bool wants(const storage::EventRecord& e) const {
-    return (queue_filter.empty() || e.queue == queue_filter) && (job_filter.empty() || e.job == job_filter);
+    return (queue_filter.empty() || e.queue == queue_filter) && (job_filter.empty() || e.job == job_filter) &&
+           (owner_filter.empty() || e.owner == owner_filter);
   }
   // With mu held.
   void write_next() {
@@ -250,10 +253,19 @@ class WatchStream final : public grpc::ServerWriteReactor<v1::JobEvent> {
   std::shared_ptr<WatchState> s_;
 };
 
+// A replayed event's job owner (events on disk do not name it), looked up once per job.
+std::string owner_of(Core& core, const std::string& job, std::unordered_map<std::string, std::string>& known) {
+  auto [it, fresh] = known.try_emplace(job);
+  if (fresh)
+    if (auto rec = core.store().job(job); rec && rec.value()) it->second = rec.value()->spec.owner;
+  return it->second;
+}
+
 grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx,
                                                            const v1::WatchJobsRequest* req) {
-  if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "watch jobs"); !st.ok()) return refused<v1::JobEvent>(st);
   auto state = std::make_shared<WatchState>();
+  if (auto st = readers_.gate->list_owner(readers_.gate->of(*ctx), state->owner_filter); !st.ok())
+    return refused<v1::JobEvent>(st);
   state->queue_filter = req->queue();
   state->job_filter = req->job_id();
   auto* stream = new WatchStream(state);
@@ -261,6 +273,7 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
   loop_.post([state, hub = hub_, from](Core& core, Time) -> Loop::Done {
     // History and registration in one step of the engine thread: nothing is missed or doubled.
     std::uint64_t after = from;
+    std::unordered_map<std::string, std::string> owners;  // job -> owner, for a replay filtered by owner
     std::lock_guard lock(state->mu);
     state->last_seq = from;
     while (true) {
@@ -269,8 +282,10 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
         state->finish(to_status(ErrorCode::kUnavailable, batch.error()));
         return nullptr;
       }
-      for (const auto& e : *batch)
+      for (storage::EventRecord e : *batch) {
+        if (!state->owner_filter.empty()) e.owner = owner_of(core, e.job, owners);
         if (state->wants(e)) state->queue.push_back(api::to_proto(e));
+      }
       if (!batch->empty()) state->last_seq = batch->back().seq;
       if (batch->size() < 10'000) break;
       after = batch->back().seq;

@@ -49,7 +49,7 @@ JobRecord make_job(std::uint64_t n) {
 
 EventRecord make_event(std::uint64_t seq, const JobRecord& j) {
   return {seq, j.spec.submitted_at, j.spec.id.value, j.spec.queue.value, std::nullopt,
-          JobState::kPending, "submitted"};
+          JobState::kPending, "submitted", ""};
 }
 
 std::unique_ptr<Store> open_or_die(const std::string& path, ResourceNames& names) {

@@ -333,7 +333,10 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     e.to = ev.to;
     e.reason = ev.reason;
     const Job* job = engine_->job(ev.job);
-    if (job) e.queue = job->spec.queue.value;
+    if (job) {
+      e.queue = job->spec.queue.value;
+      e.owner = job->spec.owner;
+    }
     batch_.events.push_back(std::move(e));
     changed.insert(ev.job.value);
     if (ev.to == JobState::kAdmitted) {

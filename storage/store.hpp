@@ -52,6 +52,7 @@ struct EventRecord {
   std::optional<JobState> from;
   JobState to = JobState::kPending;
   std::string reason;
+  std::string owner;  // the job's owner: set on live events (not stored; a replay looks it up)
 };
 
 // One queue's fair-share usage history (scheduler/usage_history.hpp) as checkpointed: its decayed

@@ -22,9 +22,10 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-// The gpuq binary as `nobody` through the socket.
-Run as_nobody(const Daemon& d, const std::string& args) {
-  const std::string cmd = "setpriv --reuid=nobody --regid=nogroup --clear-groups " + std::string(GPUQ_CLI_PATH) +
+// The gpuq binary as `nobody` through the socket (stopped after `seconds`, if given).
+Run as_nobody(const Daemon& d, const std::string& args, int seconds = 0) {
+  const std::string cmd = (seconds > 0 ? "timeout " + std::to_string(seconds) + " " : std::string()) +
+                          "setpriv --reuid=nobody --regid=nogroup --clear-groups " + std::string(GPUQ_CLI_PATH) +
                           " --server unix:" + d.socket() + " " + args + " 2>&1";
   Run r;
   FILE* f = ::popen(cmd.c_str(), "r");
@@ -101,6 +102,10 @@ TEST_CASE("through the socket a job is its submitter's and seen by it alone, and
   r = as_nobody(d, "logs " + mine);
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
+  // Its watch replays and streams its own jobs' events only.
+  r = as_nobody(d, "watch --from 0", 3);
+  CHECK_MESSAGE(r.out.find(theirs) != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find(mine + " ") == std::string::npos, r.out);
   r = as_nobody(d, "ls --owner root");
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("user nobody may not see the jobs of user root: " + details) != std::string::npos, r.out);

@@ -240,7 +240,7 @@ inline void check_same(const JobRecord& a, const JobRecord& b) {
 
 inline EventRecord make_event(std::uint64_t seq, const std::string& job, std::optional<JobState> from,
                        JobState to) {
-  return {seq, static_cast<Time>(5000 + seq), job, "ml-train", from, to, "reason " + std::to_string(seq)};
+  return {seq, static_cast<Time>(5000 + seq), job, "ml-train", from, to, "reason " + std::to_string(seq), ""};
 }
 
 }  // namespace gpuq::storage::test
