@@ -263,9 +263,10 @@ std::string owner_of(Core& core, const std::string& job, std::unordered_map<std:
 
 grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerContext* ctx,
                                                            const v1::WatchJobsRequest* req) {
+  const Access access = readers_.gate->of(*ctx);
+  if (auto st = readers_.gate->known(access, "watch jobs"); !st.ok()) return refused<v1::JobEvent>(st);
   auto state = std::make_shared<WatchState>();
-  if (auto st = readers_.gate->list_owner(readers_.gate->of(*ctx), state->owner_filter); !st.ok())
-    return refused<v1::JobEvent>(st);
+  if (auto st = readers_.gate->list_owner(access, state->owner_filter); !st.ok()) return refused<v1::JobEvent>(st);
   state->queue_filter = req->queue();
   state->job_filter = req->job_id();
   auto* stream = new WatchStream(state);
