@@ -10,23 +10,11 @@ using namespace gpuq::test;
 
 namespace {
 
-std::vector<std::string> preempted_ids(const std::vector<Decision>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds)
-    if (const auto* p = std::get_if<Preemption>(&d))
-      out.push_back(p->job.value + " by " + p->by.value + " " + to_string(p->reason));
-  return out;
-}
-
 // One queue of 8 GPUs on one 8-GPU node, preempting lower priorities; `low` (6 GPUs, priority
 // 0) and `mid` (2 GPUs, priority 5) run.
 Engine full_node() {
   Engine e;
-  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(16)}});
-  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-  REQUIRE(e.apply_queue(q).ok());
-  REQUIRE(e.apply_queue(queue("other", "", "h100", {{kGpu, gpus(8)}})).ok());
-  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(one_node_two_queues(e));
   JobSpec low = job("low", "q", res(gpus(6)), 1, 0);
   low.grace_period = 45;
   REQUIRE(e.submit(low, 0).ok());

@@ -10,22 +10,13 @@ using namespace gpuq::test;
 
 namespace {
 
-std::vector<std::string> victims(const std::vector<Decision>& ds) {
-  std::vector<std::string> out;
-  for (const auto& d : ds)
-    if (const auto* p = std::get_if<Preemption>(&d)) out.push_back(p->job.value + " by " + p->by.value);
-  return out;
-}
+std::vector<std::string> victims(const std::vector<Decision>& ds) { return preempted_ids(ds, false); }
 
 // One queue on one 8-GPU node, preempting lower priorities: `a` (4 GPUs, priority 0, admitted
 // first) and `b` (4 GPUs, priority 1) run.
 Engine two_running() {
   Engine e;
-  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(16)}});
-  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-  REQUIRE(e.apply_queue(q).ok());
-  REQUIRE(e.apply_queue(queue("other", "", "h100", {{kGpu, gpus(8)}})).ok());
-  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(one_node_two_queues(e));
   REQUIRE(e.submit(job("a", "q", res(gpus(4)), 1, 0), 0).ok());
   REQUIRE(e.submit(job("b", "q", res(gpus(4)), 1, 1), 0).ok());
   REQUIRE(admitted_ids(e.schedule(1)).size() == 2);

@@ -92,4 +92,22 @@ inline std::vector<std::string> admitted_ids(const std::vector<Decision>& ds) {
 
 inline const Admission& admission(const Decision& d) { return std::get<Admission>(d); }
 
+// "VICTIM by PREEMPTOR" (and " REASON" with `with_reason`) for each Preemption decision.
+inline std::vector<std::string> preempted_ids(const std::vector<Decision>& ds, bool with_reason = true) {
+  std::vector<std::string> out;
+  for (const auto& d : ds)
+    if (const auto* p = std::get_if<Preemption>(&d))
+      out.push_back(p->job.value + " by " + p->by.value + (with_reason ? std::string(" ") + to_string(p->reason) : ""));
+  return out;
+}
+
+// Queue `q` (16 GPUs of h100, preempting lower priorities within it) and queue `other` (8 GPUs)
+// on one 8-GPU h100 node `n1`. False if the engine refused any of it.
+inline bool one_node_two_queues(Engine& e) {
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(16)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  return e.apply_queue(q).ok() && e.apply_queue(queue("other", "", "h100", {{kGpu, gpus(8)}})).ok() &&
+         e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok();
+}
+
 }  // namespace gpuq::test
