@@ -138,6 +138,7 @@ struct KubernetesBinder::State {
   void settle(const std::shared_ptr<Binding>& b, std::size_t i, const std::string& failure);
   void evict_job(const std::string& id, Time grace);
   void evict_all(const std::string& id, const std::vector<std::string>& keys, Time grace);
+  void say_preempted(const std::string& id, const std::string& key, Time grace);
   void evict_first(const std::string& id, std::vector<std::string> keys, Time grace);
   void refuse_stop(const std::string& id, const std::string& key, const std::string& cause);
   void evict_pod(const std::string& key, Time grace, int attempt);

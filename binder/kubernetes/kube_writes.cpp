@@ -174,14 +174,19 @@ void KubernetesBinder::State::evict_job(const std::string& id, Time grace) {
   lifecycle(id);  // all of it may have ended already
 }
 
-// Under mu.
-void KubernetesBinder::State::evict_all(const std::string& id, const std::vector<std::string>& keys, Time grace) {
+// Under mu: the Preempted Event of one of a job's pods.
+void KubernetesBinder::State::say_preempted(const std::string& id, const std::string& key, Time grace) {
   const JobEntry& e = jobs.at(id);
   const std::string why =
       e.preempted_by.empty() ? std::string("stopped by gpuq") : "preempted by gpuq job " + e.preempted_by;
+  if (auto p = pods.find(key); p != pods.end())
+    post_event(p->second, "Normal", "Preempted", why + "; evicted with a grace period of " + std::to_string(grace) + "s");
+}
+
+// Under mu.
+void KubernetesBinder::State::evict_all(const std::string& id, const std::vector<std::string>& keys, Time grace) {
   for (const std::string& k : keys) {
-    if (auto p = pods.find(k); p != pods.end())
-      post_event(p->second, "Normal", "Preempted", why + "; evicted with a grace period of " + std::to_string(grace) + "s");
+    say_preempted(id, k, grace);
     evict_pod(k, grace, 0);
   }
 }
@@ -219,9 +224,8 @@ void KubernetesBinder::State::evict_first(const std::string& id, std::vector<std
       });
       return;
     }
-    const std::vector<std::string> rest(keys.begin() + 1, keys.end());
-    evict_all(id, {keys.front()}, grace);  // its Event only: evicted already
-    evict_all(id, rest, grace);
+    say_preempted(id, keys.front(), grace);  // evicted already
+    evict_all(id, std::vector<std::string>(keys.begin() + 1, keys.end()), grace);
   });
 }
 

@@ -105,6 +105,13 @@ TEST_CASE("a victim a PodDisruptionBudget protects is passed over for others it 
   CHECK_FALSE(messages_of(k.api, "PreemptionBlocked", "b-0").empty());
   CHECK(messages_of(k.api, "Preempted", "a-0").empty());
   CHECK(messages_of(k.api, "Preempted", "a-2").size() == 1);
+  // Each victim the budget does not cover is asked to leave once.
+  for (const char* pod : {"a-2", "a-3"}) {
+    int asked = 0;
+    for (const auto& r : k.api.requests())
+      asked += r.method == "POST" && r.path == std::string("/api/v1/namespaces/default/pods/") + pod + "/eviction";
+    CHECK_MESSAGE(asked == 1, std::string(pod));
+  }
   k.check_invariants();
 }
 
