@@ -2,6 +2,7 @@
 
 #include "api/logs.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -108,7 +109,9 @@ class JobsService final : public v1::Jobs::CallbackService {
         return reactor;
       }
     }
-    in_turn(loop_, reactor, [filter, resp](Core&, Time) {
+    in_turn(loop_, reactor, [filter, resp](Core& core, Time) {
+      if (!filter.queue.empty())
+        if (auto q = core.queue(filter.queue); !q) return Reply::error(failed(q));  // NOT_FOUND, named
       return Reply::then([filter, resp](Core& c) {
         storage::JobFilter f = filter;
         f.limit = filter.limit + 1;  // one more: is there a next page?
@@ -265,6 +268,10 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
                                                            const v1::WatchJobsRequest* req) {
   const Access access = readers_.gate->of(*ctx);
   if (auto st = readers_.gate->known(access, "watch jobs"); !st.ok()) return refused<v1::JobEvent>(st);
+  if (req->from_seq() > static_cast<std::uint64_t>(INT64_MAX))
+    return refused<v1::JobEvent>({grpc::StatusCode::INVALID_ARGUMENT,
+                                  "from_seq: " + std::to_string(req->from_seq()) + " is not allowed; use 0 to " +
+                                      std::to_string(INT64_MAX)});
   auto state = std::make_shared<WatchState>();
   if (auto st = readers_.gate->list_owner(access, state->owner_filter); !st.ok()) return refused<v1::JobEvent>(st);
   state->queue_filter = req->queue();

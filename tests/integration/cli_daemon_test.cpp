@@ -582,3 +582,17 @@ TEST_CASE("gpuq logs prints a job's output with the local executor, and follows 
   CHECK(bad.rc != 0);
   CHECK(bad.err.find("pod: 3 is not a pod of job") != std::string::npos);
 }
+
+TEST_CASE("an unknown queue in ls, and a watch position out of range, are refused by name") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const Run ls = gpuq_cmd(d, {"ls", "--queue", "nosuch"});
+  CHECK(ls.rc != 0);
+  CHECK_MESSAGE(ls.err.find("queue \"nosuch\" does not exist (NOT_FOUND)") != std::string::npos, ls.err);
+  CHECK(gpuq_cmd(d, {"ls", "--queue", "research"}).rc == 0);
+  const Run far = gpuq_cmd(d, {"watch", "--from", "9223372036854775808"});
+  CHECK(far.rc != 0);
+  CHECK_MESSAGE(far.err.find("from_seq: 9223372036854775808 is not allowed; use 0 to 9223372036854775807 "
+                             "(INVALID_ARGUMENT)") != std::string::npos,
+                far.err);
+}
