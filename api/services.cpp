@@ -130,7 +130,12 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelJobRequest* req,
                                    v1::CancelJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    in_turn(loop_, reactor, [this, req, resp, access = readers_.gate->of(*ctx)](Core& core, Time now) {
+    const Access access = readers_.gate->of(*ctx);
+    if (auto st = readers_.gate->known(access, "cancel a job"); !st.ok()) {  // whether the job exists or not
+      reactor->Finish(st);
+      return reactor;
+    }
+    in_turn(loop_, reactor, [this, req, resp, access](Core& core, Time now) {
       if (auto job = core.job(req->id()))
         if (auto st = readers_.gate->may_change_job(access, "cancel", req->id(), job.value().spec.owner); !st.ok())
           return Reply::error(st);

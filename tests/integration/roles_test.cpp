@@ -169,6 +169,7 @@ TEST_CASE("over TCP a caller is anonymous: queue summaries only; insecure: true 
            {{"submit", "--queue", "research", "--gpus", "1", "--", "true"}, "submit a job"},
            {{"nodes"}, "see nodes"},
            {{"nodes", "cordon", "n0"}, "cordon node n0"},
+           {{"cancel", "no-such-job"}, "cancel a job"},
            {{"queues", "delete", "prod"}, "delete queue prod"},
            {{"watch", "--from", "0"}, "watch jobs"}}) {
     r = over_tcp(args);
