@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "api/services.hpp"
+#include "api/service_util.hpp"
 
 namespace gpuq::api {
 
@@ -87,13 +87,6 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   v1::LogChunk chunk_;
 };
 
-// For a request that is refused before any output.
-class RefusedStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
- public:
-  explicit RefusedStream(grpc::Status st) { Finish(std::move(st)); }
-  void OnDone() override { delete this; }
-};
-
 }  // namespace
 
 grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
@@ -107,22 +100,22 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
     binder = &c.binder();
   });
   auto found = store->job(req.id());
-  if (!found) return new RefusedStream(to_status(ErrorCode::kUnavailable, found.error()));
+  if (!found) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kUnavailable, found.error()));
   const std::optional<storage::JobRecord>& rec = found.value();
-  if (!rec) return new RefusedStream(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
-  if (grpc::Status st = may_read(rec->spec.owner); !st.ok()) return new RefusedStream(st);
+  if (!rec) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
+  if (grpc::Status st = may_read(rec->spec.owner); !st.ok()) return detail::refused<v1::LogChunk>(st);
   const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
   if (!path)
-    return new RefusedStream(to_status(ErrorCode::kFailedPrecondition,
+    return detail::refused<v1::LogChunk>(to_status(ErrorCode::kFailedPrecondition,
                                        "gpuqd runs with binder: none, which runs no processes and keeps no logs"));
   std::int32_t pods = 0;
   for (const PodSet& s : rec->spec.pod_sets) pods += s.count;
   if (req.pod() < 0 || req.pod() >= pods)
-    return new RefusedStream(to_status(ErrorCode::kInvalidArgument,
+    return detail::refused<v1::LogChunk>(to_status(ErrorCode::kInvalidArgument,
                                        "pod: " + std::to_string(req.pod()) + " is not a pod of job \"" + req.id() +
                                            "\"; use 0 to " + std::to_string(pods - 1)));
   if (req.offset() < 0)
-    return new RefusedStream(to_status(ErrorCode::kInvalidArgument,
+    return detail::refused<v1::LogChunk>(to_status(ErrorCode::kInvalidArgument,
                                        "offset: " + std::to_string(req.offset()) + " is negative; use 0 or more"));
   return new LogStream(*store, req.id(), *path, req.offset(), req.follow());
 }

@@ -91,14 +91,20 @@ Reply answer(M* out, Lookup lookup) {
 template <class T>
 class RefusedStream final : public grpc::ServerWriteReactor<T> {
  public:
+  explicit RefusedStream(grpc::Status st) { this->Finish(std::move(st)); }
   void OnDone() override { delete this; }
 };
 
 template <class T>
-grpc::ServerWriteReactor<T>* refused(const grpc::Status& st) {
-  auto* r = new RefusedStream<T>();
-  r->Finish(st);
-  return r;
+grpc::ServerWriteReactor<T>* refused(grpc::Status st) {
+  return new RefusedStream<T>(std::move(st));
+}
+
+// Finishes a unary call with `st` when it is an error: `if (finish_if(reactor, st)) return reactor;`.
+inline bool finish_if(grpc::ServerUnaryReactor* reactor, const grpc::Status& st) {
+  if (st.ok()) return false;
+  reactor->Finish(st);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

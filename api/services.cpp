@@ -53,10 +53,7 @@ class JobsService final : public v1::Jobs::CallbackService {
       reactor->Finish(failed(sub));
       return reactor;
     }
-    if (auto st = readers_.gate->owner_for(readers_.gate->of(*ctx), sub.value().job.owner); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (finish_if(reactor, readers_.gate->owner_for(readers_.gate->of(*ctx), sub.value().job.owner))) return reactor;
     in_turn(loop_, reactor, [resp, sub = std::move(sub.value())](Core& core, Time now) mutable {
       auto id = core.submit(std::move(sub), now);
       if (!id) return Reply::error(failed(id));
@@ -69,15 +66,16 @@ class JobsService final : public v1::Jobs::CallbackService {
                                 v1::GetJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     const Access access = readers_.gate->of(*ctx);
-    if (auto st = readers_.gate->known(access, "see jobs"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
-    in_turn(loop_, reactor, [this, req, resp, access](Core& core, Time) {
-      if (auto job = core.job(req->id()))
-        if (auto st = readers_.gate->may_see_job(access, req->id(), job.value().spec.owner); !st.ok())
-          return Reply::error(st);
-      return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+    if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
+    in_turn(loop_, reactor, [this, req, resp, access](Core&, Time) {
+      // One lookup, at the end of the turn: the job as the turn leaves it, if the caller may see it.
+      return Reply::then([this, req, resp, access](Core& c) {
+        auto job = c.job(req->id());
+        if (!job) return failed(job);
+        if (auto st = readers_.gate->may_see_job(access, req->id(), job.value().spec.owner); !st.ok()) return st;
+        *resp->mutable_job() = api::to_proto(job.value(), c);
+        return grpc::Status::OK;
+      });
     });
     return reactor;
   }
@@ -88,10 +86,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
-    if (auto st = readers_.gate->list_owner(readers_.gate->of(*ctx), filter.owner); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (finish_if(reactor, readers_.gate->list_owner(readers_.gate->of(*ctx), filter.owner))) return reactor;
     for (int s : req->states())
       filter.states.push_back(api::from_proto(static_cast<v1::JobState>(s)).value_or(JobState::kPending));
     if (req->page_size() < 0 || req->page_size() > 1000) {
@@ -131,10 +126,8 @@ class JobsService final : public v1::Jobs::CallbackService {
                                    v1::CancelJobResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     const Access access = readers_.gate->of(*ctx);
-    if (auto st = readers_.gate->known(access, "cancel a job"); !st.ok()) {  // whether the job exists or not
-      reactor->Finish(st);
-      return reactor;
-    }
+    // Refused whether the job exists or not: an anonymous caller learns no ids.
+    if (finish_if(reactor, readers_.gate->known(access, "cancel a job"))) return reactor;
     in_turn(loop_, reactor, [this, req, resp, access](Core& core, Time now) {
       if (auto job = core.job(req->id()))
         if (auto st = readers_.gate->may_change_job(access, "cancel", req->id(), job.value().spec.owner); !st.ok())
@@ -319,10 +312,8 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyQueueRequest* req,
                                   v1::ApplyQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "apply queue " + req->spec().name()); !st.ok()) {
-      reactor->Finish(st);
+    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "apply queue " + req->spec().name())))
       return reactor;
-    }
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
       reactor->Finish(failed(spec));
@@ -359,10 +350,8 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteQueueRequest* req,
                                    v1::DeleteQueueResponse*) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "delete queue " + req->name()); !st.ok()) {
-      reactor->Finish(st);
+    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "delete queue " + req->name())))
       return reactor;
-    }
     in_turn(loop_, reactor, [req](Core& core, Time) {
       if (auto r = core.delete_queue(req->name()); !r) return Reply::error(failed(r));
       return Reply::then([](Core&) { return grpc::Status::OK; });
@@ -382,10 +371,8 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyNodeRequest* req,
                                   v1::ApplyNodeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), "apply node " + req->spec().name()); !st.ok()) {
-      reactor->Finish(st);
+    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "apply node " + req->spec().name())))
       return reactor;
-    }
     // Read here: a node with too many labels is refused before anything of it reaches the engine.
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
@@ -402,10 +389,7 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
                                  v1::ListNodesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (auto st = readers_.gate->known(readers_.gate->of(*ctx), "see nodes"); !st.ok()) {
-      reactor->Finish(st);
-      return reactor;
-    }
+    if (finish_if(reactor, readers_.gate->known(readers_.gate->of(*ctx), "see nodes"))) return reactor;
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
         for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c);
@@ -433,10 +417,9 @@ class NodesService final : public v1::Nodes::CallbackService {
                                       v1::NodeResponse* resp, NodeState state) {
     auto* reactor = ctx->DefaultReactor();
     const char* verb = state == NodeState::kCordoned ? "cordon" : state == NodeState::kReady ? "uncordon" : "drain";
-    if (auto st = readers_.gate->admin_only(readers_.gate->of(*ctx), std::string(verb) + " node " + req->name()); !st.ok()) {
-      reactor->Finish(st);
+    const std::string action = std::string(verb) + " node " + req->name();
+    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), action)))
       return reactor;
-    }
     in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });

@@ -1,6 +1,5 @@
 #include "daemon/config.hpp"
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -59,7 +58,6 @@ binder::LocalConfig read_local(Node node, Path& at) {
       });
   return l;
 }
-
 
 // admins: {users: [...], groups: [...]}: account and group names.
 void read_admins(Node node, Path& at, Config& c) {

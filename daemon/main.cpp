@@ -1,8 +1,8 @@
 // gpuqd: the gpuq daemon. Loads its state file, serves gRPC (gpuq.v1) and HTTP (/metrics,
 // /healthz, /readyz) until SIGINT or SIGTERM. README.md has the configuration.
 #include <csignal>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 

@@ -411,11 +411,7 @@ bool Engine::same_room(const std::vector<PodSlot>& a, const std::vector<PodSlot>
     }
     return r;
   };
-  const Room ra = room(a), rb = room(b);
-  if (ra.first != rb.first || ra.second.size() != rb.second.size()) return false;
-  for (auto i = ra.second.begin(), j = rb.second.begin(); i != ra.second.end(); ++i, ++j)
-    if (i->first != j->first || i->second.v != j->second.v) return false;
-  return true;
+  return room(a) == room(b);
 }
 
 // The preemptor gives its booking back (cancelled, or a node of its booking was lost).

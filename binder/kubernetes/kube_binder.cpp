@@ -179,12 +179,7 @@ void KubernetesBinder::State::take_over() {
   leading = true;
   for (const auto& [name, node] : nodes) node_changed(name);
   flush_nodes();
-  std::vector<std::string> waiting;
-  for (const auto& [key, pod] : pods)
-    if (job_of.count(key) == 0) waiting.push_back(key);
-  std::sort(waiting.begin(), waiting.end());
-  for (const std::string& key : waiting)
-    if (pods.count(key) > 0 && job_of.count(key) == 0) offer(key);
+  offer_waiting([](const PodInfo&) { return true; });
   // After the running pods: the history is brought from its checkpoint to now with their use.
   if (const std::string note = elector ? elector->taken_note() : std::string(); !note.empty() && source) {
     if (auto records = decode_history_note(note))
@@ -224,10 +219,18 @@ void KubernetesBinder::State::on_namespace(EventType type, const json::object& o
   slot = queue;
   if (queue.empty()) return;
   // Pods of that namespace that waited for a queue may go now.
+  offer_waiting([&](const PodInfo& pod) { return pod.ns == name; });
+}
+
+// Under mu: offers again, in key order, each pod of gpuq's in no job yet that `which` picks
+// (offer() may change the maps, so the keys are taken first).
+void KubernetesBinder::State::offer_waiting(const std::function<bool(const PodInfo&)>& which) {
   std::vector<std::string> waiting;
   for (const auto& [key, pod] : pods)
-    if (pod.ns == name && job_of.count(key) == 0) waiting.push_back(key);
-  for (const std::string& key : waiting) offer(key);
+    if (job_of.count(key) == 0 && which(pod)) waiting.push_back(key);
+  std::sort(waiting.begin(), waiting.end());
+  for (const std::string& key : waiting)
+    if (pods.count(key) > 0 && job_of.count(key) == 0) offer(key);
 }
 
 namespace {
@@ -327,12 +330,7 @@ void KubernetesBinder::share_history(const std::vector<storage::HistoryRecord>& 
 // Pods that could not be queued (no such queue, refused by the Core) may be now.
 void KubernetesBinder::queues_changed() {
   std::lock_guard lock(s_->mu);
-  std::vector<std::string> waiting;
-  for (const auto& [key, pod] : s_->pods)
-    if (s_->job_of.count(key) == 0 && pod.node.empty() && !pod.terminal() && !pod.terminating) waiting.push_back(key);
-  std::sort(waiting.begin(), waiting.end());
-  for (const std::string& key : waiting)
-    if (s_->pods.count(key) > 0 && s_->job_of.count(key) == 0) s_->offer(key);
+  s_->offer_waiting([](const PodInfo& pod) { return pod.node.empty() && !pod.terminal() && !pod.terminating; });
 }
 
 namespace {

@@ -125,6 +125,7 @@ struct KubernetesBinder::State {
   void pod_of_ours(PodInfo pod);
   void pod_gone(const std::string& key);
   void offer(const std::string& key);
+  void offer_waiting(const std::function<bool(const PodInfo&)>& which);
   void arrive(const std::vector<const PodInfo*>& pods, const std::string& ns, const std::string& name,
               const std::string& id_seed);
   void lifecycle(const std::string& id);
