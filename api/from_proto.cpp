@@ -164,6 +164,42 @@ std::vector<Taint> taints_of(const google::protobuf::RepeatedPtrField<v1::Taint>
   return out;
 }
 
+Members members_of(const v1::Members& m, const char* role, Path& at) {
+  Path::Key r(at, role);
+  {
+    Path::Key k(at, "users");
+    spec::check_count(static_cast<std::size_t>(m.users_size()), limits::kRoleMembers, "users", at);
+  }
+  {
+    Path::Key k(at, "groups");
+    spec::check_count(static_cast<std::size_t>(m.groups_size()), limits::kRoleMembers, "groups", at);
+  }
+  return Members{{m.users().begin(), m.users().end()}, {m.groups().begin(), m.groups().end()}};
+}
+
+void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
+  if (!q.max_gpus_per_job().empty()) {
+    Path::Key k(at, "maxGpusPerJob");
+    out.max_gpus_per_job = spec::quantity_value(q.max_gpus_per_job(), kGpu, at);
+  }
+  out.max_pods_per_job = q.max_pods_per_job();
+  if (q.has_max_runtime_seconds()) out.max_runtime = q.max_runtime_seconds();
+  if (q.has_default_max_runtime_seconds()) out.default_max_runtime = q.default_max_runtime_seconds();
+  if (q.has_max_grace_period_seconds()) out.max_grace_period = q.max_grace_period_seconds();
+  {
+    Path::Key k(at, "allowedPriorityClasses");
+    spec::check_count(static_cast<std::size_t>(q.allowed_priority_classes_size()), limits::kPriorityClasses,
+                      "classes", at);
+    out.allowed_priority_classes.assign(q.allowed_priority_classes().begin(), q.allowed_priority_classes().end());
+  }
+  out.non_preemptible_may_borrow = q.non_preemptible_may_borrow();
+  out.max_running_jobs_per_user = q.max_running_jobs_per_user();
+  out.max_pending_jobs_per_user = q.max_pending_jobs_per_user();
+  out.max_submits_per_user_per_minute = q.max_submits_per_user_per_minute();
+  if (q.has_submitters()) out.submitters = members_of(q.submitters(), "submitters", at);
+  out.viewers = members_of(q.viewers(), "viewers", at);
+}
+
 }  // namespace
 
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
@@ -196,6 +232,7 @@ Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
     }
     if (q.has_preemption()) out.preemption = preemption_of(q.preemption(), at);
     out.max_pending_jobs = q.max_pending_jobs();
+    guardrails_of(q, out, at);
     spec::validate(out, at, names);
     return out;
   });

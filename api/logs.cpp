@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -90,7 +91,7 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
 }  // namespace
 
 grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
-                                                         const std::function<grpc::Status(const std::string& owner)>& may_read) {
+                                                         const std::function<grpc::Status(const storage::JobRecord& job)>& may_read) {
   // The store and the binder are safe to read from this thread; only their addresses come from
   // the engine thread, so the SQLite read does not hold it up.
   storage::Store* store = nullptr;
@@ -103,7 +104,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   if (!found) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kUnavailable, found.error()));
   const std::optional<storage::JobRecord>& rec = found.value();
   if (!rec) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
-  if (grpc::Status st = may_read(rec->spec.owner); !st.ok()) return detail::refused<v1::LogChunk>(st);
+  if (grpc::Status st = may_read(*rec); !st.ok()) return detail::refused<v1::LogChunk>(st);
   const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
   if (!path)
     return detail::refused<v1::LogChunk>(to_status(ErrorCode::kFailedPrecondition,
@@ -117,6 +118,21 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   if (req.offset() < 0)
     return detail::refused<v1::LogChunk>(to_status(ErrorCode::kInvalidArgument,
                                        "offset: " + std::to_string(req.offset()) + " is negative; use 0 or more"));
+  // No output yet because it never ran (a requeued job keeps its earlier attempts' log): say so,
+  // rather than an empty reply. A follow waits for it instead.
+  std::error_code ec;
+  const bool started = rec->state == JobState::kRunning || rec->state == JobState::kPreempting;
+  if (!started && !std::filesystem::exists(*path, ec) && !(req.follow() && !is_finished(rec->state))) {
+    const std::string state = to_string(rec->state);
+    if (is_finished(rec->state))
+      return detail::refused<v1::LogChunk>(to_status(
+          ErrorCode::kFailedPrecondition, "job \"" + req.id() + "\" ended (" + state + ") with no output from pod " +
+                                              std::to_string(req.pod()) + "; it never started there"));
+    return detail::refused<v1::LogChunk>(to_status(
+        ErrorCode::kFailedPrecondition, "job \"" + req.id() + "\" has not started yet (" + state +
+                                            "); its output shows once it runs (gpuq logs -f " + req.id() +
+                                            " waits for it; gpuq show " + req.id() + " says why it waits)"));
+  }
   return new LogStream(*store, req.id(), *path, req.offset(), req.follow());
 }
 

@@ -32,6 +32,8 @@ inline const char* code_name(grpc::StatusCode c) {
     case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
     case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
     default: return "OTHER";
   }
 }
@@ -105,6 +107,56 @@ inline bool finish_if(grpc::ServerUnaryReactor* reactor, const grpc::Status& st)
   if (st.ok()) return false;
   reactor->Finish(st);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit log (README: Security, Audit): every call that changes or tries to change the state.
+
+struct Audited {
+  Access access;
+  std::string action;  // "submit", "cancel", "queue.apply", "node.cordon", "backup", ...
+  std::string target;  // the job, queue, node or token named
+};
+
+inline storage::AuditRecord audit_record(const Audited& what, const grpc::Status& st) {
+  storage::AuditRecord r;
+  r.user = what.access.caller.user;
+  r.origin = what.access.caller.from;
+  r.action = what.action;
+  r.target = what.target;
+  r.result = st.ok() ? std::string("OK") : std::string(code_name(st.error_code())) + ": " + st.error_message();
+  return r;
+}
+
+// The outcome of an audited call that never reaches a turn (refused before, or not a turn's
+// work): written with the next turn. An anonymous caller's refusals are logged only (spdlog):
+// they would let anyone grow the state file for free.
+inline void audit_later(Loop& loop, const Audited& what, const grpc::Status& st) {
+  if (what.access.caller.anonymous && !st.ok()) return;
+  loop.post([record = audit_record(what, st)](Core& core, Time now) mutable -> Loop::Done {
+    core.audit(std::move(record), now);
+    return nullptr;
+  });
+}
+
+// finish_if for an audited call: a refusal goes in the audit log too.
+inline bool refuse_if(Loop& loop, grpc::ServerUnaryReactor* reactor, const Audited& what, const grpc::Status& st) {
+  if (st.ok()) return false;
+  audit_later(loop, what, st);
+  reactor->Finish(st);
+  return true;
+}
+
+// in_turn for a call that changes the state: its outcome goes in the audit log, in the turn's
+// transaction (a change and its record are on disk together, or neither). `work(core, now,
+// what)` may name the target once it knows it (a submitted job's id).
+template <class Work>
+void in_audited_turn(Loop& loop, grpc::ServerUnaryReactor* reactor, Audited what, Work work) {
+  in_turn(loop, reactor, [what = std::move(what), work = std::move(work)](Core& core, Time now) mutable {
+    Reply reply = work(core, now, what);
+    if (!(what.access.caller.anonymous && !reply.ok())) core.audit(audit_record(what, reply.status), now);
+    return reply;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

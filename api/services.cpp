@@ -2,6 +2,7 @@
 
 #include "api/logs.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -29,6 +30,7 @@ grpc::Status to_status(ErrorCode code, const std::string& message) {
     case ErrorCode::kRejected: return {grpc::StatusCode::FAILED_PRECONDITION, message};
     case ErrorCode::kResourceExhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, message};
     case ErrorCode::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, message};
+    case ErrorCode::kPermissionDenied: return {grpc::StatusCode::PERMISSION_DENIED, message};
   }
   return {grpc::StatusCode::INTERNAL, message};
 }
@@ -38,6 +40,10 @@ grpc::Status to_status(const Error& e) { return to_status(e.code, e.message); }
 namespace {
 
 using namespace detail;
+
+// The most a List reply's jobs may take, serialized: half of gRPC's default 4 MiB receive limit.
+// A page holds at least one job, and one job is far smaller than that (spec/limits.hpp).
+constexpr std::size_t kListPageBytes = 2u << 20;
 
 class JobsService final : public v1::Jobs::CallbackService {
  public:
@@ -53,10 +59,18 @@ class JobsService final : public v1::Jobs::CallbackService {
       reactor->Finish(failed(sub));
       return reactor;
     }
-    if (finish_if(reactor, readers_.gate->owner_for(readers_.gate->of(*ctx), sub.value().job.owner))) return reactor;
-    in_turn(loop_, reactor, [resp, sub = std::move(sub.value())](Core& core, Time now) mutable {
+    const Access access = readers_.gate->of(*ctx);
+    const Audited what{access, "submit", sub.value().job.id.value.empty() ? "queue " + sub.value().job.queue.value
+                                                                           : sub.value().job.id.value};
+    if (refuse_if(loop_, reactor, what, readers_.gate->owner_for(access, sub.value().job.owner))) return reactor;
+    in_audited_turn(loop_, reactor, what, [this, access, resp, sub = std::move(sub.value())](Core& core, Time now,
+                                                                                              Audited& audited) mutable {
+      // The queue's submitters first: a caller who may not submit learns nothing of its limits.
+      if (const QueueSpec* q = core.queue_spec(sub.job.queue.value))
+        if (auto st = readers_.gate->may_submit(access, *q); !st.ok()) return Reply::error(st);
       auto id = core.submit(std::move(sub), now);
       if (!id) return Reply::error(failed(id));
+      audited.target = id.value();
       return answer_view(resp->mutable_job(), [id = id.value()](Core& c) { return c.job(id); });
     });
     return reactor;
@@ -72,8 +86,13 @@ class JobsService final : public v1::Jobs::CallbackService {
       return Reply::then([this, req, resp, access](Core& c) {
         auto job = c.job(req->id());
         if (!job) return failed(job);
-        if (auto st = readers_.gate->may_see_job(access, req->id(), job.value().spec.owner); !st.ok()) return st;
+        const std::string& owner = job.value().spec.owner;
+        if (auto st = readers_.gate->may_see_job(access, req->id(), owner, c.queue_spec(job.value().spec.queue.value));
+            !st.ok())
+          return st;
         *resp->mutable_job() = api::to_proto(job.value(), c);
+        // A viewer of the queue sees the job, not its environment (tokens live there).
+        if (!readers_.gate->may_see_env(access, owner)) resp->mutable_job()->mutable_spec()->clear_env();
         return grpc::Status::OK;
       });
     });
@@ -86,9 +105,14 @@ class JobsService final : public v1::Jobs::CallbackService {
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
-    if (finish_if(reactor, readers_.gate->list_owner(readers_.gate->of(*ctx), filter.owner))) return reactor;
+    const Access access = readers_.gate->of(*ctx);
+    if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
     for (int s : req->states())
       filter.states.push_back(api::from_proto(static_cast<v1::JobState>(s)).value_or(JobState::kPending));
+    // RUNNING without CANCELLED: cancelled jobs are read too, and only those still stopping kept.
+    const auto asks = [&](JobState s) { return std::find(filter.states.begin(), filter.states.end(), s) != filter.states.end(); };
+    const bool only_stopping_cancelled = asks(JobState::kRunning) && !asks(JobState::kCancelled);
+    if (only_stopping_cancelled) filter.states.push_back(JobState::kCancelled);
     if (req->page_size() < 0 || req->page_size() > 1000) {
       reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
                        "page_size: " + std::to_string(req->page_size()) + " is not allowed; use 0 to 1000"});
@@ -104,18 +128,33 @@ class JobsService final : public v1::Jobs::CallbackService {
         return reactor;
       }
     }
-    in_turn(loop_, reactor, [filter, resp](Core& core, Time) {
+    in_turn(loop_, reactor, [this, access, filter, resp, only_stopping_cancelled](Core& core, Time) mutable {
       if (!filter.queue.empty())
         if (auto q = core.queue(filter.queue); !q) return Reply::error(failed(q));  // NOT_FOUND, named
-      return Reply::then([filter, resp](Core& c) {
+      // A viewer of the listed queue gets all of its jobs; anyone else their own.
+      const QueueSpec* queue = filter.queue.empty() ? nullptr : core.queue_spec(filter.queue);
+      if (auto st = readers_.gate->list_owner(access, filter.owner, queue); !st.ok()) return Reply::error(st);
+      return Reply::then([this, access, filter, resp, only_stopping_cancelled](Core& c) {
         storage::JobFilter f = filter;
         f.limit = filter.limit + 1;  // one more: is there a next page?
         auto jobs = c.store().jobs(f);
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
-        std::size_t n = std::min(jobs->size(), filter.limit);
-        for (std::size_t i = 0; i < n; ++i)
-          *resp->add_jobs() = api::to_proto(c.listed((*jobs)[i]), c);
-        if (jobs->size() > filter.limit) resp->set_next_page_token(std::to_string((*jobs)[n - 1].number));
+        // A page ends at page_size jobs or kListPageBytes, whichever comes first (at least one
+        // job a page), so that a reply stays within the 4 MiB a gRPC client takes by default
+        // whatever the jobs hold; the token names the last job sent.
+        const std::size_t n = std::min(jobs->size(), filter.limit);
+        std::size_t bytes = 0, sent = 0;
+        for (; sent < n; ++sent) {
+          const storage::JobRecord& listed = c.listed((*jobs)[sent]);
+          if (only_stopping_cancelled && listed.state == JobState::kCancelled && !c.stopping(listed.spec.id)) continue;
+          v1::Job job = api::to_proto(listed, c);
+          if (!readers_.gate->may_see_env(access, listed.spec.owner)) job.mutable_spec()->clear_env();
+          const std::size_t size = job.ByteSizeLong();
+          if (bytes > 0 && bytes + size > kListPageBytes) break;
+          bytes += size;
+          *resp->add_jobs() = std::move(job);
+        }
+        if (sent < jobs->size()) resp->set_next_page_token(std::to_string((*jobs)[sent - 1].number));
         return grpc::Status::OK;
       });
     });
@@ -127,12 +166,13 @@ class JobsService final : public v1::Jobs::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     const Access access = readers_.gate->of(*ctx);
     // Refused whether the job exists or not: an anonymous caller learns no ids.
-    if (finish_if(reactor, readers_.gate->known(access, "cancel a job"))) return reactor;
-    in_turn(loop_, reactor, [this, req, resp, access](Core& core, Time now) {
+    const Audited what{access, req->force() ? "cancel --force" : "cancel", req->id()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->known(access, "cancel a job"))) return reactor;
+    in_audited_turn(loop_, reactor, what, [this, req, resp, access](Core& core, Time now, Audited&) {
       if (auto job = core.job(req->id()))
         if (auto st = readers_.gate->may_change_job(access, "cancel", req->id(), job.value().spec.owner); !st.ok())
           return Reply::error(st);
-      if (auto r = core.cancel(req->id(), now); !r) return Reply::error(failed(r));
+      if (auto r = core.cancel(req->id(), now, req->force()); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
     });
     return reactor;
@@ -143,8 +183,12 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx, const v1::LogsRequest* req) override {
     const Access access = readers_.gate->of(*ctx);
     if (auto st = readers_.gate->known(access, "read job output"); !st.ok()) return refused<v1::LogChunk>(st);
-    return start_log_stream(loop_, *req, [this, access, id = req->id()](const std::string& owner) {
-      return readers_.gate->may_see_job(access, id, owner);
+    return start_log_stream(loop_, *req, [this, access, id = req->id()](const storage::JobRecord& job) {
+      std::optional<QueueSpec> queue;  // its viewers may read it too
+      loop_.run_sync([&](Core& c) {
+        if (const QueueSpec* q = c.queue_spec(job.spec.queue.value)) queue = *q;
+      });
+      return readers_.gate->may_see_job(access, id, job.spec.owner, queue ? &*queue : nullptr);
     });
   }
 
@@ -209,11 +253,11 @@ class WatchHub {
       return false;
     });
   }
-  void close_all() {
+  void close_all() {  // gpuqd is stopping: the client says why its watch ended
     std::lock_guard lock(mu_);
     for (auto& s : states_) {
       std::lock_guard l(s->mu);
-      s->finish(grpc::Status::OK);
+      s->finish({grpc::StatusCode::UNAVAILABLE, "gpuqd is stopping"});
     }
     states_.clear();
   }
@@ -276,11 +320,14 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
   state->job_filter = req->job_id();
   auto* stream = new WatchStream(state);
   const std::uint64_t from = req->from_seq();
-  loop_.post([state, hub = hub_, from](Core& core, Time) -> Loop::Done {
+  loop_.post([state, hub = hub_, from, gate = readers_.gate, access](Core& core, Time) -> Loop::Done {
     // History and registration in one step of the engine thread: nothing is missed or doubled.
     std::uint64_t after = from;
     std::unordered_map<std::string, std::string> owners;  // job -> owner, for a replay filtered by owner
     std::lock_guard lock(state->mu);
+    // A viewer of the watched queue sees every job's events there, not only its own.
+    if (!state->queue_filter.empty() && gate->views(access, core.queue_spec(state->queue_filter)))
+      state->owner_filter.clear();
     state->last_seq = from;
     while (true) {
       auto batch = core.store().events_after(after, 10'000);
@@ -312,14 +359,15 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyQueueRequest* req,
                                   v1::ApplyQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "apply queue " + req->spec().name())))
+    const Audited what{readers_.gate->of(*ctx), "queue.apply", req->spec().name()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->admin_only(what.access, "apply queue " + req->spec().name())))
       return reactor;
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
-      reactor->Finish(failed(spec));
+      refuse_if(loop_, reactor, what, failed(spec));
       return reactor;
     }
-    in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time) {
+    in_audited_turn(loop_, reactor, what, [resp, spec = std::move(spec.value())](Core& core, Time, Audited&) {
       if (auto r = core.apply_queue(spec); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_queue(), [name = spec.name.value](Core& c) { return c.queue(name); });
     });
@@ -350,9 +398,10 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteQueueRequest* req,
                                    v1::DeleteQueueResponse*) override {
     auto* reactor = ctx->DefaultReactor();
-    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "delete queue " + req->name())))
+    const Audited what{readers_.gate->of(*ctx), "queue.delete", req->name()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->admin_only(what.access, "delete queue " + req->name())))
       return reactor;
-    in_turn(loop_, reactor, [req](Core& core, Time) {
+    in_audited_turn(loop_, reactor, what, [req](Core& core, Time, Audited&) {
       if (auto r = core.delete_queue(req->name()); !r) return Reply::error(failed(r));
       return Reply::then([](Core&) { return grpc::Status::OK; });
     });
@@ -371,15 +420,16 @@ class NodesService final : public v1::Nodes::CallbackService {
   grpc::ServerUnaryReactor* Apply(grpc::CallbackServerContext* ctx, const v1::ApplyNodeRequest* req,
                                   v1::ApplyNodeResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), "apply node " + req->spec().name())))
+    const Audited what{readers_.gate->of(*ctx), "node.apply", req->spec().name()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->admin_only(what.access, "apply node " + req->spec().name())))
       return reactor;
     // Read here: a node with too many labels is refused before anything of it reaches the engine.
     auto spec = from_proto(req->spec(), *readers_.names);
     if (!spec) {
-      reactor->Finish(failed(spec));
+      refuse_if(loop_, reactor, what, failed(spec));
       return reactor;
     }
-    in_turn(loop_, reactor, [resp, spec = std::move(spec.value())](Core& core, Time now) {
+    in_audited_turn(loop_, reactor, what, [resp, spec = std::move(spec.value())](Core& core, Time now, Audited&) {
       if (auto r = core.apply_node(spec, now); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_node(), [name = spec.name](Core& c) { return c.node(name); });
     });
@@ -418,9 +468,10 @@ class NodesService final : public v1::Nodes::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     const char* verb = state == NodeState::kCordoned ? "cordon" : state == NodeState::kReady ? "uncordon" : "drain";
     const std::string action = std::string(verb) + " node " + req->name();
-    if (finish_if(reactor, readers_.gate->admin_only(readers_.gate->of(*ctx), action)))
+    const Audited what{readers_.gate->of(*ctx), std::string("node.") + verb, req->name()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->admin_only(what.access, action)))
       return reactor;
-    in_turn(loop_, reactor, [req, resp, state](Core& core, Time now) {
+    in_audited_turn(loop_, reactor, what, [req, resp, state](Core& core, Time now, Audited&) {
       if (auto r = core.set_node_state(req->name(), state, now); !r) return Reply::error(failed(r));
       return answer_view(resp->mutable_node(), [req](Core& c) { return c.node(req->name()); });
     });
@@ -441,6 +492,7 @@ Services::Services(daemon::Loop& loop)
       nodes_(std::make_unique<NodesService>(loop, readers_)),
       admin_(make_admin_service(loop, readers_)) {
   readers_.gate = &gate_;
+  readers_.tokens = &tokens_;
 }
 
 Services::~Services() = default;
@@ -460,6 +512,13 @@ void Services::attach(daemon::Core& core) {
 
 void Services::guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) {
   gate_ = Gate(socket, std::move(admins), trust_tcp);
+  gate_.identify_tcp(&tokens_, client_certs_);
+}
+
+void Services::identify_tcp(std::vector<storage::TokenRecord> tokens, bool client_certs) {
+  tokens_.reset(std::move(tokens));
+  client_certs_ = client_certs;
+  gate_.identify_tcp(&tokens_, client_certs_);
 }
 
 void Services::close() { hub_->close_all(); }

@@ -24,6 +24,7 @@ struct Readers {
   ResourceNames* names = nullptr;
   const PriorityClasses* classes = nullptr;
   const Gate* gate = nullptr;  // who calls and what they may do (api/access.hpp)
+  TokenTable* tokens = nullptr;  // the bearer tokens (api/tokens.hpp)
 };
 
 // Owns the four services; register them with a ServerBuilder, keep this alive while serving.
@@ -36,11 +37,14 @@ class Services final : public daemon::Frontend {
   void register_with(grpc::ServerBuilder& builder) override;
   void attach(daemon::Core& core) override;
   void guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) override;
+  void identify_tcp(std::vector<storage::TokenRecord> tokens, bool client_certs) override;
   void close() override;
 
  private:
   daemon::Loop& loop_;
   Gate gate_;
+  TokenTable tokens_;
+  bool client_certs_ = false;
   Readers readers_;
   std::shared_ptr<WatchHub> hub_;
   std::unique_ptr<v1::Jobs::CallbackService> jobs_;

@@ -59,6 +59,22 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
     p->set_max_priority_threshold(*s.preemption.borrow_max_priority_threshold);
   p->set_min_runtime_seconds(s.preemption.min_runtime);
   out.set_max_pending_jobs(s.max_pending_jobs);
+  if (s.max_gpus_per_job) out.set_max_gpus_per_job(format_quantity(*s.max_gpus_per_job, kGpu));
+  out.set_max_pods_per_job(s.max_pods_per_job);
+  if (s.max_runtime) out.set_max_runtime_seconds(*s.max_runtime);
+  if (s.default_max_runtime) out.set_default_max_runtime_seconds(*s.default_max_runtime);
+  if (s.max_grace_period) out.set_max_grace_period_seconds(*s.max_grace_period);
+  for (const std::string& c : s.allowed_priority_classes) out.add_allowed_priority_classes(c);
+  out.set_non_preemptible_may_borrow(s.non_preemptible_may_borrow);
+  out.set_max_running_jobs_per_user(s.max_running_jobs_per_user);
+  out.set_max_pending_jobs_per_user(s.max_pending_jobs_per_user);
+  out.set_max_submits_per_user_per_minute(s.max_submits_per_user_per_minute);
+  auto put_members = [](const Members& m, v1::Members* p) {
+    for (const auto& u : m.users) p->add_users(u);
+    for (const auto& g : m.groups) p->add_groups(g);
+  };
+  if (s.submitters) put_members(*s.submitters, out.mutable_submitters());
+  if (!s.viewers.empty()) put_members(s.viewers, out.mutable_viewers());
   return out;
 }
 

@@ -31,6 +31,7 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   j.set_preemptions(r.preemptions);
   j.set_exit_code(r.exit_code);
   j.set_preempted_by(r.preempted_by);
+  j.set_stopping(r.state == JobState::kCancelled && core.stopping(r.spec.id));
   return j;
 }
 

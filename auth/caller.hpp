@@ -28,5 +28,8 @@ struct Caller {
 Caller local_caller(const PeerCred& peer);
 // An unauthenticated caller from `peer` (gRPC's peer string).
 Caller anonymous_caller(const std::string& peer);
+// A caller known by name over TCP (a bearer token's user, a client certificate's CN): its uid
+// and groups from the account database when the name has a passwd entry, else none.
+Caller named_caller(const std::string& user, const std::string& from);
 
 }  // namespace gpuq::auth

@@ -1,8 +1,8 @@
 #include "auth/roles.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
+
+#include "auth/account.hpp"
 
 namespace gpuq::auth {
 
@@ -23,7 +23,7 @@ std::string Admins::describe() const {
 Admins admins_with(std::vector<std::string> users, std::vector<std::string> groups) {
   Admins a;
   a.users = {"root"};
-  const std::string self = local_caller(PeerCred{::getpid(), ::geteuid(), ::getegid()}).user;
+  const std::string self = own_account().name;
   if (self != "root") a.users.push_back(self);
   for (std::string& u : users)
     if (std::find(a.users.begin(), a.users.end(), u) == a.users.end()) a.users.push_back(std::move(u));

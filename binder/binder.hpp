@@ -54,6 +54,10 @@ class Binder {
   // Stops a job, giving it `grace` seconds before it is killed; JobStopped once every process
   // of it is gone.
   virtual void stop(const JobId& job, Time grace) = 0;
+  // Stops a job now, without its grace period (`gpuq cancel --force`), also one already
+  // stopping; JobStopped as for stop(). By default stop() with no grace (the Kubernetes binder:
+  // eviction with gracePeriodSeconds 0).
+  virtual void stop_now(const JobId& job) { stop(job, 0); }
 
   // A binder with real processes acts only on decisions that are on disk: bind() and stop()
   // calls made before turn_closed() take effect at turn_written(true), and are dropped at
@@ -87,8 +91,10 @@ class Binder {
     return std::nullopt;
   }
   // What a job must give to run here; an error names the field (checked at submit).
-  virtual Result<void> check_run(const RunSpec& run) const {
+  // `owner` is the job's owner (the local executor runs the job as that account).
+  virtual Result<void> check_run(const RunSpec& run, const std::string& owner) const {
     (void)run;
+    (void)owner;
     return Ok();
   }
 

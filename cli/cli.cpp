@@ -36,6 +36,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                  "127.0.0.1:7433");
   app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch and logs -f: none)")
       ->check(CLI::NonNegativeNumber);
+  // Over TCP only (cli/credentials.hpp). Prefer the file or the environment: argv shows in ps.
+  app.add_option("--token", ctx.credential_flags.token,
+                 "bearer token for a TCP server (default $GPUQ_TOKEN; visible in ps: prefer --token-file)");
+  app.add_option("--token-file", ctx.credential_flags.token_file,
+                 "file holding the bearer token, mode 600 (default $GPUQ_TOKEN_FILE)");
+  app.add_option("--tls-ca", ctx.credential_flags.tls_ca, "PEM CA that signed gpuqd's certificate: TLS (default $GPUQ_TLS_CA)");
+  app.add_option("--tls-cert", ctx.credential_flags.tls_cert, "PEM client certificate: TLS, its CN your user (default $GPUQ_TLS_CERT)");
+  app.add_option("--tls-key", ctx.credential_flags.tls_key, "PEM key of --tls-cert (default $GPUQ_TLS_KEY)");
   add_job_commands(app, ctx);
   add_cluster_commands(app, ctx);
   add_admin_commands(app, ctx);

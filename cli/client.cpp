@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "cli/format.hpp"
 #include "cli/requests.hpp"
 
 namespace gpuq::cli {
@@ -12,13 +13,27 @@ const std::string& Context::server() {
   return server_;
 }
 
+// Through the socket (unix:) the kernel says who calls: no token, no TLS.
+const Credentials& Context::credentials() {
+  if (!credentials_)
+    credentials_ = server().rfind("unix:", 0) == 0
+                       ? Credentials{}
+                       : resolve_credentials(credential_flags, server(), [](const char* v) { return std::getenv(v); });
+  return *credentials_;
+}
+
+bool Context::identified_by_credentials() { return !credentials().token.empty() || credentials().client_cert; }
+
 std::shared_ptr<grpc::Channel> Context::channel() {
-  if (!channel_) channel_ = grpc::CreateChannel(server(), grpc::InsecureChannelCredentials());
+  if (!channel_)
+    channel_ = grpc::CreateChannel(server(), credentials().tls ? grpc::SslCredentials(*credentials().tls)
+                                                               : grpc::InsecureChannelCredentials());
   return channel_;
 }
 
-std::unique_ptr<grpc::ClientContext> Context::call(bool stream_without_deadline) const {
+std::unique_ptr<grpc::ClientContext> Context::call(bool stream_without_deadline) {
   auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!credentials().token.empty()) ctx->AddMetadata("authorization", "Bearer " + credentials().token);
   if (!stream_without_deadline && timeout_s > 0)
     ctx->set_deadline(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
@@ -80,14 +95,19 @@ bool is_unreachable(const grpc::Status& status) {
 
 int Context::fail(const grpc::Status& status) {
   if (is_unreachable(status)) {
-    err << "gpuq: cannot reach the gpuq daemon at " << server() << " (" << status.error_message()
+    err << "gpuq: cannot reach the gpuq daemon at " << server() << " (" << escaped(status.error_message())
         << "); start it with scripts/run.sh, or point --server or "
-        << "GPUQ_SERVER at a running gpuqd\n";
+        << "GPUQ_SERVER at a running gpuqd"
+        << (credentials_ && credentials_->tls
+                ? "; over TLS, also check that --tls-ca signed gpuqd's certificate and that gpuqd's tls.clientCA "
+                  "signed --tls-cert"
+                : "")
+        << "\n";
   } else if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     err << "gpuq: no answer from " << server() << " within " << timeout_s
         << " s (DEADLINE_EXCEEDED); is it overloaded? --timeout SECONDS waits longer\n";
   } else {
-    err << "gpuq: " << status.error_message() << " (" << code_name(status.error_code()) << ")\n";
+    err << "gpuq: " << escaped(status.error_message()) << " (" << code_name(status.error_code()) << ")\n";
   }
   return 1;
 }

@@ -9,6 +9,8 @@
 #include <ostream>
 #include <string>
 
+#include "cli/credentials.hpp"
+
 namespace gpuq::cli {
 
 struct Context {
@@ -18,20 +20,27 @@ struct Context {
   std::ostream& err;
   std::string server_flag;  // --server; empty: $GPUQ_SERVER, then 127.0.0.1:7433
   double timeout_s = 30;    // per call; 0: none
+  CredentialFlags credential_flags;  // --token, --token-file, --tls-* (cli/credentials.hpp)
   // The command chosen by the parse; run after every option has its value.
   std::function<int(Context&)> action;
 
   const std::string& server();
   std::shared_ptr<grpc::Channel> channel();
-  // A context with the deadline of --timeout (none when `stream_without_deadline`).
-  std::unique_ptr<grpc::ClientContext> call(bool stream_without_deadline = false) const;
+  // A context with the deadline of --timeout (none when `stream_without_deadline`), carrying
+  // the bearer token to a TCP server.
+  std::unique_ptr<grpc::ClientContext> call(bool stream_without_deadline = false);
+  // Whether the server will know this command by a token or certificate rather than by its
+  // account (TCP): then a submit leaves the owner to the server.
+  bool identified_by_credentials();
   // Prints "gpuq: MESSAGE (CODE)" or, when the server cannot be reached, which address was tried
   // and how to fix it. Returns 1, the exit code for a failed call.
   int fail(const grpc::Status& status);
 
  private:
+  const Credentials& credentials();
   std::string server_;
   std::shared_ptr<grpc::Channel> channel_;
+  std::optional<Credentials> credentials_;
 };
 
 // "NOT_FOUND" for grpc::StatusCode::NOT_FOUND.

@@ -109,8 +109,11 @@ void add_nodes(CLI::App& app, Context& ctx) {
   const std::pair<const char*, NodeVerb> verbs[] = {{"cordon", NodeVerb::kCordon},
                                                     {"uncordon", NodeVerb::kUncordon},
                                                     {"drain", NodeVerb::kDrain}};
-  const char* help[] = {"Take no new pods; running ones stay", "Back to Ready",
-                        "Take no new pods; running jobs finish"};
+  // Drain is cordon marked for emptying: gpuqd evicts nothing, and the command does not wait.
+  const char* help[] = {"Take no new pods; running ones stay (STATE Cordoned)", "Back to Ready",
+                        "Take no new pods, marked to be emptied (STATE Draining): running jobs are "
+                        "not evicted but run to their end; returns at once, without waiting for "
+                        "them (gpuq nodes shows PODS 0 when it is empty)"};
   for (int i = 0; i < 3; ++i) {
     auto* sub = cmd->add_subcommand(verbs[i].first, help[i]);
     sub->add_option("NAME", *name, "node name")->required();

@@ -20,12 +20,14 @@ struct SubmitOptions {
 int run_submit(Context& ctx, SubmitOptions& o, bool preemptible_given, bool grace_given) {
   v1::SubmitJobRequest req;
   if (!o.file.empty()) {
-    req = submit_request_from_yaml(read_file_arg(o.file), o.file, current_user());
+    // Known by a token or certificate: the server makes the job that identity's.
+    const std::string owner = ctx.identified_by_credentials() ? std::string() : current_user();
+    req = submit_request_from_yaml(read_file_arg(o.file), o.file, owner);
     if (!o.flags.owner.empty()) req.mutable_spec()->set_owner(o.flags.owner);  // --owner wins
   } else {
     if (preemptible_given) o.flags.preemptible = o.preemptible;
     if (grace_given) o.flags.grace_period = o.grace;
-    if (o.flags.owner.empty()) o.flags.owner = current_user();
+    if (o.flags.owner.empty() && !ctx.identified_by_credentials()) o.flags.owner = current_user();
     req = submit_request_from_flags(o.flags);
   }
   const OutputFormat f = parse_output_format(o.output);
@@ -87,6 +89,10 @@ void add_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--owner", o->flags.owner, "owner; default $USER");
   cmd->add_option("-o,--output", o->output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
+  // A repeatable option takes one value each time it is given: CLI11 would otherwise read on
+  // and take a following "--" as the end of its values, and the command after it as options.
+  for (auto* opt : flag_opts)
+    if (opt->get_items_expected_max() > 1 && opt->get_name() != "command") opt->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->callback([&ctx, o, pre, grace, file, flag_opts] {
     const bool pre_given = pre->count() > 0, grace_given = grace->count() > 0;
     std::string clash;
@@ -195,15 +201,20 @@ void add_show(CLI::App& app, Context& ctx) {
 
 void add_cancel(CLI::App& app, Context& ctx) {
   auto ids = std::make_shared<std::vector<std::string>>();
+  auto force = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("cancel", "Cancel jobs (tries every id; exit 1 if any failed)");
   cmd->add_option("ID", *ids, "job ids")->required();
-  cmd->callback([&ctx, ids] {
-    ctx.action = [ids](Context& c) {
+  cmd->add_flag("--force", *force,
+                "kill the processes now (SIGKILL; Kubernetes: grace period 0) instead of giving "
+                "them the job's grace period; also for a job already cancelled and stopping");
+  cmd->callback([&ctx, ids, force] {
+    ctx.action = [ids, force](Context& c) {
       auto stub = v1::Jobs::NewStub(c.channel());
       int rc = 0;
       for (const auto& id : *ids) {
         v1::CancelJobRequest req;
         req.set_id(id);
+        req.set_force(*force);
         v1::CancelJobResponse resp;
         auto call = c.call();
         grpc::Status st = stub->Cancel(call.get(), req, &resp);
@@ -212,7 +223,9 @@ void add_cancel(CLI::App& app, Context& ctx) {
           if (is_unreachable(st)) break;  // the rest would fail the same way
           continue;
         }
-        c.out << "job/" << id << " cancelled (" << state_name(resp.job().state()) << ")\n";
+        c.out << "job/" << id << " cancelled ("
+              << (resp.job().stopping() ? std::string("Stopping") : state_name(resp.job().state()))
+              << ")\n";
       }
       return rc;
     };
@@ -234,7 +247,11 @@ int run_watch(Context& ctx, const WatchOptions& o) {
   auto call = ctx.call(/*stream_without_deadline=*/true);
   auto reader = stub->Watch(call.get(), req);
   v1::JobEvent e;
+  std::uint64_t last = 0;
+  bool read_any = false;
   while (reader->Read(&e)) {
+    read_any = true;
+    last = e.seq();
     if (f == OutputFormat::kJson)
       ctx.out << to_json(e, false) << '\n';
     else
@@ -242,7 +259,16 @@ int run_watch(Context& ctx, const WatchOptions& o) {
     ctx.out.flush();
   }
   grpc::Status st = reader->Finish();
-  return st.ok() ? 0 : ctx.fail(st);
+  // A watch runs until Ctrl-C: any other end is worth a message and a non-zero exit. A refused
+  // request, or a server never reached, is reported as for any other command.
+  const bool broke = st.error_code() == grpc::StatusCode::UNAVAILABLE && (read_any || !is_unreachable(st));
+  if (!st.ok() && !broke) return ctx.fail(st);
+  ctx.err << "gpuq: the watch ended: "
+          << (st.ok() ? std::string("gpuqd closed the stream")
+              : is_unreachable(st) ? "the connection to gpuqd broke (" + escaped(st.error_message()) + ")"
+                                   : escaped(st.error_message()))
+          << "; gpuq watch --from " << (last != 0 ? last : o.from) << " resumes after the last event shown\n";
+  return 1;
 }
 
 void add_watch(CLI::App& app, Context& ctx) {

@@ -213,6 +213,69 @@ bool is_finished(v1::JobState s) {
   return state && gpuq::is_finished(*state);
 }
 
+namespace {
+
+// The length of the UTF-8 sequence at s[i] (2 to 4), or 0 when it is not a well-formed one
+// (overlong forms, surrogates and code points past U+10FFFF are not).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(1) >= 0x90) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string escaped(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default: out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      ++i;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      const auto cp = static_cast<unsigned char>(s[i + 1]);  // U+0080..U+009F
+      out += {'\\', 'u', '0', '0', kHex[cp >> 4], kHex[cp & 15]};
+      i += 2;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string truncate(const std::string& s, std::size_t width) {
   if (s.size() <= width) return s;
   if (width == 0) return "";
@@ -221,9 +284,18 @@ std::string truncate(const std::string& s, std::size_t width) {
 
 std::string Table::render(std::size_t max_width, std::vector<std::size_t> shrinkable) const {
   const std::size_t n = header_.size();
+  // Every cell is shown escaped (names, reasons and labels come from users).
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(rows_.size());
+  for (const auto& row : rows_) {
+    std::vector<std::string> shown;
+    shown.reserve(row.size());
+    for (const auto& cell : row) shown.push_back(escaped(cell));
+    rows.push_back(std::move(shown));
+  }
   std::vector<std::size_t> w(n, 0);
   for (std::size_t c = 0; c < n; ++c) w[c] = header_[c].size();
-  for (const auto& row : rows_)
+  for (const auto& row : rows)
     for (std::size_t c = 0; c < n && c < row.size(); ++c) w[c] = std::max(w[c], row[c].size());
   auto total = [&] {
     std::size_t t = 2 * (n - 1);
@@ -255,7 +327,7 @@ std::string Table::render(std::size_t max_width, std::vector<std::size_t> shrink
     out << l << '\n';
   };
   line(header_);
-  for (const auto& row : rows_) line(row);
+  for (const auto& row : rows) line(row);
   return out.str();
 }
 
@@ -283,6 +355,9 @@ int job_pods(const v1::Job& j) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
+// "Stopping" for a cancelled job whose processes are still stopping (it holds its GPUs).
+std::string job_state(const v1::Job& j) { return j.stopping() ? "Stopping" : state_name(j.state()); }
+
 // A pod set's node constraints as `gpuq show` prints them, one line each under the pod set,
 // values from column 20; nothing when it has none.
 std::string constraint_lines(const v1::PodSet& ps) {
@@ -291,7 +366,7 @@ std::string constraint_lines(const v1::PodSet& ps) {
     std::string l = std::string("    ") + label;
     l.resize(19, ' ');
     for (std::size_t i = 0; i < items.size(); ++i) l += (i ? " " : "") + items[i];
-    out += l + "\n";
+    out += escaped(l) + "\n";
   };
   if (!ps.node_selector().empty()) {
     const std::map<std::string, std::string> sel(ps.node_selector().begin(),
@@ -340,14 +415,14 @@ std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t
              "AGE", "REASON"});
     for (const auto& j : jobs)
       t.add({j.spec().id(), or_dash(j.spec().name()), j.spec().queue(), or_dash(j.spec().owner()),
-             state_name(j.state()), std::to_string(j.priority()), human_milli(job_gpu_milli(j)),
+             job_state(j), std::to_string(j.priority()), human_milli(job_gpu_milli(j)),
              std::to_string(job_pods(j)), or_dash(j.flavor()), job_nodes(j),
              human_age(now - j.submitted_at()), or_dash(j.reason())});
     return t.render(0);
   }
   Table t({"ID", "QUEUE", "STATE", "GPU", "PODS", "AGE", "REASON"});
   for (const auto& j : jobs)
-    t.add({j.spec().id(), j.spec().queue(), state_name(j.state()), human_milli(job_gpu_milli(j)),
+    t.add({j.spec().id(), j.spec().queue(), job_state(j), human_milli(job_gpu_milli(j)),
            std::to_string(job_pods(j)), human_age(now - j.submitted_at()), or_dash(j.reason())});
   return t.render(80, {6, 0, 1});
 }
@@ -366,12 +441,12 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
   std::ostringstream o;
   const auto& s = j.spec();
   o << "ID:          " << s.id() << "\n"
-    << "Name:        " << or_dash(s.name()) << "\n"
+    << "Name:        " << escaped(or_dash(s.name())) << "\n"
     << "Queue:       " << s.queue() << "\n"
-    << "Owner:       " << or_dash(s.owner()) << "\n"
-    << "State:       " << state_name(j.state()) << "\n"
-    << "Reason:      " << or_dash(j.reason()) << "\n"
-    << "Priority:    " << j.priority() << (s.priority().empty() ? "" : " (" + s.priority() + ")")
+    << "Owner:       " << escaped(or_dash(s.owner())) << "\n"
+    << "State:       " << job_state(j) << "\n"
+    << "Reason:      " << escaped(or_dash(j.reason())) << "\n"
+    << "Priority:    " << j.priority() << (s.priority().empty() ? "" : " (" + escaped(s.priority()) + ")")
     << "\n"
     << "Submitted:   " << format_time(j.submitted_at()) << " (" << human_age(now - j.submitted_at())
     << " ago)\n"
@@ -379,7 +454,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     << "Finished:    " << format_time(j.finished_at()) << "\n"
     << "Flavor:      " << or_dash(j.flavor()) << "\n"
     << "Attempts:    " << j.attempts() << "  Preemptions: " << j.preemptions()
-    << (j.preempted_by().empty() ? "" : "  (last by " + j.preempted_by() + ")") << "\n";
+    << (j.preempted_by().empty() ? "" : "  (last by " + escaped(j.preempted_by()) + ")") << "\n";
   if (is_finished(j.state())) o << "Exit code:   " << j.exit_code() << "\n";
   o << "Pods:\n";
   for (const auto& ps : s.pod_sets()) {
@@ -400,7 +475,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
   }
   if (!s.command().empty()) {
     o << "Command:    ";
-    for (const auto& c : s.command()) o << " " << c;
+    for (const auto& c : s.command()) o << " " << escaped(c);
     o << "\n";
   }
   return o.str();
@@ -500,12 +575,25 @@ std::string usage_table(const v1::UsageResponse& r) {
   return o.str();
 }
 
+std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {
+  std::vector<std::string> header = {"AT", "USER", "ACTION", "TARGET", "RESULT"};
+  if (wide) header.push_back("ORIGIN");
+  Table t(header);
+  for (const auto& e : entries) {
+    std::vector<std::string> row = {format_time(e.at()), e.user().empty() ? "(anonymous)" : e.user(), e.action(),
+                                    or_dash(e.target()), e.result()};
+    if (wide) row.push_back(e.origin());
+    t.add(std::move(row));
+  }
+  return t.render(wide ? 0 : 100, {3, 4});
+}
+
 std::string event_line(const v1::JobEvent& e) {
   std::string from = e.from() == v1::JOB_STATE_UNSPECIFIED ? "submitted" : state_name(e.from());
   std::string l = std::to_string(e.seq()) + " " + format_time(e.at()) + " job/" + e.job_id() +
                   " queue/" + e.queue() + " " + from + " -> " + state_name(e.to());
   if (!e.reason().empty()) l += ": " + e.reason();
-  return l;
+  return escaped(l);
 }
 
 }  // namespace gpuq::cli

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
@@ -49,11 +50,20 @@ class Table {
 
 std::string truncate(const std::string& s, std::size_t width);  // "long-nam~"
 
+// Text from the server made safe for a terminal (tables, `show`, watch lines, error messages;
+// not -o json/yaml, whose strings are escaped by their own rules): control characters and DEL
+// as C escapes ("\n", "\t", "\x1b"), the C1 controls U+0080..U+009F (which some terminals
+// obey as escapes) as "\u009b", bytes that are not UTF-8 as "\xff". Everything else, other
+// scripts included, is kept; a backslash is kept as it is.
+std::string escaped(std::string_view text);
+
 std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now);
 std::string job_detail(const v1::Job& job, std::int64_t now);
 std::string queues_table(const v1::ListQueuesResponse& r, bool wide);
 std::string nodes_table(const v1::ListNodesResponse& r, bool wide);
 std::string usage_table(const v1::UsageResponse& r);
+// Newest first; wide: with each call's origin and the whole result.
+std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide);
 std::string event_line(const v1::JobEvent& e);       // one line, no newline
 std::string format_time(std::int64_t unix_seconds);  // "2026-11-21 20:47:27Z"; 0: "-"
 

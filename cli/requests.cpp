@@ -97,6 +97,10 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
   }
   if (!f.cpu.empty()) pods.per_pod[kCpu] = flag_quantity(f.cpu, "--cpu", kCpu);
   if (!f.memory.empty()) pods.per_pod[kMemory] = flag_quantity(f.memory, "--memory", kMemory);
+  if (!f.gpus.empty() && pods.per_pod[kGpu] == 0 && pods.per_pod[kCpu] == 0 && pods.per_pod[kMemory] == 0)
+    throw UsageError("--gpus \"" + f.gpus +
+                     "\" asks for no GPU, and nothing else is asked: give --gpus above 0 (2, or 500m "
+                     "for half of one), or --cpu or --memory for a job without GPUs");
   pods.where = constraints_from_flags(f);
   spec.pod_sets.push_back(pods);
   spec.flavors = f.flavors;
@@ -309,8 +313,7 @@ std::string resolve_server(const std::string& flag, const char* env) {
 std::string current_user() {
   if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_name != nullptr)
     return pw->pw_name;
-  if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
-  return "unknown";
+  return "";  // gpuqd names the caller itself ("uid:N"), and says what that account may do
 }
 
 }  // namespace gpuq::cli

@@ -74,7 +74,8 @@ std::string resolve_server(const std::string& flag, const char* env);
 inline constexpr const char* kDefaultServer = "127.0.0.1:7433";
 inline constexpr const char* kDefaultSockets[] = {"var/gpuqd.sock", "/run/gpuq/gpuqd.sock", "/var/lib/gpuq/gpuqd.sock"};
 
-// The user name a job's owner defaults to: $USER, else the passwd entry, else "unknown".
+// The user name a job's owner defaults to: this process's account (its uid's passwd entry), never
+// $USER, which anyone can set; "" without a passwd entry (gpuqd names such a caller "uid:N").
 std::string current_user();
 
 }  // namespace gpuq::cli

@@ -74,6 +74,20 @@ void read_admins(Node node, Path& at, Config& c) {
   });
 }
 
+// tls: {cert: PATH, key: PATH, clientCA: PATH}: the files are read at start (daemon/tls.cpp).
+TlsFiles read_tls(Node node, Path& at) {
+  TlsFiles t;
+  spec::for_each_key(node, at, {"cert", "key", "clientCA"}, [&](std::string_view key, Node v) {
+    std::string path = spec::string_of(v, at);
+    if (path.empty()) spec::fail_at(v, at, "is empty; give the path of a PEM file");
+    (key == "cert" ? t.cert : key == "key" ? t.key : t.client_ca) = std::move(path);
+  });
+  if (t.cert.empty() || t.key.empty())
+    spec::fail_at(node, at, std::string("needs ") + (t.cert.empty() ? "cert" : "key") +
+                                ": the server's PEM certificate and its key (clientCA is optional)");
+  return t;
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
@@ -87,8 +101,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     Path at;
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
-                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "queues", "nodes",
-                        "socket", "admins", "insecure"},
+                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "auditRetention", "queues", "nodes",
+                        "socket", "admins", "insecure", "tls"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
                            c.grpc_address = spec::string_of(v, at);
@@ -109,8 +123,12 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.socket = spec::string_of(v, at);
                          } else if (key == "insecure") {
                            c.insecure = spec::bool_of(v, at);
+                         } else if (key == "tls") {
+                           c.tls = read_tls(v, at);
                          } else if (key == "admins") {
                            read_admins(v, at, c);
+                         } else if (key == "auditRetention") {
+                           c.core.audit_retention = seconds_of(v, at, 3600, 3650LL * 86400);
                          } else if (key == "usageCheckpointInterval") {
                            c.core.usage_checkpoint_interval = seconds_of(v, at, 1, 86400);
                          } else if (key == "priorityClasses") {

@@ -46,11 +46,17 @@
 //                                 # written to the state file (also at a clean stop); 1s to 24h;
 //                                 # a restart approximates the use since the last checkpoint
 //                                 # (README: Usage history)
+//   auditRetention: 90d           # audit records older than this are deleted (1h to 3650d)
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
 //   admins: {users: [alice], groups: [wheel]}   # besides root and gpuqd's own account
 //   insecure: false               # true: TCP callers are trusted with everything (README: Security)
+//   tls:                          # TLS on the gRPC TCP listener (README: Security)
+//     cert: /etc/gpuq/server.pem  # PEM certificate (chain); required with tls
+//     key: /etc/gpuq/server.key   # its PEM private key; required with tls
+//     clientCA: /etc/gpuq/ca.pem  # verify client certificates against these CAs (CN = user);
+//                                 # asked for, not required; leave out for server TLS only
 //   queues: [...]                 # applied at start (scenario-format keys)
 //   nodes: [...]
 #include <memory>
@@ -61,6 +67,7 @@
 #include "binder/kubernetes/kube_binder.hpp"
 #include "binder/local/local_binder.hpp"
 #include "daemon/core.hpp"
+#include "daemon/tls.hpp"
 #include "spec/yaml.hpp"
 
 namespace gpuq::daemon {
@@ -74,6 +81,8 @@ struct Config {
   // Trusts every TCP caller with everything (as gpuqd did before it knew its callers), and lets
   // gRPC listen on an address other than loopback without TLS. Off: TCP callers are anonymous.
   bool insecure = false;
+  // TLS on the gRPC TCP listener; with it gRPC may listen beyond loopback without `insecure`.
+  std::optional<TlsFiles> tls;
   std::string grpc_address = "127.0.0.1:7433";
   std::string http_address = "127.0.0.1:7434";
   std::string binder = "none";

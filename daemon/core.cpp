@@ -127,6 +127,8 @@ Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::v
   config_queues_.clear();
   for (const QueueSpec& q : config_queues) {
     config_queues_.insert(q.name.value);
+    if (auto r = check_classes(q); !r)
+      return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
     if (auto r = engine_->apply_queue(q); !r)
       return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
     queue_specs_[q.name.value] = q;
@@ -194,7 +196,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
 Result<std::string> Core::submit(Submission sub, Time now) {
   JobSpec& spec = sub.job;
   sync_names();
-  if (auto r = binder_->check_run(sub.run); !r) return Error{r.error(), r.code()};
+  if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
   if (spec.id.value.empty()) {
     do {
       spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
@@ -219,15 +221,13 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   auto queue = queue_specs_.find(spec.queue.value);
   if (queue == queue_specs_.end())
     return Error{"spec.queue: queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kNotFound};
-  if (const std::int32_t limit = queue->second.max_pending_jobs; limit > 0) {
-    const auto q = engine_->queue_index(spec.queue);
-    if (q && engine_->pending_count(*q) >= static_cast<std::size_t>(limit))
-      return Error{"queue \"" + spec.queue.value + "\" already has " + std::to_string(engine_->pending_count(*q)) +
-                       " pending jobs, its maxPendingJobs limit; submit again once some are admitted",
-                   ErrorCode::kResourceExhausted};
-  }
+  // The queue's guardrails and limits (daemon/submit_limits.cpp); they may give the job the
+  // queue's default maxRuntime and priority class.
+  if (auto r = check_queue_limits(queue->second, sub, now); !r) return Error{r.error(), r.code()};
   spec.submitted_at = now;
   if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
+  if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
+    submit_rate_.take(spec.queue.value, spec.owner, limit, now);
   storage::JobRecord rec;
   rec.spec = std::move(spec);
   rec.run = std::move(sub.run);
@@ -238,7 +238,16 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   return id;
 }
 
-Result<void> Core::cancel(const std::string& id, Time now) {
+bool Core::stopping(const JobId& id) const {
+  const Job* job = engine_->job(id);
+  return job != nullptr && job->draining;
+}
+
+Result<void> Core::cancel(const std::string& id, Time now, bool force) {
+  if (force && stopping(JobId(id))) {  // cancelled already, still stopping: kill it now
+    binder_->stop_now(JobId(id));
+    return Ok();
+  }
   if (unfinished_.count(id) == 0) {
     auto on_disk = store_->job(id);
     if (on_disk && on_disk.value())
@@ -248,11 +257,17 @@ Result<void> Core::cancel(const std::string& id, Time now) {
   }
   if (auto r = engine_->cancel(JobId(id), now); !r) return r;
   // Cancelled while it runs: its processes are stopped, and its GPUs free once they are gone.
-  if (const Job* job = engine_->job(JobId(id)); job && job->draining) binder_->stop(job->spec.id, job->spec.grace_period);
+  if (const Job* job = engine_->job(JobId(id)); job && job->draining) {
+    if (force)
+      binder_->stop_now(job->spec.id);
+    else
+      binder_->stop(job->spec.id, job->spec.grace_period);
+  }
   return Ok();
 }
 
 Result<void> Core::apply_queue(const QueueSpec& spec) {
+  if (auto r = check_classes(spec); !r) return r;
   sync_names();
   if (auto r = engine_->apply_queue(spec); !r) return r;
   queue_specs_[spec.name.value] = spec;
@@ -409,12 +424,32 @@ storage::Batch Core::close_turn(Time now) {
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
   add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
+  if (config_.audit_retention > 0 && now >= next_audit_prune_) {
+    batch_.audit_prune_before = now - config_.audit_retention;
+    next_audit_prune_ = now + 3600;
+  }
   tell_waiting(now);
   binder_->turn_closed();
   facts_closed_ = std::exchange(facts_open_, {});
   storage::Batch batch = std::exchange(batch_, storage::Batch{});
   if (batch.empty()) turn_done(true);  // nothing to write: as good as written
   return batch;
+}
+
+void Core::audit(storage::AuditRecord record, Time now) {
+  auto cut = [](std::string& s, std::size_t max) {
+    if (s.size() <= max) return;
+    std::size_t end = max - 3;
+    while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;  // whole UTF-8 characters
+    s.resize(end);
+    s += "...";
+  };
+  cut(record.target, 256);
+  cut(record.result, 1024);
+  cut(record.user, 256);
+  cut(record.origin, 256);
+  record.at = now;
+  batch_.audit.push_back(std::move(record));
 }
 
 // The binder acts on the turn's decisions once they are on disk, and drops what it kept for jobs

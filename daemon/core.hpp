@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "binder/binder.hpp"
+#include "daemon/submit_limits.hpp"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
 
@@ -28,6 +29,9 @@ struct CoreConfig {
   // Seconds between checkpoints of the fair-share usage history into the state file (config
   // usageCheckpointInterval; only with engine.usage_half_life > 0). daemon/history.cpp.
   Time usage_checkpoint_interval = 60;
+  // Seconds an audit record is kept (config auditRetention); older ones are deleted, checked
+  // at most once an hour, in a turn's transaction.
+  Time audit_retention = 90 * 86400;
   // Queues and nodes from gpuqd's config, parsed into the Core's resource names: applied over
   // the file's before any job is restored (and written with the first turn). Throws on a bad
   // spec (the config was checked when loaded).
@@ -96,11 +100,22 @@ class Core {
   // The submission was read and checked (spec/validate.hpp) before; this checks what needs the
   // state: the id, the queue and its pending limit, and what the binder can run.
   Result<std::string> submit(Submission sub, Time now);
-  Result<void> cancel(const std::string& id, Time now);
+  // force: its processes are killed now, not given its grace period; also for a job already
+  // cancelled whose processes are still stopping.
+  Result<void> cancel(const std::string& id, Time now, bool force = false);
+  // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
+  bool stopping(const JobId& id) const;
   Result<void> apply_queue(const QueueSpec& spec);
   Result<void> apply_node(const NodeSpec& spec, Time now, bool from_source = false);
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);
   Result<void> delete_queue(const std::string& name);
+  // A queue's spec (its guardrails and roles), or null when there is none.
+  const QueueSpec* queue_spec(const std::string& name) const {
+    auto it = queue_specs_.find(name);
+    return it == queue_specs_.end() ? nullptr : &it->second;
+  }
+  // A bearer token created or revoked (api/tokens.hpp): written with this turn.
+  void put_token(storage::TokenRecord token) { batch_.tokens.push_back(std::move(token)); }
 
   // A turn ends in three steps, so that the write (and its fsync) can run on another thread
   // while the engine thread goes on with the next turn (daemon/loop.cpp):
@@ -123,6 +138,11 @@ class Core {
 
   // A binder's fact, in a turn on the engine thread (posted there by start_binder's `post`).
   void observe(const BinderFact& fact, Time now);
+
+  // A call that changed or tried to change the state (README: Security, Audit): written with
+  // this turn's changes, in its transaction. Long fields are cut (a target to 256 bytes, a
+  // result to 1 KiB) so a caller cannot make the log grow faster than its calls.
+  void audit(storage::AuditRecord record, Time now);
   // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn;
   // a source's (binder.hpp, SourceFact) go to `post_source`, which must run observe_source().
   void start_binder(std::function<void(const BinderFact&)> post,
@@ -174,6 +194,11 @@ class Core {
   Result<void> apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
                                  const std::vector<NodeSpec>& config_nodes, Time now);
   void restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted);
+  // daemon/submit_limits.cpp: the queue's guardrails on `sub` (which may fill its maxRuntime
+  // and priority class), maxPendingJobs and the per-user limits; changes nothing else.
+  Result<void> check_queue_limits(const QueueSpec& q, Submission& sub, Time now) const;
+  // Each of q's allowedPriorityClasses is one of gpuqd's priority classes.
+  Result<void> check_classes(const QueueSpec& q) const;
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
@@ -200,6 +225,7 @@ class Core {
   std::vector<JobId> facts_open_, facts_closed_;
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
+  SubmitRate submit_rate_;  // maxSubmitsPerUserPerMinute, per (queue, user)
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
   // A source binder's jobs as the state file had them at start, until the source reports them
@@ -215,6 +241,7 @@ class Core {
   CoreMetrics metrics_;
   std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()
   Time last_checkpoint_ = 0;  // of the usage history
+  Time next_audit_prune_ = 0;
   bool checkpoint_due_ = false;
 };
 

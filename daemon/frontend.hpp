@@ -3,6 +3,7 @@
 // make_frontend is defined in api/services.cpp and linked into gpuqd), so that daemon/ includes
 // nothing of api/: the daemon owns the engine thread and the state, the API only posts work to it.
 #include <memory>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -23,6 +24,10 @@ class Frontend {
   // roles (auth/roles.hpp; nullptr: no socket); TCP calls are anonymous unless `trust_tcp`
   // (config insecure: true).
   virtual void guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) = 0;
+  // Once, before serving: TCP callers may be known by the bearer tokens gpuqd issued (`tokens`,
+  // as the state file holds them) and, when `client_certs` (gpuqd verifies client certificates:
+  // tls.clientCA), by their certificate (README: Security).
+  virtual void identify_tcp(std::vector<storage::TokenRecord> tokens, bool client_certs) = 0;
   // Ends every stream (shutdown).
   virtual void close() = 0;
 };

@@ -61,8 +61,8 @@ std::int64_t millis_of(Node v, const Path& at, std::int64_t min, std::int64_t ma
   if (text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
     unit = 1;
     text.resize(text.size() - 2);
-  } else if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
-    unit = text.back() == 's' ? 1000 : text.back() == 'm' ? 60000 : 3600000;
+  } else if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h' || text.back() == 'd')) {
+    unit = text.back() == 's' ? 1000 : text.back() == 'm' ? 60000 : text.back() == 'h' ? 3600000 : 86400000;
     text.pop_back();
   }
   std::int64_t n = 0;

@@ -106,12 +106,31 @@ int main(int argc, char** argv) {
   // Without TLS, gRPC serves beyond this machine only when the config says insecure: true.
   const std::string grpc_host = config.grpc_address.substr(0, config.grpc_address.rfind(':'));
   const bool loopback = grpc_host.rfind("127.", 0) == 0 || grpc_host == "localhost" || grpc_host == "[::1]";
-  if (!loopback && !config.insecure) {
+  if (!loopback && !config.insecure && !config.tls) {
     std::cerr << "gpuqd: grpc: " << config.grpc_address
-              << " is not a loopback address, and gpuqd has no TLS yet: listen on 127.0.0.1 (local users reach "
-                 "gpuqd through its Unix socket), or set insecure: true to serve every TCP caller as trusted\n";
+              << " is not a loopback address, and gpuqd has no TLS configured: set tls: {cert, key, clientCA} "
+                 "(README: Security), or listen on 127.0.0.1 (local users reach gpuqd through its Unix socket), "
+                 "or set insecure: true to serve every TCP caller as trusted\n";
     return 2;
   }
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
+  if (config.tls) {
+    auto tls = daemon::server_credentials(*config.tls);
+    if (!tls) {
+      std::cerr << "gpuqd: " << tls.error() << "\n";
+      return 2;
+    }
+    tcp_credentials = tls.value();
+  }
+  const std::string tcp_mode = !config.tls ? "plaintext"
+                               : config.tls->client_ca.empty() ? "tls"
+                                                               : "tls+client-certificates";
+  spdlog::info("event=grpc_mode grpc={} mode={} insecure={} callers=\"{}\"", config.grpc_address, tcp_mode,
+               config.insecure,
+               config.insecure ? "TCP callers without credentials are trusted with everything"
+               : config.tls && !config.tls->client_ca.empty()
+                   ? "TCP callers by client certificate (CN) or bearer token, else anonymous"
+                   : "TCP callers by bearer token, else anonymous");
   if (config.insecure)
     spdlog::warn("event=insecure grpc={} note=\"insecure: true: every TCP caller may do everything\"",
                  config.grpc_address);
@@ -131,6 +150,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<daemon::Frontend> api = daemon::make_frontend(loop);
   api->attach(*core.value());
   api->guard(socket.get(), auth::admins_with(config.admin_users, config.admin_groups), config.insecure);
+  // The bearer tokens, from the file the Core opened (checked then), before serving.
+  auto tokens = core.value()->store().tokens();
+  if (!tokens) {
+    std::cerr << "gpuqd: cannot start: " << tokens.error() << "\n";
+    return 1;
+  }
+  api->identify_tcp(std::move(tokens.value()), config.tls && !config.tls->client_ca.empty());
   loop.start();
 
   // The config's queues and nodes are written with the first turn, before serving.
@@ -165,7 +191,7 @@ int main(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(config.grpc_address, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(config.grpc_address, tcp_credentials, &grpc_port);
   builder.SetMaxReceiveMessageSize(config.max_request_bytes);
   api->register_with(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -193,8 +193,23 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       }
     }
     auto next = std::next(it);
-    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
     ++last_cycle_.decisions;
+    // A job whose owner is at the queue's maxRunningJobsPerUser is passed over, under either
+    // strategy: it is held by its owner's jobs, not by room, so another user's job may go (as
+    // Slurm's QOS MaxJobsPerUser); StrictFIFO still keeps the order of those that may run.
+    if (at_user_limit(jobs_[j])) {
+      WaitReason& wait = jobs_[j].wait;
+      wait = {};
+      wait.cycle = cycle_;
+      wait.user_limit = true;
+      cursor[q] = next;
+      if (next == pending.end())
+        order.erase(q);
+      else
+        rekey(q, jobs_[next->job]);
+      continue;
+    }
+    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
     if (outcome == AdmitOutcome::kAdmitted) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
@@ -236,6 +251,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
   wait.kept = 0;
   wait.flavors_tried = 0;
   wait.preemption_found_nothing = false;
+  wait.user_limit = false;
   wait.cycle = cycle_;
   bool gang_did_not_fit = false;
   bool placement_tried = false;
@@ -243,7 +259,11 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
     ++wait.flavors_tried;
     if (f != kNoFlavor) {
       if (auto shortfall = quota_.check(job.queue, f, job.total)) {
-        wait.add({true, *shortfall, f});
+        wait.add({true, false, *shortfall, f});
+        continue;
+      }
+      if (nominal_only(job) && !quota_.within_nominal(job.queue, f, job.total)) {
+        wait.add({false, true, {}, f});
         continue;
       }
     }
@@ -261,7 +281,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
         if (commit) placement_failed_.insert(key);
         gang_did_not_fit = gang_did_not_fit || job.spec.pod_sets.size() > 1 ||
                            job.spec.pod_sets[0].count > 1;
-        wait.add({false, {}, f});
+        wait.add({false, false, {}, f});
         continue;
       }
       slots = std::move(*placed);
@@ -281,7 +301,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
 bool Engine::admissible_now(const JobId& id) {
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending ||
-      jobs_[it->second].reserved)
+      jobs_[it->second].reserved || at_user_limit(jobs_[it->second]))
     return false;
   rebuild_topology_if_needed();
   return try_admit(it->second, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;

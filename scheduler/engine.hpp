@@ -43,7 +43,10 @@ struct EngineConfig : SchedulingPolicy {
 // each flavor it tried (the first few; fixed size, so recording it never allocates).
 struct WaitReason {
   struct OnFlavor {
-    bool quota = false;           // stopped by quota; otherwise by room on the nodes
+    bool quota = false;           // stopped by quota; otherwise by room on the nodes (or:)
+    // Not preemptible and would borrow: it runs only within its queue's nominal quota
+    // (QueueSpec::non_preemptible_may_borrow).
+    bool nominal_only = false;
     QuotaShortfall shortfall;     // when quota
     FlavorId flavor = kNoFlavor;  // when room
   };
@@ -53,6 +56,7 @@ struct WaitReason {
   std::uint8_t flavors_tried = 0;
   std::uint64_t cycle = 0;  // the schedule() call that last tried the job
   bool preemption_found_nothing = false;  // its queue may preempt, but no victim set made room
+  bool user_limit = false;  // passed over: its owner is at the queue's maxRunningJobsPerUser
 
   void add(const OnFlavor& why) {
     if (kept < kKept) on_flavor[kept++] = why;
@@ -164,6 +168,12 @@ class Engine {
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }  // removed ones included
   std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size(); }
+  // A job owner's jobs in queue q: pending (a booked preemptor not counted, as pending_count),
+  // and admitted or running (a booked preemptor counted: maxRunningJobsPerUser).
+  struct OwnerJobs {
+    std::uint32_t pending = 0, running = 0;
+  };
+  OwnerJobs owner_jobs(QueueIdx q, const std::string& owner) const;
   // A queue's unfinished jobs by state, from the engine's indexes (no walk over pending jobs).
   struct QueueJobCounts {
     std::size_t pending = 0, admitted = 0, running = 0, preempting = 0;
@@ -211,6 +221,8 @@ class Engine {
     // Pending jobs with node constraints: one of them may find victims where a job before it
     // found none, so a queue that may preempt and holds any is not left early.
     std::uint32_t constrained = 0;
+    // Jobs by owner (an owner with none has no entry), for the per-user limits.
+    std::unordered_map<std::string, OwnerJobs> owners;
     // Admitted and Running jobs, in the order victims are taken within a queue: lower priority,
     // then most recently admitted (time, then admission sequence), so a preemption walks only
     // as far as it needs to (holding_key).
@@ -271,6 +283,14 @@ class Engine {
   void add_pending(std::uint32_t j);
   void remove_pending(std::uint32_t j);
   bool none_can_fit(QueueIdx q) const;
+  // Per-queue rules on a job (guardrails.cpp): its owner is at maxRunningJobsPerUser; it is not
+  // preemptible and may not borrow; the grace period its queue gives it as a victim.
+  bool at_user_limit(const Job& job) const;
+  bool nominal_only(const Job& job) const;
+  Time victim_grace(const Job& job) const;
+  void count_owner(const Job& job, int pending, int running);
+  std::string user_limit_reason(const Job& job) const;
+  std::string nominal_only_reason(const Job& job, FlavorId f) const;
   bool room_for_gpu_pod(FlavorId f, Quantity milli) const;
   Admission describe_admission(const Job& job) const;
   void lose_node(NodeIdx n, Time now);

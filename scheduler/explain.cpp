@@ -177,13 +177,21 @@ std::string Engine::never_fits_on(const Job& job, FlavorId f) const {
     if (std::string why = too_big_for_nodes(job, f); !why.empty()) return why;
   }
   if (f == kNoFlavor) return {};
+  const bool within_nominal_only = nominal_only(job);
   for (ResourceId r = 0; r < resources_.size(); ++r) {
     Quantity most = quota_.reachable(job.queue, f, r);
+    const auto& row = quota_.queue(job.queue).rows[f];
+    const bool capped = within_nominal_only && row.listed[r] && row.nominal[r] < most;
+    if (capped) most = row.nominal[r];
     if (job.total[r] <= most) continue;
     const std::string head = "needs " + amount(resources_, r, job.total[r]) + " of flavor " +
                              flavor_names_[f] + "; queue " + job.spec.queue.value;
-    if (most == 0) return head + " has no " + resources_.name(r) + " quota on that flavor";
-    return head + " can never hold more than " + number(r, most);
+    const std::string why =
+        capped ? " (it is not preemptible, so it runs only within the queue's nominal quota: "
+                 "nonPreemptibleMayBorrow is false)"
+               : "";
+    if (most == 0) return head + " has no " + resources_.name(r) + " quota on that flavor" + why;
+    return head + " can never hold more than " + number(r, most) + why;
   }
   return {};
 }
@@ -230,9 +238,14 @@ std::string Engine::pending_reason(const Job& job) const {
     const std::size_t n = job.waiting_on.size();
     return "waiting for " + std::to_string(n) + " preempted job" + (n == 1 ? "" : "s") + " to stop";
   }
-  if (q.spec.strategy == QueueingStrategy::kStrictFIFO && !q.pending.empty() &&
-      q.pending.begin()->job != static_cast<std::uint32_t>(&job - jobs_.data()))
-    return "waiting behind " + jobs_[q.pending.begin()->job].spec.id.value + " (StrictFIFO)";
+  if (at_user_limit(job)) return user_limit_reason(job);
+  if (q.spec.strategy == QueueingStrategy::kStrictFIFO) {
+    // The head that holds the queue: the first job whose owner is not at maxRunningJobsPerUser.
+    auto head = q.pending.begin();
+    while (head != q.pending.end() && at_user_limit(jobs_[head->job])) ++head;
+    if (head != q.pending.end() && head->job != static_cast<std::uint32_t>(&job - jobs_.data()))
+      return "waiting behind " + jobs_[head->job].spec.id.value + " (StrictFIFO)";
+  }
   WaitReason reached_or_derived;
   const WaitReason* wp = &job.wait;
   if (job.pending_since < cycle_ && job.wait.cycle < cycle_) {
@@ -241,12 +254,17 @@ std::string Engine::pending_reason(const Job& job) const {
     for (FlavorId f : job.candidates) {
       ++reached_or_derived.flavors_tried;
       auto shortfall = f == kNoFlavor ? std::nullopt : quota_.check(job.queue, f, job.total);
-      reached_or_derived.add(shortfall ? WaitReason::OnFlavor{true, *shortfall, f}
-                                       : WaitReason::OnFlavor{false, {}, f});
+      const bool over_nominal =
+          !shortfall && f != kNoFlavor && nominal_only(job) && !quota_.within_nominal(job.queue, f, job.total);
+      reached_or_derived.add(shortfall ? WaitReason::OnFlavor{true, false, *shortfall, f}
+                                       : WaitReason::OnFlavor{false, over_nominal, {}, f});
     }
     wp = &reached_or_derived;
   }
   const WaitReason& w = *wp;
+  if (w.user_limit)
+    return "its owner " + job.spec.owner + " was at queue " + q.spec.name.value +
+           "'s maxRunningJobsPerUser at the last scheduling cycle; it may go at the next";
   if (w.kept == 0) return "not yet considered by a scheduling cycle";
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < w.kept; ++i) parts.push_back(explain_wait(job, w.on_flavor[i]));
@@ -259,6 +277,7 @@ std::string Engine::pending_reason(const Job& job) const {
 
 std::string Engine::explain_wait(const Job& job, const WaitReason::OnFlavor& why) const {
   const std::string& qname = queues_[job.queue].spec.name.value;
+  if (why.nominal_only) return nominal_only_reason(job, why.flavor);
   if (!why.quota) return explain_room(job, why.flavor);
   const QuotaShortfall& s = why.shortfall;
   const ResourceId r = s.resource;

@@ -148,6 +148,7 @@ void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time
   admission_seq_[j] = next_admission_++;
   active_.emplace(admission_seq_[j], j);
   queues_[job.queue].holding.insert(holding_key(j));
+  count_owner(job, 0, +1);
 }
 
 void Engine::release(Job& job, Time now) {
@@ -168,6 +169,7 @@ void Engine::release_quota(Job& job, Time now) {
   if (job.flavor != kNoFlavor) quota_.remove(job.queue, job.flavor, job.total);
   queues_[job.queue].usage_all_flavors -= job.total;
   --queues_[job.queue].admitted;
+  count_owner(job, 0, -1);
   active_.erase({admission_seq_[j], j});
   job.flavor = kNoFlavor;
 }
@@ -242,6 +244,7 @@ void Engine::add_pending(std::uint32_t j) {
   Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
   q.pending.insert(pending_key(j));
+  count_owner(job, +1, 0);
   job.pending_since = cycle_;
   q.constrained += job.constrained ? 1 : 0;
   if (job.smallest_gpu_pod == 0) {
@@ -256,6 +259,7 @@ void Engine::remove_pending(std::uint32_t j) {
   const Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
   q.pending.erase(pending_key(j));
+  count_owner(job, -1, 0);
   q.constrained -= job.constrained ? 1 : 0;
   if (job.smallest_gpu_pod == 0) {
     --q.without_gpu;

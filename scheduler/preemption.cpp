@@ -39,7 +39,9 @@ class Engine::VictimWorld final : public preemption::World {
   bool fits(bool allow_borrowing) override {
     if (f_ != kNoFlavor) {
       if (e_.quota_.check(job_.queue, f_, job_.total)) return false;
-      if (!allow_borrowing && !e_.quota_.within_nominal(job_.queue, f_, job_.total)) return false;
+      // A preemptor that may not borrow (not preemptible) must fit within its nominal too.
+      if ((!allow_borrowing || e_.nominal_only(job_)) && !e_.quota_.within_nominal(job_.queue, f_, job_.total))
+        return false;
     }
     if (e_.config_.quota_only) return true;
     PlacementRequest req{f_, job_.queue, job_.spec.exclusive, &job_.spec.pod_sets,
@@ -257,6 +259,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
       queues_[victim.queue].usage_all_flavors -= victim.total;
       --queues_[victim.queue].admitted;
       queues_[victim.queue].holding.erase(holding_key(v));
+      count_owner(victim, 0, -1);
       preempting_.insert(v);
       const JobState from = victim.state;
       victim.state = JobState::kPreempting;
@@ -264,8 +267,9 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
       victim.preempt_reason = targets[i].reason;
       emit(victim, from, now,
            std::string("preempted by ") + job.spec.id.value + " (" + to_string(targets[i].reason) + ")");
+      // Never longer than its queue allows now (maxGracePeriod), also for a job submitted before.
       out.emplace_back(Preemption{victim.spec.id, victim.spec.queue, job.spec.id, targets[i].reason,
-                                  victim.spec.grace_period});
+                                  victim_grace(victim)});
     }
     if (std::find(victim.preemptors.begin(), victim.preemptors.end(), j) == victim.preemptors.end())
       victim.preemptors.push_back(j);
@@ -284,6 +288,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
   if (f != kNoFlavor) quota_.add(job.queue, f, job.total);
   queues_[job.queue].usage_all_flavors += job.total;
   remove_pending(j);
+  count_owner(job, 0, +1);  // booked: counted as running (maxRunningJobsPerUser) from now
   job.flavor = f;
   job.slots = std::move(slots);
   job.reserved = true;
@@ -376,6 +381,7 @@ Result<void> Engine::stop_refused(std::uint32_t v, const StopRefused& fact, Time
   queues_[victim.queue].usage_all_flavors += victim.total;
   ++queues_[victim.queue].admitted;
   queues_[victim.queue].holding.insert(holding_key(v));
+  count_owner(victim, 0, +1);
   preempting_.erase(v);
   victim.state = victim.state_before;
   victim.unevictable_until = now + std::max<Time>(fact.retry_after, 0);
@@ -434,6 +440,7 @@ void Engine::drop_reservation(std::uint32_t j, Time now) {
   job.waiting_on.clear();
   job.reserved = false;
   reserved_.erase(j);
+  count_owner(job, 0, -1);
 }
 
 // Every victim has stopped: the preemptor is admitted where it was booked.

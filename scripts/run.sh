@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and starts gpuqd in the background with the local executor
 # (examples/standalone.yaml: this machine's GPUs, or 8 virtual ones; three queues in a cohort;
-# state, logs and pid files under ./var/). Then submits a few demo jobs from two queues, shows
-# the queues and the jobs, and says how to go on and how to stop it.
+# state, logs and pid files under ./var/). On the first run (a state file with no job in it yet)
+# it submits a few demo jobs from two queues; then it shows the queues and the jobs, and says how
+# to submit one, how to go on and how to stop it.
 #
 # Run it again at any time: a gpuqd it started before is stopped (SIGTERM; its jobs keep
 # running) and the new build is started on the same state, adopting them.
@@ -61,14 +62,19 @@ for _ in $(seq 1 100); do
 done
 
 echo
-echo "Demo jobs (each prints the GPUs it was given, then sleeps):"
 demo='echo "job $GPUQ_JOB_ID in $GPUQ_QUEUE: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 20'
-"$GPUQ" submit --queue vision --gpus 2 --name resnet -- sh -c "$demo"
-"$GPUQ" submit --queue vision --gpus 4 --name vit -- sh -c "$demo"
-"$GPUQ" submit --queue nlp --gpus 1 --name bert -- sh -c "$demo"
-"$GPUQ" submit --queue nlp --gpus 500m --name tokenizer -- sh -c "$demo"
-"$GPUQ" submit --queue nlp --gpus 4 --name llama -- sh -c "$demo"
-sleep 1
+# The demo jobs only once: on a state file that holds no job yet (not again on every re-run).
+if [[ $("$GPUQ" ls --all --limit 1) == "No jobs" ]]; then
+  echo "Demo jobs (each prints the GPUs it was given, then sleeps):"
+  "$GPUQ" submit --queue vision --gpus 2 --name resnet -- sh -c "$demo"
+  "$GPUQ" submit --queue vision --gpus 4 --name vit -- sh -c "$demo"
+  "$GPUQ" submit --queue nlp --gpus 1 --name bert -- sh -c "$demo"
+  "$GPUQ" submit --queue nlp --gpus 500m --name tokenizer -- sh -c "$demo"
+  "$GPUQ" submit --queue nlp --gpus 4 --name llama -- sh -c "$demo"
+  sleep 1
+else
+  echo "The state file already holds jobs: no demo jobs submitted this time."
+fi
 echo
 "$GPUQ" queues
 echo
@@ -79,7 +85,9 @@ cat <<MSG
 gpuqd runs in the background (pid $(cat "$PIDFILE"); its socket var/gpuqd.sock, and gRPC on
 $GRPC for anonymous reads; its log: $GPUQD_LOG; job output under var/logs/). Use it with
 build/cli/gpuq from this directory (it finds ./var/gpuqd.sock), for example:
-  build/cli/gpuq submit --queue vision --gpus 2 -- python train.py
+  build/cli/gpuq submit --queue vision --gpus 2 -- python train.py    # submit a job
+  build/cli/gpuq submit --queue nlp --gpus 1 --name demo -- sh -c 'nvidia-smi -L; sleep 20'
+  build/cli/gpuq ls                 # unfinished jobs
   build/cli/gpuq ls --all           # jobs, finished ones too
   build/cli/gpuq logs JOB_ID -f     # a job's output
   build/cli/gpuq watch              # state changes as they happen

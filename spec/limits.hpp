@@ -50,6 +50,9 @@ inline constexpr std::size_t kEnvBytes = 256 * 1024;
 inline constexpr std::size_t kArgBytes = 128 * 1024 - 1;
 inline constexpr std::size_t kWorkingDir = 4095;  // PATH_MAX - 1
 
+// Users, and groups, named in one of a queue's roles (submitters, viewers).
+inline constexpr std::size_t kRoleMembers = 1000;
+
 // Cluster-wide settings.
 inline constexpr std::size_t kPriorityClasses = 1000;
 inline constexpr std::size_t kTopologyLevels = 8;

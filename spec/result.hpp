@@ -8,8 +8,8 @@
 namespace gpuq {
 
 // What kind of failure: lets the API layer map errors to canonical status codes. The engine uses
-// the first five; kResourceExhausted and kUnavailable come from the layers above it (limits,
-// storage).
+// the first five; kResourceExhausted, kUnavailable and kPermissionDenied come from the layers above
+// it (limits, storage, the executor's accounts).
 enum class ErrorCode {
   kInvalidArgument,
   kNotFound,
@@ -17,7 +17,8 @@ enum class ErrorCode {
   kFailedPrecondition,
   kRejected,
   kResourceExhausted,
-  kUnavailable
+  kUnavailable,
+  kPermissionDenied
 };
 
 struct Error {

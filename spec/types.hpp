@@ -95,6 +95,14 @@ struct FlavorQuota {
   std::vector<std::pair<ResourceId, ResourceQuota>> resources;
 };
 
+// Users and Unix groups named for a role; "*" in either list: everyone.
+struct Members {
+  std::vector<std::string> users;
+  std::vector<std::string> groups;
+  bool empty() const { return users.empty() && groups.empty(); }
+  bool operator==(const Members&) const = default;
+};
+
 struct QueueSpec {
   QueueName name;
   std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
@@ -107,6 +115,30 @@ struct QueueSpec {
   // At most this many Pending jobs; a submission beyond it is refused (gpuqd: RESOURCE_EXHAUSTED).
   // Jobs already pending stay when the limit is lowered. 0: no limit.
   std::int32_t max_pending_jobs = 0;
+
+  // Guardrails on one job (spec/guardrails.hpp checks a submission against them; unset or 0: no
+  // limit). GPUs are the job's total over all its pods, in milli-GPU.
+  std::optional<Quantity> max_gpus_per_job;
+  std::int32_t max_pods_per_job = 0;
+  std::optional<Time> max_runtime;          // ceiling; a job asking none gets it (or the default)
+  std::optional<Time> default_max_runtime;  // for a job that asks none; <= max_runtime
+  // A job asking a longer grace period is refused; a victim of this queue is never given longer
+  // (also one submitted before the cap was lowered: the engine caps its Preemption decision).
+  std::optional<Time> max_grace_period;
+  std::vector<std::string> allowed_priority_classes;  // empty: any priority, named or not
+  // A non-preemptible job is admitted only within its queue's nominal quota unless this is set:
+  // lent quota must come back, and such a job would never give it back (engine rule).
+  bool non_preemptible_may_borrow = false;
+  // Per job owner (JobSpec::owner): admitted or running jobs (engine rule: the next job waits),
+  // pending jobs and submissions per minute (gpuqd refuses the submission).
+  std::int32_t max_running_jobs_per_user = 0;
+  std::int32_t max_pending_jobs_per_user = 0;
+  std::int32_t max_submits_per_user_per_minute = 0;
+
+  // Roles (gpuqd's API gate, api/access.hpp): who may submit (unset: every local user, as a
+  // Slurm partition) and who may see all of the queue's jobs, not only their own.
+  std::optional<Members> submitters;
+  Members viewers;
 };
 
 // Where a pod may run, as Kubernetes says it (spec/constraints.hpp has the matching): node

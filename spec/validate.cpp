@@ -106,6 +106,65 @@ std::string exec_problem(std::string_view s) {
   return {};
 }
 
+void check_not_negative_limit(std::int64_t v, const char* key, Path& at) {
+  if (v >= 0) return;
+  Path::Key k(at, key);
+  fail(at, quoted(std::to_string(v)) + " must be >= 0 (0: no limit)");
+}
+
+void check_guardrails(const QueueSpec& q, Path& at) {
+  if (q.max_gpus_per_job && *q.max_gpus_per_job < 0) {
+    Path::Key k(at, "maxGpusPerJob");
+    fail(at, shown(*q.max_gpus_per_job, kGpu) + " is negative; it must be >= 0 GPUs");
+  }
+  check_not_negative_limit(q.max_pods_per_job, "maxPodsPerJob", at);
+  check_not_negative_limit(q.max_running_jobs_per_user, "maxRunningJobsPerUser", at);
+  check_not_negative_limit(q.max_pending_jobs_per_user, "maxPendingJobsPerUser", at);
+  check_not_negative_limit(q.max_submits_per_user_per_minute, "maxSubmitsPerUserPerMinute", at);
+  for (const auto& [key, v] : {std::pair{"maxRuntime", q.max_runtime},
+                               std::pair{"defaultMaxRuntime", q.default_max_runtime}})
+    if (v && *v <= 0) {
+      Path::Key k(at, key);
+      fail(at, quoted(std::to_string(*v)) + " must be > 0 seconds");
+    }
+  if (q.max_runtime && q.default_max_runtime && *q.default_max_runtime > *q.max_runtime) {
+    Path::Key k(at, "defaultMaxRuntime");
+    fail(at, quoted(std::to_string(*q.default_max_runtime)) + " is more than maxRuntime " +
+                 quoted(std::to_string(*q.max_runtime)) + "; it must be <= maxRuntime");
+  }
+  if (q.max_grace_period && *q.max_grace_period < 0) {
+    Path::Key k(at, "maxGracePeriod");
+    fail(at, quoted(std::to_string(*q.max_grace_period)) + " must be >= 0 seconds");
+  }
+  Path::Key k(at, "allowedPriorityClasses");
+  check_count(q.allowed_priority_classes.size(), limits::kPriorityClasses, "classes", at);
+  for (std::size_t i = 0; i < q.allowed_priority_classes.size(); ++i) {
+    Path::Index ci(at, i);
+    check_name(q.allowed_priority_classes[i], at);
+    for (std::size_t j = 0; j < i; ++j)
+      if (q.allowed_priority_classes[j] == q.allowed_priority_classes[i])
+        fail(at, quoted(q.allowed_priority_classes[i]) + " is listed twice");
+  }
+}
+
+// A role's users (user names, as owners) and groups (names); "*" stands for everyone.
+void check_members(const Members& m, const char* role, Path& at) {
+  Path::Key r(at, role);
+  for (const auto& [key, list] : {std::pair{"users", &m.users}, std::pair{"groups", &m.groups}}) {
+    Path::Key k(at, key);
+    check_count(list->size(), limits::kRoleMembers, key, at);
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      Path::Index ni(at, i);
+      const std::string& name = (*list)[i];
+      if (name == "*") continue;
+      if (name.empty()) fail(at, "is empty; name a " + std::string(key == std::string("users") ? "user" : "group") + " or \"*\" for everyone");
+      if (auto why = name_problem(name, limits::kName, /*owner=*/true); !why.empty())
+        fail(at, quoted(name) + " is not a " + (key == std::string("users") ? "user" : "group") +
+                     " name: it " + why + "; use letters, digits, '-', '_', '.' and '@', or \"*\" for everyone");
+    }
+  }
+}
+
 }  // namespace
 
 void check_count(std::size_t n, std::size_t limit, std::string_view things, const Path& at, Counted how) {
@@ -224,6 +283,9 @@ void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
     Path::Key k(at, "maxPendingJobs");
     fail(at, quoted(std::to_string(q.max_pending_jobs)) + " must be >= 0 (0: no limit)");
   }
+  check_guardrails(q, at);
+  if (q.submitters) check_members(*q.submitters, "submitters", at);
+  check_members(q.viewers, "viewers", at);
 }
 
 void validate(const NodeSpec& n, Path& at, const ResourceNames& names) {

@@ -182,6 +182,54 @@ FlavorQuota read_flavor_quota(yaml::Node n, Path& at, ResourceNames& names) {
   return fq;
 }
 
+std::vector<std::string> read_names(yaml::Node v, Path& at, std::size_t max, const char* what) {
+  expect_list(v, at);
+  located(v, at, [&] { check_count(v.size(), max, what, at); });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    Path::Index ni(at, i);
+    out.push_back(string_of(v.item(i), at));
+  }
+  return out;
+}
+
+Members read_members(yaml::Node n, Path& at) {
+  if (!n.is_map())
+    fail_at(n, at, "expected a map such as {users: [alice], groups: [ml]}, got " + n.shown());
+  Members m;
+  for_each_key(n, at, {"users", "groups"}, [&](std::string_view key, yaml::Node v) {
+    (key == "users" ? m.users : m.groups) = read_names(v, at, limits::kRoleMembers, key == "users" ? "users" : "groups");
+  });
+  return m;
+}
+
+// A queue's guardrail keys (README: queues); false for another key.
+bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) {
+  if (key == "maxGpusPerJob")
+    q.max_gpus_per_job = quantity_of(v, kGpu, at);
+  else if (key == "maxPodsPerJob")
+    q.max_pods_per_job = int32_of(v, at);
+  else if (key == "maxRuntime")
+    q.max_runtime = int_of(v, at);
+  else if (key == "defaultMaxRuntime")
+    q.default_max_runtime = int_of(v, at);
+  else if (key == "maxGracePeriod")
+    q.max_grace_period = int_of(v, at);
+  else if (key == "allowedPriorityClasses")
+    q.allowed_priority_classes = read_names(v, at, limits::kPriorityClasses, "classes");
+  else if (key == "nonPreemptibleMayBorrow")
+    q.non_preemptible_may_borrow = bool_of(v, at);
+  else if (key == "maxRunningJobsPerUser")
+    q.max_running_jobs_per_user = int32_of(v, at);
+  else if (key == "maxPendingJobsPerUser")
+    q.max_pending_jobs_per_user = int32_of(v, at);
+  else if (key == "maxSubmitsPerUserPerMinute")
+    q.max_submits_per_user_per_minute = int32_of(v, at);
+  else
+    return false;
+  return true;
+}
+
 }  // namespace
 
 QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
@@ -189,7 +237,10 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
   QueueSpec q;
   for_each_key(
       n, at,
-      {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs"},
+      {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
+       "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "maxGracePeriod",
+       "allowedPriorityClasses", "nonPreemptibleMayBorrow", "maxRunningJobsPerUser",
+       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "submitters", "viewers"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
           q.name = QueueName(string_of(v, at));
@@ -211,6 +262,12 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
           q.preemption = read_preemption(v, at);
         } else if (key == "maxPendingJobs") {
           q.max_pending_jobs = int32_of(v, at);
+        } else if (key == "submitters") {
+          q.submitters = read_members(v, at);
+        } else if (key == "viewers") {
+          q.viewers = read_members(v, at);
+        } else {
+          read_guardrail(key, v, at, q);  // or a key of the caller's own (`also`), read there
         }
       },
       also);

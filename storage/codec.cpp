@@ -87,6 +87,71 @@ auto guarded(std::string_view what, std::string_view text, F&& f) -> Result<decl
 
 }  // namespace
 
+namespace {
+
+// A queue's guardrails and roles: each key only when set, so a file written before them reads
+// as "no limit" and a queue without them is stored as before.
+json::array string_array(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return a;
+}
+
+std::vector<std::string> strings_of(const json::value& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v.as_array()) out.push_back(str(s));
+  return out;
+}
+
+json::object encode_members(const Members& m) {
+  return json::object{{"users", string_array(m.users)}, {"groups", string_array(m.groups)}};
+}
+
+Members decode_members(const json::value& v) {
+  const auto& o = v.as_object();
+  return Members{strings_of(o.at("users")), strings_of(o.at("groups"))};
+}
+
+void encode_guardrails(const QueueSpec& q, json::object& o) {
+  if (q.max_gpus_per_job) o["max_gpus_per_job"] = *q.max_gpus_per_job;
+  if (q.max_pods_per_job != 0) o["max_pods_per_job"] = q.max_pods_per_job;
+  if (q.max_runtime) o["max_runtime"] = *q.max_runtime;
+  if (q.default_max_runtime) o["default_max_runtime"] = *q.default_max_runtime;
+  if (q.max_grace_period) o["max_grace_period"] = *q.max_grace_period;
+  if (!q.allowed_priority_classes.empty()) o["allowed_priority_classes"] = string_array(q.allowed_priority_classes);
+  if (q.non_preemptible_may_borrow) o["non_preemptible_may_borrow"] = true;
+  if (q.max_running_jobs_per_user != 0) o["max_running_jobs_per_user"] = q.max_running_jobs_per_user;
+  if (q.max_pending_jobs_per_user != 0) o["max_pending_jobs_per_user"] = q.max_pending_jobs_per_user;
+  if (q.max_submits_per_user_per_minute != 0) o["max_submits_per_user_per_minute"] = q.max_submits_per_user_per_minute;
+  if (q.submitters) o["submitters"] = encode_members(*q.submitters);
+  if (!q.viewers.empty()) o["viewers"] = encode_members(q.viewers);
+}
+
+void decode_guardrails(const json::object& o, QueueSpec& q) {
+  auto int64_at = [&](const char* key) -> std::optional<std::int64_t> {
+    if (const auto* v = o.if_contains(key)) return v->to_number<std::int64_t>();
+    return std::nullopt;
+  };
+  auto int32_at = [&](const char* key) {
+    const auto* v = o.if_contains(key);
+    return v ? v->to_number<std::int32_t>() : 0;
+  };
+  q.max_gpus_per_job = int64_at("max_gpus_per_job");
+  q.max_pods_per_job = int32_at("max_pods_per_job");
+  q.max_runtime = int64_at("max_runtime");
+  q.default_max_runtime = int64_at("default_max_runtime");
+  q.max_grace_period = int64_at("max_grace_period");
+  if (const auto* v = o.if_contains("allowed_priority_classes")) q.allowed_priority_classes = strings_of(*v);
+  if (const auto* v = o.if_contains("non_preemptible_may_borrow")) q.non_preemptible_may_borrow = v->as_bool();
+  q.max_running_jobs_per_user = int32_at("max_running_jobs_per_user");
+  q.max_pending_jobs_per_user = int32_at("max_pending_jobs_per_user");
+  q.max_submits_per_user_per_minute = int32_at("max_submits_per_user_per_minute");
+  if (const auto* v = o.if_contains("submitters")) q.submitters = decode_members(*v);
+  if (const auto* v = o.if_contains("viewers")) q.viewers = decode_members(*v);
+}
+
+}  // namespace
+
 std::string encode_queue(const QueueSpec& q, const ResourceNames& names) {
   json::object o;
   o["name"] = q.name.value;
@@ -116,6 +181,7 @@ std::string encode_queue(const QueueSpec& q, const ResourceNames& names) {
   p["min_runtime"] = q.preemption.min_runtime;
   o["preemption"] = std::move(p);
   if (q.max_pending_jobs != 0) o["max_pending_jobs"] = q.max_pending_jobs;
+  encode_guardrails(q, o);
   return json::serialize(o);
 }
 
@@ -150,6 +216,7 @@ Result<QueueSpec> decode_queue(std::string_view text, ResourceNames& names) {
       q.preemption.borrow_max_priority_threshold = t->to_number<std::int32_t>();
     q.preemption.min_runtime = p.at("min_runtime").to_number<std::int64_t>();
     if (const auto* m = o.if_contains("max_pending_jobs")) q.max_pending_jobs = m->to_number<std::int32_t>();
+    decode_guardrails(o, q);
     return q;
   });
 }

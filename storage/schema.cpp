@@ -70,11 +70,42 @@ CREATE TABLE usage_history (
 ) WITHOUT ROWID;
 )sql";
 
+// v3. Bearer tokens (README: Security): the SHA-256 of each secret, never the secret; kept after
+// they expire or are revoked (revoked_at > 0) so a refusal can say which.
+constexpr const char* kV3 = R"sql(
+CREATE TABLE tokens (
+  id         TEXT PRIMARY KEY,
+  user       TEXT NOT NULL,
+  hash       TEXT NOT NULL UNIQUE,
+  note       TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  revoked_at INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql";
+
+// v4. The audit log (README: Security, Audit): every call that changed or tried to change the
+// state, written in the transaction of its change; pruned by age (auditRetention).
+constexpr const char* kV4 = R"sql(
+CREATE TABLE audit (
+  seq    INTEGER PRIMARY KEY,
+  at     INTEGER NOT NULL,
+  user   TEXT NOT NULL,
+  origin TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  result TEXT NOT NULL
+);
+CREATE INDEX audit_by_time ON audit(at);
+CREATE INDEX audit_by_user ON audit(user, seq);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}};
-  static_assert(kSchemaVersion == 2, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}};
+  static_assert(kSchemaVersion == 4, "add the new step to migrations()");
   return steps;
 }
 

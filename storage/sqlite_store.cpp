@@ -7,11 +7,13 @@
 
 #include "storage/backup.hpp"
 #include "storage/codec.hpp"
+#include "storage/audit_rows.hpp"
 #include "storage/history_rows.hpp"
 #include "storage/job_rows.hpp"
 #include "storage/schema.hpp"
 #include "storage/sqlite_db.hpp"
 #include "storage/store.hpp"
+#include "storage/token_rows.hpp"
 
 namespace gpuq::storage {
 namespace {
@@ -70,6 +72,8 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
   Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) override;
+  Result<std::vector<TokenRecord>> tokens() override;
+  Result<std::vector<AuditRecord>> audit(const AuditFilter& filter) override;
   Result<void> backup_to(const std::string& dest) override;
   Result<void> checked() override {
     std::lock_guard lock(check_mu_);
@@ -123,11 +127,13 @@ class SqliteStore final : public Store {
   ResourceNames& names_;
   std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
   Stmt begin_, begin_read_, commit_, rollback_;
-  Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_;
+  Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_, put_token_;
+  Stmt put_audit_, prune_audit_;
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
-  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_;
+  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_, all_tokens_;
+  Stmt audit_page_;
 };
 
 std::optional<SqliteError> SqliteStore::prepare_statements() {
@@ -167,6 +173,9 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
       {&put_history_, "INSERT OR REPLACE INTO usage_history(queue, at, average) VALUES(?1, ?2, ?3)"},
       {&delete_history_, "DELETE FROM usage_history WHERE queue = ?1"},
+      {&put_token_, kPutToken},
+      {&put_audit_, kPutAudit},
+      {&prune_audit_, kPruneAudit},
       {&all_queues_, "SELECT spec FROM queues ORDER BY name"},
       {&all_nodes_, "SELECT spec FROM nodes ORDER BY name"},
       {&all_history_, "SELECT queue, at, average FROM usage_history ORDER BY queue"},
@@ -182,6 +191,8 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&end_snapshot_, "COMMIT"},
       {&job_by_id_, s_by_id.c_str()},
       {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
+      {&all_tokens_, kAllTokens},
+      {&audit_page_, kAuditPage},
       {&jobs_any_, s_any.c_str()},
       {&jobs_in_queue_, s_queue.c_str()},
       {&events_after_,
@@ -350,9 +361,14 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
   }
-  return write_history_rows(put_history_, batch.history, [&](const std::string& queue) {
+  auto history = write_history_rows(put_history_, batch.history, [&](const std::string& queue) {
     return failed("commit: writing the usage history of queue " + queue);
   });
+  if (!history) return history;
+  auto tokens = write_token_rows(put_token_, batch.tokens,
+                                 [&](const std::string& id) { return failed("commit: writing token " + id); });
+  if (!tokens) return tokens;
+  return write_audit_rows(put_audit_, prune_audit_, batch, [&] { return failed("commit: writing the audit log"); });
 }
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
@@ -455,6 +471,18 @@ Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std
   }
   if (rc != SQLITE_DONE) return read_failed("computing usage");
   return out;
+}
+
+Result<std::vector<TokenRecord>> SqliteStore::tokens() {
+  std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
+  return read_token_rows(all_tokens_, [&] { return read_failed("reading the tokens"); });
+}
+
+Result<std::vector<AuditRecord>> SqliteStore::audit(const AuditFilter& filter) {
+  std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
+  return read_audit_rows(audit_page_, filter, [&] { return read_failed("reading the audit log"); });
 }
 
 Result<void> SqliteStore::backup_to(const std::string& dest) {

@@ -22,7 +22,7 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 4;
 
 
 struct JobRecord {
@@ -65,6 +65,38 @@ struct HistoryRecord {
   std::map<std::string, double> average;
 };
 
+// A bearer token an admin created (README: Security): never its secret, only the secret's
+// SHA-256 (hex), by which a call's token is found. Kept after it expires or is revoked, so that
+// a refusal can say which it was.
+struct TokenRecord {
+  std::string id;          // public, unique: listed, revoked by
+  std::string user;        // whose calls it makes
+  std::string hash;        // SHA-256 of the whole secret, lowercase hex
+  std::string note;
+  std::string created_by;
+  Time created_at = 0;
+  Time expires_at = 0;
+  Time revoked_at = 0;     // 0: not revoked
+};
+
+// One call that changed, or tried to change, gpuqd's state (README: Security, Audit).
+struct AuditRecord {
+  std::uint64_t seq = 0;  // the store's, increasing (0 until written)
+  Time at = 0;
+  std::string user;    // "" for an anonymous caller
+  std::string origin;  // where from: "unix:uid=1000,pid=42", "ipv4:10.0.0.5:51234"
+  std::string action;  // "submit", "cancel", "queue.apply", "node.cordon", "token.create", ...
+  std::string target;  // the job, queue, node or token it named
+  std::string result;  // "OK", or the status code and its message
+};
+
+struct AuditFilter {
+  std::string user;               // empty: any
+  Time since = 0;
+  std::uint64_t before_seq = 0;   // paging, newest first: records with seq < this; 0: the newest
+  std::size_t limit = 100;        // 0: 100
+};
+
 // Everything one turn changed. Upserts replace the whole row by key.
 struct Batch {
   std::vector<QueueSpec> queues;
@@ -73,9 +105,12 @@ struct Batch {
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
   std::vector<HistoryRecord> history;  // by queue; negative or non-finite values are refused
+  std::vector<TokenRecord> tokens;     // by id (created or revoked)
+  std::vector<AuditRecord> audit;      // appended, in order
+  Time audit_prune_before = 0;         // > 0: audit records older than this go (retention)
   bool empty() const {
     return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() &&
-           events.empty() && history.empty();
+           events.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0;
   }
 };
 
@@ -141,7 +176,7 @@ class Store {
   // One transaction; on any failure nothing of the batch is written (kUnavailable + why; a job
   // with number 0 or a history value that is negative or not finite: kInvalidArgument) and the
   // store stays usable. Order inside the transaction: queues, deleted queues (and their history),
-  // nodes, jobs, events, history.
+  // nodes, jobs, events, history, tokens, audit (pruned, then appended).
   virtual Result<void> commit(const Batch& batch) = 0;
 
   // Reads for the API (any job, finished ones included; events for Watch).
@@ -153,6 +188,10 @@ class Store {
   // GPU-hours held per (queue, flavor) within [from, to), from the jobs' admitted and finished
   // times (unfinished jobs count until `to`).
   virtual Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) = 0;
+  // Every bearer token ever created (expired and revoked ones too), by creation time.
+  virtual Result<std::vector<TokenRecord>> tokens() = 0;
+  // A page of the audit log, newest first.
+  virtual Result<std::vector<AuditRecord>> audit(const AuditFilter& filter) = 0;
 
   // A consistent copy of the whole state into `dest` (SQLite online backup) through its own
   // connection: safe to call from another thread while the engine thread commits.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The folders' dependencies point one way (../shared/DESIGN.md, "Layout"): the includes between
 # folders make no cycle, the pure engine (scheduler/, preemption/, drf/) and spec/ include nothing
-# above them, auth/ (who calls) only spec/, and the daemon's side (api/, daemon/, auth/, binder/,
+# above them, auth/ (who calls; accounts, which the local executor runs jobs as) only spec/, and the daemon's side (api/, daemon/, auth/, binder/,
 # storage/) includes nothing of the simulator. Read from the sources' #include lines.
 set -u
 root=$1
@@ -35,7 +35,7 @@ bad=$( {
   allowed preemption drf spec
   allowed scheduler preemption drf spec
   allowed storage scheduler preemption drf spec
-  allowed binder storage scheduler preemption drf spec
+  allowed binder auth storage scheduler preemption drf spec
   allowed auth spec
   allowed daemon auth binder storage scheduler preemption drf spec
   allowed api daemon auth binder storage scheduler preemption drf spec

@@ -32,7 +32,7 @@ void KubernetesBinder::set_source(SourceReport report, ResourceNames& names) {
   s_->translate.pods = names.intern("pods").value_or(0);  // 0: no slot left, pods not counted
 }
 
-Result<void> KubernetesBinder::check_run(const RunSpec&) const {
+Result<void> KubernetesBinder::check_run(const RunSpec&, const std::string&) const {
   return Error{"binder: kubernetes places pods, not commands: create a pod with spec.schedulerName: " +
                    s_->config.scheduler_name + " and the label gpuq.io/queue (README: Kubernetes)",
                ErrorCode::kFailedPrecondition};

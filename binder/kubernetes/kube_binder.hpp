@@ -56,7 +56,7 @@ class KubernetesBinder final : public Binder {
   void start() override;
   void halt() override;
   bool confirms_stops() const override { return true; }
-  Result<void> check_run(const RunSpec& run) const override;
+  Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
   bool is_source() const override { return true; }
   void set_source(SourceReport report, ResourceNames& names) override;
   void refused(const JobId& job, const std::string& why) override;

@@ -154,7 +154,7 @@ struct LocalBinder::State {
   void watch(const std::string& job, std::size_t pod, int pidfd);
   void pod_exited(const std::string& job, std::size_t pod);
   void finish_if_done(const std::string& job, Tracked& t, std::unique_lock<std::mutex>& lock);
-  void stop_job(const std::string& job);
+  void stop_job(const std::string& job, bool now = false);
 };
 
 // Binder thread. Starts every pod of the job; a pod that cannot start is done with an error
@@ -248,7 +248,9 @@ void LocalBinder::State::finish_if_done(const std::string& job, Tracked& t, std:
   report(fact);
 }
 
-void LocalBinder::State::stop_job(const std::string& job) {
+// SIGTERM: each shim gives its command the job's grace period, then kills it; SIGUSR1 (now):
+// the shim kills it at once, also while it is already waiting out the grace period.
+void LocalBinder::State::stop_job(const std::string& job, bool now) {
   std::unique_lock lock(mu);
   auto it = jobs.find(job);
   if (it == jobs.end()) {
@@ -259,9 +261,10 @@ void LocalBinder::State::stop_job(const std::string& job) {
   Tracked& t = it->second;
   if (t.fact) return;  // it ended by itself; that fact is on its way
   t.stop_requested = true;
+  const int sig = now ? SIGUSR1 : SIGTERM;
   for (Pod& p : t.pods)
-    if (!p.done && p.pidfd) (void)local::pidfd_signal(p.pidfd->native_handle(), SIGTERM);
-  spdlog::info("event=stop_sent job={} signal=SIGTERM", job);
+    if (!p.done && p.pidfd) (void)local::pidfd_signal(p.pidfd->native_handle(), sig);
+  spdlog::info("event=stop_sent job={} signal={}", job, now ? "SIGUSR1 (kill now)" : "SIGTERM");
 }
 
 LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report) : s_(std::make_unique<State>()) {
@@ -288,10 +291,13 @@ std::optional<fs::path> LocalBinder::log_path(const JobId& job, int pod) const {
 }
 
 void LocalBinder::start() {
+  spdlog::info("event=local_executor runs=\"{}\"", s_->launcher.describe_identity());
   s_->thread = std::thread([this] { s_->io.run(); });
 }
 
-Result<void> LocalBinder::check_run(const RunSpec& run) const { return s_->launcher.check(run); }
+Result<void> LocalBinder::check_run(const RunSpec& run, const std::string& owner) const {
+  return s_->launcher.check(run, owner);
+}
 
 void LocalBinder::bind(const Admission& admission, const storage::JobRecord& job) {
   s_->open.push_back([s = s_.get(), admission, job] { s->spawn(admission, job); });
@@ -299,6 +305,10 @@ void LocalBinder::bind(const Admission& admission, const storage::JobRecord& job
 
 void LocalBinder::stop(const JobId& job, Time /*grace: each shim has its job's own*/) {
   s_->open.push_back([s = s_.get(), id = job.value] { s->stop_job(id); });
+}
+
+void LocalBinder::stop_now(const JobId& job) {
+  s_->open.push_back([s = s_.get(), id = job.value] { s->stop_job(id, /*now=*/true); });
 }
 
 void LocalBinder::turn_closed() {

@@ -65,6 +65,7 @@ class LocalBinder final : public Binder {
 
   void bind(const Admission& admission, const storage::JobRecord& job) override;
   void stop(const JobId& job, Time grace) override;
+  void stop_now(const JobId& job) override;  // SIGUSR1 to its shims: they kill it at once
   void turn_closed() override;
   void turn_written(bool ok) override;
   std::optional<BinderFact> adopt(const storage::JobRecord& job) override;
@@ -73,7 +74,7 @@ class LocalBinder final : public Binder {
   void start() override;
   void halt() override;
   bool confirms_stops() const override { return true; }
-  Result<void> check_run(const RunSpec& run) const override;
+  Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
   std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const override;
 
   const Inventory& inventory() const;

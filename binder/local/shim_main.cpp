@@ -8,6 +8,7 @@
 // Single-threaded on purpose: fork() is safe, and every signal is taken synchronously with
 // sigtimedwait() (all of them stay blocked), so there are no signal handlers and no races.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -35,12 +36,18 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
-    " [--workdir DIR] -- COMMAND [ARGS...]\n";
+    " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] -- COMMAND [ARGS...]\n";
 // Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
 constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
 
 struct Options {
   std::string status, log, workdir;
+  // Whom the job runs as (gpuqd as root runs each job as its owner): the shim stays root to
+  // supervise it; the forked child drops to these before it execs. Unset: as the shim.
+  std::string user, uid_text, gid_text, groups_text;
+  std::optional<uid_t> uid;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
   std::int64_t grace = -1;
   std::int64_t max_runtime = 0;  // 0: none
   std::vector<char*> command;    // execvp's argv, null-terminated
@@ -53,6 +60,33 @@ std::optional<std::int64_t> parse_seconds(std::string_view text) {
   return std::min(v, kMaxSeconds);
 }
 
+std::optional<std::uint32_t> parse_id(std::string_view text) {
+  std::uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The identity flags: all four or none.
+bool parse_identity(Options& o) {
+  const bool any = !o.user.empty() || !o.uid_text.empty() || !o.gid_text.empty() || !o.groups_text.empty();
+  if (!any) return true;
+  const auto uid = parse_id(o.uid_text);
+  const auto gid = parse_id(o.gid_text);
+  if (o.user.empty() || !uid || !gid) return false;
+  o.uid = *uid;
+  o.gid = *gid;
+  std::string_view rest = o.groups_text;
+  while (!rest.empty()) {
+    const std::size_t comma = std::min(rest.find(','), rest.size());
+    const auto g = parse_id(rest.substr(0, comma));
+    if (!g) return false;
+    o.groups.push_back(*g);
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return true;
+}
+
 // Hand-parsed, to keep the shim free of dependencies. nullopt, with `problem` set, on bad usage.
 std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   Options o;
@@ -63,6 +97,10 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
     std::string* text = flag == "--status"    ? &o.status
                         : flag == "--log"     ? &o.log
                         : flag == "--workdir" ? &o.workdir
+                        : flag == "--user"    ? &o.user
+                        : flag == "--uid"     ? &o.uid_text
+                        : flag == "--gid"     ? &o.gid_text
+                        : flag == "--groups"  ? &o.groups_text
                                               : nullptr;
     const char* value = i + 1 < argc ? argv[i + 1] : "--";
     if (!seconds && text == nullptr) problem = "unknown argument \"" + flag + "\"";
@@ -76,6 +114,7 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   else if (o.log.empty()) problem = "--log is required";
   else if (o.grace < 0) problem = "--grace is required";
   else if (i + 1 >= argc) problem = "no command given after --";
+  else if (!parse_identity(o)) problem = "--user, --uid, --gid and --groups go together, with numeric ids";
   if (!problem.empty()) return std::nullopt;
   for (++i; i < argc; ++i) o.command.push_back(argv[i]);
   o.command.push_back(nullptr);
@@ -92,7 +131,7 @@ void log_line(const std::string& text) {
 }
 
 // What the forked child reports through its O_CLOEXEC pipe when it cannot exec the command.
-enum Stage : int { kSetup, kWorkdir, kExec };
+enum Stage : int { kSetup, kIdentity, kWorkdir, kExec };
 struct ChildFailure {
   int stage = kSetup;
   int error = 0;
@@ -122,6 +161,12 @@ struct ChildFailure {
   // A SIGKILLed shim must not leave its job running unsupervised.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fails(pipe_fd, kSetup);
   if (::getppid() != shim) ::_exit(127);  // the shim died before the prctl took effect
+  // The owner's groups, then its gid, then its uid (after which nothing else can be changed).
+  if (o.uid && (::setgroups(o.groups.size(), o.groups.data()) != 0 || ::setgid(o.gid) != 0 || ::setuid(*o.uid) != 0))
+    child_fails(pipe_fd, kIdentity);
+  // Nothing the job execs gains privileges (setuid binaries, file capabilities).
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fails(pipe_fd, kSetup);
+  // As the owner: a directory the owner may not enter is refused here.
   if (!o.workdir.empty() && ::chdir(o.workdir.c_str()) != 0) child_fails(pipe_fd, kWorkdir);
   if (::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
     child_fails(pipe_fd, kSetup);
@@ -135,8 +180,10 @@ struct ChildFailure {
 std::string failure_text(const Options& o, const ChildFailure& f) {
   const std::string why = std::strerror(f.error);
   const std::string command = o.command[0];
-  if (f.stage == kWorkdir) return "working directory \"" + o.workdir + "\": " + why;
-  if (f.stage == kExec) return "cannot run \"" + command + "\": " + why;
+  const std::string as = o.uid ? " (as user " + o.user + ")" : "";
+  if (f.stage == kIdentity) return "cannot become user " + o.user + ": " + why;
+  if (f.stage == kWorkdir) return "working directory \"" + o.workdir + "\"" + as + ": " + why;
+  if (f.stage == kExec) return "cannot run \"" + command + "\"" + as + ": " + why;
   return "cannot start \"" + command + "\": " + why;
 }
 
@@ -370,7 +417,7 @@ int main(int argc, char** argv) {
   status.max_runtime = opts->max_runtime;
   const int subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const int subreaper_errno = errno;
-  g_log = ::open(opts->log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  g_log = ::open(opts->log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (g_log < 0) {
     const std::string why = std::strerror(errno);
     return finish(*opts, fail(status, "cannot open log \"" + opts->log + "\": " + why));

@@ -43,9 +43,16 @@ std::optional<std::string> not_runnable(const fs::path& p) {
   return std::nullopt;
 }
 
+// What of gpuqd's environment a job of another account gets: where programs are and the locale,
+// nothing that may carry gpuqd's own secrets or settings.
+bool passed_to_others(const std::string& name) {
+  return name == "PATH" || name == "LANG" || name == "LANGUAGE" || name == "TZ" || name.rfind("LC_", 0) == 0;
+}
+
 }  // namespace
 
-Launcher::Launcher(const LocalConfig& config, const Inventory& inventory) : gpus_(inventory.gpus) {
+Launcher::Launcher(const LocalConfig& config, const Inventory& inventory)
+    : gpus_(inventory.gpus), self_(auth::own_account()), root_(::geteuid() == 0) {
   shim_ = config.shim;
   if (shim_.empty()) {
     std::error_code ec;
@@ -59,7 +66,27 @@ Launcher::Launcher(const LocalConfig& config, const Inventory& inventory) : gpus
   }
 }
 
-Result<void> Launcher::check(const RunSpec& run) const {
+Result<auth::Account> Launcher::run_as(const std::string& owner) const {
+  if (!root_) {
+    if (owner == self_.name) return self_;
+    return Error{"spec.owner: gpuqd runs as " + self_.name + " without root, so it runs every job as " + self_.name +
+                     " and only " + self_.name + " may submit; user " + owner +
+                     " may not (gpuqd started as root runs each job as its owner)",
+                 ErrorCode::kPermissionDenied};
+  }
+  if (auto account = auth::find_account(owner)) return *account;
+  return Error{"spec.owner: user \"" + owner + "\" has no account on this machine (no passwd entry); the local "
+               "executor runs each job as its owner, so it can run none of theirs",
+               ErrorCode::kPermissionDenied};
+}
+
+std::string Launcher::describe_identity() const {
+  if (root_) return "each job as its owner";
+  return "every job as " + self_.name + " (gpuqd has no root; only " + self_.name + " may submit)";
+}
+
+Result<void> Launcher::check(const RunSpec& run, const std::string& owner) const {
+  if (auto as = run_as(owner); !as) return Error{as.error(), as.code()};
   if (run.command.empty() || run.command.front().empty())
     return Error{"spec.command: is empty; the local executor runs a command (argv), e.g. [\"python\", \"train.py\"]",
                  ErrorCode::kInvalidArgument};
@@ -113,10 +140,17 @@ std::optional<std::string> Launcher::precheck(const RunSpec& run) const {
   return "cannot run \"" + cmd + "\": " + last_error + " (PATH=" + path + ")";
 }
 
-std::vector<std::string> Launcher::environment(const PodLaunch& pod) const {
-  std::map<std::string, std::string> env(base_env_.begin(), base_env_.end());
+std::vector<std::string> Launcher::environment(const PodLaunch& pod, const auth::Account& as) const {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : base_env_)
+    if (as.uid == self_.uid || passed_to_others(k)) env[k] = v;
+  // Who the job is, as login(1) would say; the job may set its own HOME and SHELL.
+  env["HOME"] = as.home;
+  env["SHELL"] = as.shell.empty() ? "/bin/sh" : as.shell;
   for (const auto& [k, v] : pod.record.run.env)
     if (!set_by_gpuq(k)) env[k] = v;
+  env["USER"] = as.name;
+  env["LOGNAME"] = as.name;
   std::vector<std::string> devices;
   for (int g : pod.placement.gpus) {
     const auto at = static_cast<std::size_t>(g);
@@ -139,6 +173,24 @@ std::vector<std::string> Launcher::environment(const PodLaunch& pod) const {
   return out;
 }
 
+namespace {
+
+// The pod's log, made before the shim opens it: its owner's, readable by nobody else (an older
+// one, kept across attempts, is made so too).
+Result<void> prepare_log(const fs::path& log, const auth::Account& as) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Error{"log \"" + log.string() + "\": " + std::strerror(errno), ErrorCode::kUnavailable};
+  const bool ok = ::fchown(fd, as.uid, as.gid) == 0 && ::fchmod(fd, 0600) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok)
+    return Error{"log \"" + log.string() + "\": cannot give it to user " + as.name + ": " + std::strerror(saved),
+                 ErrorCode::kUnavailable};
+  return Ok();
+}
+
+}  // namespace
+
 void Launcher::note(const fs::path& log, const std::string& text) {
   std::ofstream out(log, std::ios::app);
   out << "[gpuq] " << text << "\n";
@@ -146,8 +198,18 @@ void Launcher::note(const fs::path& log, const std::string& text) {
 
 Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
   const storage::JobRecord& rec = pod.record;
+  const auto as = run_as(rec.spec.owner);  // checked at submit; the account may be gone since
+  if (!as) return Error{as.error(), as.code()};
+  if (auto r = prepare_log(pod.log, as.value()); !r) return Error{r.error(), r.code()};
   std::vector<std::string> args = {shim_.string(), "--status", pod.status.string(), "--log", pod.log.string(),
                                    "--grace", std::to_string(rec.spec.grace_period)};
+  if (as.value().uid != self_.uid) {
+    std::string groups;
+    for (gid_t g : as.value().groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    for (std::string a : {std::string("--user"), as.value().name, std::string("--uid"), std::to_string(as.value().uid),
+                          std::string("--gid"), std::to_string(as.value().gid), std::string("--groups"), groups})
+      args.push_back(std::move(a));
+  }
   if (rec.spec.max_runtime && *rec.spec.max_runtime > 0) {
     args.push_back("--max-runtime");
     args.push_back(std::to_string(*rec.spec.max_runtime));
@@ -158,7 +220,7 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
   }
   args.push_back("--");
   args.insert(args.end(), rec.run.command.begin(), rec.run.command.end());
-  const std::vector<std::string> env = environment(pod);
+  const std::vector<std::string> env = environment(pod, as.value());
   std::vector<char*> argv, envp;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -177,7 +239,7 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, pod.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&files, 1, pod.log.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&files, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&files, 3);  // gpuqd's sockets and files stay gpuqd's
   pid_t pid = -1;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/account.hpp"
 #include "binder/local/local_binder.hpp"
 
 namespace gpuq::binder {
@@ -34,13 +35,19 @@ class Launcher {
  public:
   Launcher() = default;
   Launcher(const LocalConfig& config, const Inventory& inventory);
-  // At submit: what the local executor needs (a command; an absolute working directory).
-  Result<void> check(const RunSpec& run) const;
+  // At submit: what the local executor needs (a command; an absolute working directory) and
+  // whether it can run the job as `owner`: gpuqd as root runs each job as its owner, who needs
+  // an account here; gpuqd without root runs jobs only as its own account.
+  Result<void> check(const RunSpec& run, const std::string& owner) const;
   // At start: the command exists and may be run, the working directory exists; else why not.
   std::optional<std::string> precheck(const RunSpec& run) const;
   Result<StartedPod> start(const PodLaunch& pod) const;
-  // The environment a pod's command gets (tests read it through the command's output).
-  std::vector<std::string> environment(const PodLaunch& pod) const;
+  // The environment a pod's command gets (tests read it through the command's output), as `as`.
+  std::vector<std::string> environment(const PodLaunch& pod, const auth::Account& as) const;
+  // Whom a job of `owner` runs as; an error when it cannot (no account, or gpuqd without root).
+  Result<auth::Account> run_as(const std::string& owner) const;
+  // "each job as its owner" or "every job as gpuq (gpuqd has no root)": for gpuqd's start-up log.
+  std::string describe_identity() const;
   // Appends "[gpuq] text" to a pod's log.
   static void note(const std::filesystem::path& log, const std::string& text);
 
@@ -48,6 +55,8 @@ class Launcher {
   std::filesystem::path shim_;
   std::vector<LocalGpu> gpus_;
   std::vector<std::pair<std::string, std::string>> base_env_;  // gpuqd's, less what gpuq sets
+  auth::Account self_;  // the account gpuqd runs as
+  bool root_ = false;   // gpuqd may run jobs as other accounts
 };
 
 }  // namespace gpuq::binder

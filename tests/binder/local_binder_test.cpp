@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -109,12 +112,12 @@ TEST_CASE("before a pod starts: the command must exist and be executable, the di
   Inventory inv;
   Launcher l(c, inv);
   RunSpec run;
-  CHECK(l.check(run).code() == ErrorCode::kInvalidArgument);
+  CHECK(l.check(run, auth::own_account().name).code() == ErrorCode::kInvalidArgument);
   run.command = {"sh", "-c", "true"};
   run.working_dir = "relative/dir";
-  CHECK(l.check(run).error().find("spec.working_dir: \"relative/dir\" is not an absolute path") == 0);
+  CHECK(l.check(run, auth::own_account().name).error().find("spec.working_dir: \"relative/dir\" is not an absolute path") == 0);
   run.working_dir = s.dir.string();
-  CHECK(l.check(run).ok());
+  CHECK(l.check(run, auth::own_account().name).ok());
   CHECK_FALSE(l.precheck(run).has_value());
 
   run.command = {"gpuq-no-such-command"};
@@ -140,7 +143,7 @@ TEST_CASE("a pod's environment: its GPUs by UUID when known, gpuq's variables ov
   rec.run.env = {{"CUDA_VISIBLE_DEVICES", "7"}, {"MINE", "x"}};
   PodPlacement where{0, "box", {1}, 500};
   PodLaunch pod{"j1", "vision", 1, 2, where, rec, "/s", "/l"};
-  auto env = l.environment(pod);
+  auto env = l.environment(pod, auth::own_account());
   auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
   CHECK(has("CUDA_VISIBLE_DEVICES=GPU-7c4f1d7f-1111-2222-3333-444455556666"));
   CHECK(has("MINE=x"));
@@ -150,7 +153,64 @@ TEST_CASE("a pod's environment: its GPUs by UUID when known, gpuq's variables ov
   CHECK(has("GPUQ_POD_COUNT=2"));
   CHECK(has("GPUQ_GPU_MILLI=500"));
   pod.placement.gpus.clear();
-  env = l.environment(pod);
+  env = l.environment(pod, auth::own_account());
   CHECK(has("CUDA_VISIBLE_DEVICES="));  // no GPU: none visible
   CHECK_FALSE(std::any_of(env.begin(), env.end(), [](const std::string& kv) { return kv.rfind("GPUQ_GPU_MILLI=", 0) == 0; }));
+}
+
+TEST_CASE("a job of another account gets its identity and none of gpuqd's environment beyond PATH and locale") {
+  ::setenv("GPUQD_ONLY_SECRET", "s3cret", 1);
+  ::setenv("LC_TIME", "C", 1);
+  Launcher l(LocalConfig{}, Inventory{});
+  ::unsetenv("GPUQD_ONLY_SECRET");
+  storage::JobRecord rec;
+  rec.run.env = {{"HOME", "/scratch/alice"}, {"USER", "root"}};
+  PodLaunch pod{"j1", "vision", 0, 1, PodPlacement{0, "box", {}, 0}, rec, "/s", "/l"};
+  auth::Account alice;
+  alice.name = "alice";
+  alice.uid = auth::own_account().uid + 4242;
+  alice.home = "/home/alice";
+  alice.shell = "/bin/bash";
+  auto env = l.environment(pod, alice);
+  auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
+  auto has_name = [&](const std::string& name) {
+    return std::any_of(env.begin(), env.end(), [&](const std::string& kv) { return kv.rfind(name + "=", 0) == 0; });
+  };
+  CHECK_FALSE(has_name("GPUQD_ONLY_SECRET"));
+  CHECK(has_name("PATH"));
+  CHECK(has("LC_TIME=C"));
+  CHECK(has("USER=alice"));  // the job cannot claim another name
+  CHECK(has("LOGNAME=alice"));
+  CHECK(has("HOME=/scratch/alice"));  // its own HOME wins
+  CHECK(has("SHELL=/bin/bash"));
+  rec.run.env.clear();
+  env = l.environment(pod, alice);
+  CHECK(has("HOME=/home/alice"));
+  // gpuqd's own account keeps gpuqd's environment.
+  ::setenv("GPUQD_ONLY_SECRET", "s3cret", 1);
+  Launcher own(LocalConfig{}, Inventory{});
+  ::unsetenv("GPUQD_ONLY_SECRET");
+  env = own.environment(pod, auth::own_account());
+  CHECK(has("GPUQD_ONLY_SECRET=s3cret"));
+  CHECK(has("USER=" + auth::own_account().name));
+}
+
+TEST_CASE("a job's owner must be an account the executor can run as") {
+  Launcher l(LocalConfig{}, Inventory{});
+  RunSpec run;
+  run.command = {"true"};
+  CHECK(l.check(run, auth::own_account().name));
+  auto r = l.check(run, "gpuq-no-such-user");
+  REQUIRE_FALSE(r);
+  CHECK(r.code() == ErrorCode::kPermissionDenied);
+  if (::geteuid() == 0) {
+    CHECK(r.error() == "spec.owner: user \"gpuq-no-such-user\" has no account on this machine (no passwd entry); "
+                       "the local executor runs each job as its owner, so it can run none of theirs");
+    CHECK(l.check(run, "nobody"));
+    CHECK(l.run_as("nobody").value().uid != 0);
+  } else {
+    const std::string self = auth::own_account().name;
+    CHECK(r.error().find("spec.owner: gpuqd runs as " + self + " without root, so it runs every job as " + self) == 0);
+    CHECK_FALSE(l.check(run, "nobody"));
+  }
 }

@@ -222,6 +222,26 @@ TEST_CASE("a job that cannot start is an error outcome, and the shim still exits
   }
 }
 
+TEST_CASE("as root, --uid/--gid/--groups: the job runs as that account, with no new privileges") {
+  if (::geteuid() != 0) {
+    MESSAGE("not root: the shim cannot change accounts; CI runs as root");
+    return;
+  }
+  TempDir d;
+  ::chmod(d.path.c_str(), 0755);
+  const Run r = run_shim(d, {"sh", "-c", "id -u; id -g; id -G; grep NoNewPrivs /proc/self/status"},
+                         {"--user", "nobody", "--uid", "65534", "--gid", "65534", "--groups", "65534,4"});
+  CHECK(r.status->code == 0);
+  CHECK_MESSAGE(contains(r.log, "65534\n65534\n65534 4\nNoNewPrivs:\t1\n"), r.log);
+  // A directory the account may not enter: refused as that account, though the shim could.
+  fs::create_directory(d / "private");
+  ::chmod((d / "private").c_str(), 0700);
+  const Run denied = run_shim(d, {"true"}, {"--workdir", d / "private", "--user", "nobody", "--uid", "65534", "--gid",
+                                            "65534", "--groups", "65534"});
+  CHECK(denied.status->outcome == Outcome::kError);
+  CHECK(denied.status->error == "working directory \"" + d / "private" + "\" (as user nobody): Permission denied");
+}
+
 TEST_CASE("bad usage exits 2") {
   TempDir d;
   const std::string status = d / "status";
@@ -230,7 +250,13 @@ TEST_CASE("bad usage exits 2") {
            {"--status", status, "--log", d / "log", "--", "true"},
            {"--status", status, "--log", d / "log", "--grace", "soon", "--", "true"},
            {"--status", status, "--log", d / "log", "--grace", "1", "--bogus", "x", "--", "true"},
-           {"--status", status, "--log", d / "log", "--grace", "1", "--"}}) {
+           {"--status", status, "--log", d / "log", "--grace", "1", "--"},
+           // the identity flags go together, with numeric ids
+           {"--status", status, "--log", d / "log", "--grace", "1", "--uid", "65534", "--", "true"},
+           {"--status", status, "--log", d / "log", "--grace", "1", "--user", "nobody", "--uid", "nobody", "--gid",
+            "65534", "--groups", "", "--", "true"},
+           {"--status", status, "--log", d / "log", "--grace", "1", "--user", "nobody", "--uid", "65534", "--gid",
+            "65534", "--groups", "1,x", "--", "true"}}) {
     const int ws = wait_shim(spawn_shim(args, {}, d / "stderr"));
     CHECK(WIFEXITED(ws));
     CHECK(WEXITSTATUS(ws) == 2);

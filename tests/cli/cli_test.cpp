@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include <boost/json.hpp>
+#include <grpcpp/grpcpp.h>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -267,6 +268,20 @@ TEST_CASE("submit flags: the working directory is absolute, the current one by d
   SubmitFlags bare;
   bare.queue = "team-a";
   CHECK(submit_request_from_flags(bare).spec().working_dir().empty());
+}
+
+TEST_CASE("submit flags: a job that asks for nothing is refused naming --gpus and what is allowed") {
+  SubmitFlags f;
+  f.queue = "q";
+  f.gpus = "0";
+  CHECK_THROWS_WITH_AS(submit_request_from_flags(f),
+                       "--gpus \"0\" asks for no GPU, and nothing else is asked: give --gpus above 0 (2, or 500m for "
+                       "half of one), or --cpu or --memory for a job without GPUs",
+                       UsageError);
+  f.cpu = "2";  // a job without GPUs
+  CHECK(submit_request_from_flags(f).spec().pod_sets(0).resources().at("cpu") == "2");
+  f.gpus = "-1";
+  CHECK_THROWS_AS(submit_request_from_flags(f), UsageError);
 }
 
 TEST_CASE("logs requests: --pod must be >= 0") {
@@ -538,6 +553,91 @@ TEST_CASE("tables fit 80 columns and show human units") {
   e.set_queue("q");
   e.set_to(v1::JOB_STATE_PENDING);
   CHECK(event_line(e) == "42 2023-11-14T22:13:20Z job/j1 queue/q submitted -> Pending");
+}
+
+TEST_CASE("control characters and terminal escapes are shown escaped in tables, show and watch") {
+  CHECK(escaped("plain text, ünïcode ✓") == "plain text, ünïcode ✓");
+  CHECK(escaped("a\x1b[2Jb") == "a\\x1b[2Jb");
+  CHECK(escaped("line\nnext\ttab\rcr\x7f") == "line\\nnext\\ttab\\rcr\\x7f");
+  CHECK(escaped("c1 \xc2\x9b" "31m") == "c1 \\u009b31m");  // U+009B, CSI to some terminals
+  CHECK(escaped("bad \xff\xc3") == "bad \\xff\\xc3");        // not UTF-8
+  CHECK(escaped("back\\slash") == "back\\slash");
+
+  std::vector<v1::Job> jobs = {make_job("j1", "q", v1::JOB_STATE_PENDING, "1", 1, "reason\x1b]0;owned\x07")};
+  jobs[0].mutable_spec()->set_name("evil\x1b[31mname\n");
+  for (const std::string& t : {jobs_table(jobs, false, 1300), jobs_table(jobs, true, 1300),
+                               job_detail(jobs[0], 1300)}) {
+    INFO(t);
+    CHECK(t.find('\x1b') == std::string::npos);
+    CHECK(t.find('\x07') == std::string::npos);
+    CHECK(t.find("reason\\x1b]0;owned\\x07") != std::string::npos);
+  }
+  CHECK(jobs_table(jobs, true, 1300).find("evil\\x1b[31mname\\n") != std::string::npos);
+  const std::string detail = job_detail(jobs[0], 1300);
+  CHECK(detail.find("Name:        evil\\x1b[31mname\\n\n") != std::string::npos);
+
+  v1::ListNodesResponse ns;
+  auto* n = ns.add_nodes();
+  n->mutable_spec()->set_name("n0");
+  (*n->mutable_spec()->mutable_labels())["k"] = "v\x1b";
+  CHECK(nodes_table(ns, true).find("k=v\\x1b") != std::string::npos);
+
+  v1::JobEvent e;
+  e.set_seq(1);
+  e.set_job_id("j1");
+  e.set_queue("q");
+  e.set_to(v1::JOB_STATE_FAILED);
+  e.set_reason("exit\n\x1b[1A");
+  CHECK(event_line(e).find(": exit\\n\\x1b[1A") != std::string::npos);
+
+  // A server's message in an error is escaped too.
+  std::ostringstream out, err;
+  Context ctx(out, err);
+  CHECK(ctx.fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "job \"\x1b[2J\" does not exist")) == 1);
+  CHECK(err.str() == "gpuq: job \"\\x1b[2J\" does not exist (NOT_FOUND)\n");
+}
+
+namespace {
+
+// A Jobs service that keeps the last SubmitJobRequest: what `gpuq submit` made of its arguments.
+class RecordingJobs final : public v1::Jobs::Service {
+ public:
+  grpc::Status Submit(grpc::ServerContext*, const v1::SubmitJobRequest* req, v1::SubmitJobResponse* resp) override {
+    last = *req;
+    resp->mutable_job()->mutable_spec()->set_id("j1");
+    return grpc::Status::OK;
+  }
+  v1::SubmitJobRequest last;
+};
+
+}  // namespace
+
+TEST_CASE("submit: everything after -- is the command, also after a repeated option") {
+  RecordingJobs jobs;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&jobs);
+  auto server = builder.BuildAndStart();
+  REQUIRE(server);
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  const auto submit = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", addr, "submit", "-q", "q", "--gpus", "1"});
+    std::ostringstream out, err;
+    const int rc = run_cli(args, out, err);
+    INFO(err.str());
+    CHECK(rc == 0);
+    return std::vector<std::string>(jobs.last.spec().command().begin(), jobs.last.spec().command().end());
+  };
+  using V = std::vector<std::string>;
+  CHECK(submit({"--env", "A=1", "--", "sh", "-c", "echo $A"}) == V{"sh", "-c", "echo $A"});
+  CHECK(jobs.last.spec().env().at("A") == "1");
+  CHECK(submit({"--env", "A=1", "--env", "B=2", "--", "sh", "-c", "echo $A $B"}) == V{"sh", "-c", "echo $A $B"});
+  CHECK(jobs.last.spec().env().size() == 2);
+  CHECK(submit({"--flavor", "h100", "--node-selector", "zone=a", "--toleration", "gpu", "--", "python", "-m", "x",
+                "--flag", "--"}) == V{"python", "-m", "x", "--flag", "--"});
+  CHECK(submit({"--", "--looks-like-an-option"}) == V{"--looks-like-an-option"});
+  server->Shutdown();
 }
 
 TEST_CASE("json output is protobuf's JSON with field names and every field; yaml the same data") {

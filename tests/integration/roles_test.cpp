@@ -193,6 +193,187 @@ TEST_CASE("over TCP a caller is anonymous: queue summaries only; insecure: true 
                                           "127.0.0.1:0"},
                              other.path / "out", other.path / "err", std::chrono::seconds(10));
   CHECK(c.address.empty());
-  CHECK(slurp(other.path / "err").find("gpuqd: grpc: 0.0.0.0:0 is not a loopback address, and gpuqd has no TLS yet") !=
+  CHECK(slurp(other.path / "err").find("gpuqd: grpc: 0.0.0.0:0 is not a loopback address, and gpuqd has no TLS configured") !=
         std::string::npos);
+}
+
+namespace {
+
+// research and prod (cohort lab) as kConfig, and two queues with guardrails and roles: vision
+// (1 GPU of quota, submitters root and the group ml) and open (everyone submits, nobody views).
+const char* kGuardedConfig = R"(queues:
+  - name: research
+    cohort: lab
+    quotas: [{flavor: h100, resources: {gpu: {nominal: 8}}}]
+  - name: prod
+    cohort: lab
+    quotas: [{flavor: h100, resources: {gpu: {nominal: 8}}}]
+  - name: vision
+    quotas: [{flavor: h100, resources: {gpu: {nominal: 1}}}]
+    maxGpusPerJob: 1
+    maxPodsPerJob: 2
+    maxRuntime: 3600
+    maxGracePeriod: 60
+    allowedPriorityClasses: [normal, high]
+    maxPendingJobsPerUser: 1
+    submitters: {users: [root], groups: [ml]}
+  - name: open
+    quotas: [{flavor: h100, resources: {gpu: {nominal: 8}}}]
+    maxRunningJobsPerUser: 1
+    maxSubmitsPerUserPerMinute: 3
+    submitters: {users: ["*"]}
+    viewers: {users: [nobody]}
+nodes:
+  - {name: n0, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+  - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
+)";
+
+json::value shown_job(const Daemon& d, const std::string& id) {
+  const Run r = as_me(d, {"show", id, "-o", "json"});
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  return json::parse(r.out);
+}
+
+std::size_t listed_in(const Daemon& d, const std::string& queue) {
+  const Run r = as_me(d, {"ls", "--queue", queue, "--all", "-o", "json"});
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const json::value v = json::parse(r.out);
+  return v.as_object().contains("jobs") ? v.at("jobs").as_array().size() : 0;
+}
+
+void refused_with(const Run& r, const std::string& message) {
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find(message) != std::string::npos, r.out);
+}
+
+}  // namespace
+
+TEST_CASE("every queue guardrail refuses through gpuq submit with its message, and a refused submit changes nothing") {
+  TempDir dir;
+  ::chmod(dir.path.c_str(), 0755);
+  Daemon d(dir.path, true, kGuardedConfig);
+  auto submit = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--queue", "vision"});
+    args.insert(args.end(), {"--", "true"});
+    return as_me(d, args);
+  };
+  const std::string q = "queue \"vision\" ";
+  refused_with(submit({"--gpus", "1", "--replicas", "2"}),
+               "spec.pods: the job asks 2 GPUs; " + q + "allows at most 1 per job (maxGpusPerJob)");
+  refused_with(submit({"--gpus", "100m", "--replicas", "3"}),
+               "spec.pods: the job asks 3 pods; " + q + "allows at most 2 per job (maxPodsPerJob)");
+  refused_with(submit({"--gpus", "1", "--max-runtime", "7200"}),
+               "spec.maxRuntime: the job asks 7200 s; " + q + "allows at most 3600 s (maxRuntime)");
+  refused_with(submit({"--gpus", "1", "--grace-period", "600"}),
+               "spec.gracePeriod: the job asks 600 s; " + q + "allows at most 60 s (maxGracePeriod)");
+  refused_with(submit({"--gpus", "1", "--priority", "critical"}),
+               "spec.priority: class critical is not allowed in queue \"vision\"; name one of normal or high (its "
+               "allowedPriorityClasses)");
+  refused_with(submit({"--gpus", "1", "--priority", "100"}),
+               "spec.priority: \"100\" is a number; " + q + "takes only priority classes");
+  CHECK(listed_in(d, "vision") == 0);  // nothing of them was kept
+
+  // Within the limits: the job gets the ceiling as its maxRuntime and the default class.
+  const std::string first = submitted_id(submit({"--gpus", "1", "--grace-period", "60"}));
+  const json::value job = shown_job(d, first);
+  CHECK(job.at("spec").at("max_runtime_seconds") == "3600");
+  CHECK(job.at("spec").at("priority") == "normal");
+  // The queue's 1 GPU is taken: the next waits, and a third is one pending job too many.
+  const std::string second = submitted_id(submit({"--gpus", "1"}));
+  CHECK(shown_job(d, second).at("state") == "JOB_STATE_PENDING");
+  refused_with(submit({"--gpus", "1"}), "user root already has 1 pending jobs in queue \"vision\", its "
+                                        "maxPendingJobsPerUser (1); submit again once some are admitted");
+  CHECK(listed_in(d, "vision") == 2);
+
+  // A non-preemptible job does not borrow: research (8 GPUs nominal) is full, prod lends 8.
+  REQUIRE(as_me(d, {"submit", "--queue", "research", "--gpus", "8", "--", "true"}).rc == 0);
+  const std::string keep =
+      submitted_id(as_me(d, {"submit", "--queue", "research", "--gpus", "1", "--preemptible", "false", "--", "true"}));
+  const json::value kept = shown_job(d, keep);
+  CHECK(kept.at("state") == "JOB_STATE_PENDING");
+  CHECK_MESSAGE(std::string(kept.at("reason").as_string())
+                        .find("it is not preemptible, so it runs only within queue research's nominal quota (its "
+                              "nonPreemptibleMayBorrow is false)") != std::string::npos,
+                kept.at("reason"));
+  // A preemptible one borrows prod's unused quota.
+  const std::string flex = submitted_id(as_me(d, {"submit", "--queue", "research", "--gpus", "1", "--", "true"}));
+  CHECK(shown_job(d, flex).at("state") != "JOB_STATE_PENDING");
+
+  if (::getuid() != 0) {
+    MESSAGE("not root: the per-user limits as nobody (setpriv) are skipped; CI runs as root");
+    return;
+  }
+  // open: nobody's second job waits for its first (maxRunningJobsPerUser 1); its fourth submit
+  // within the minute is refused with the time to retry (maxSubmitsPerUserPerMinute 3).
+  Run r = as_nobody(d, "submit --queue open --gpus 1 -- true");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  r = as_nobody(d, "submit --queue open --gpus 1 -- true");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const json::value held = shown_job(d, submitted_id(r));
+  CHECK(held.at("state") == "JOB_STATE_PENDING");
+  CHECK_MESSAGE(std::string(held.at("reason").as_string())
+                        .find("user nobody has 1 admitted or running job in queue open, its maxRunningJobsPerUser (1)") !=
+                    std::string::npos,
+                held.at("reason"));
+  REQUIRE(as_nobody(d, "submit --queue open --gpus 1 -- true").rc == 0);
+  r = as_nobody(d, "submit --queue open --gpus 1 -- true");
+  refused_with(r, "user nobody has used up queue \"open\"'s maxSubmitsPerUserPerMinute (3 submissions a minute); "
+                  "retry in ");
+  CHECK_MESSAGE(r.out.find("RESOURCE_EXHAUSTED") != std::string::npos, r.out);
+  CHECK(listed_in(d, "open") == 3);
+}
+
+TEST_CASE("a queue's submitters and viewers: nobody is refused on a restricted queue, accepted on *, and a viewer sees others' jobs but not their environment") {
+  TempDir dir;
+  ::chmod(dir.path.c_str(), 0755);
+  Daemon d(dir.path, true, kGuardedConfig);
+  const std::string secret_job = submitted_id(
+      as_me(d, {"submit", "--queue", "open", "--gpus", "1", "--env", "TOKEN=s3cret", "--", "true"}));
+  const std::string vision_job = submitted_id(as_me(d, {"submit", "--queue", "vision", "--gpus", "1", "--", "true"}));
+  CHECK(shown_job(d, secret_job).at("spec").at("env").at("TOKEN") == "s3cret");  // its owner sees it
+  if (::getuid() != 0) {
+    MESSAGE("not root: the calls as nobody (setpriv) are skipped; CI runs as root");
+    return;
+  }
+  Run r = as_nobody(d, "submit --queue vision --gpus 1 -- true");
+  refused_with(r, "user nobody may not submit to queue vision: its submitters are root and the group ml "
+                  "(submitters in the queue's spec), and gpuqd's admins (root)");
+  CHECK_MESSAGE(r.out.find("PERMISSION_DENIED") != std::string::npos, r.out);
+  CHECK(listed_in(d, "vision") == 1);
+  r = as_nobody(d, "submit --queue open --gpus 1 -- true");
+  CHECK_MESSAGE(r.rc == 0, r.out);
+  const std::string theirs = submitted_id(r);
+
+  // nobody views open: root's job there, by id and in the queue's listing, without its env.
+  r = as_nobody(d, "show " + secret_job + " -o json");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  const json::value seen = json::parse(r.out);
+  CHECK(seen.at("spec").at("owner") == "root");
+  CHECK(seen.at("spec").at("env").as_object().empty());
+  CHECK(r.out.find("s3cret") == std::string::npos);
+  r = as_nobody(d, "ls --queue open --all -o json");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("\"" + secret_job + "\"") != std::string::npos);
+  CHECK(r.out.find("\"" + theirs + "\"") != std::string::npos);
+  CHECK(r.out.find("s3cret") == std::string::npos);
+  // Its watch of the queue streams every job's events there.
+  r = as_nobody(d, "watch --queue open --from 0", 3);
+  CHECK_MESSAGE(r.out.find(secret_job + " ") != std::string::npos, r.out);
+  // Without the queue, a listing is its own jobs only; and it views open, not vision.
+  r = as_nobody(d, "watch --from 0", 3);
+  CHECK_MESSAGE(r.out.find(secret_job + " ") == std::string::npos, r.out);
+  r = as_nobody(d, "ls --all -o json");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  CHECK(r.out.find("\"" + secret_job + "\"") == std::string::npos);
+  r = as_nobody(d, "show " + vision_job);
+  refused_with(r, "user nobody may not see job " + vision_job + " of user root: a job's details are its owner's and "
+                  "gpuqd's admins' (root)");
+  r = as_nobody(d, "ls --queue vision --owner root");
+  refused_with(r, "user nobody may not see the jobs of user root");
+  // The logs of a job it views pass the gate (binder none keeps no logs: that is the answer).
+  r = as_nobody(d, "logs " + secret_job);
+  CHECK_MESSAGE(r.out.find("may not see") == std::string::npos, r.out);
+  // A viewer does not change others' jobs.
+  r = as_nobody(d, "cancel " + secret_job);
+  refused_with(r, "user nobody may not cancel job " + secret_job + " of user root");
 }

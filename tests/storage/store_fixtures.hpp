@@ -76,6 +76,18 @@ inline QueueSpec make_queue(ResourceNames& names) {
   q.preemption.borrow_max_priority_threshold = 50;
   q.preemption.min_runtime = 600;
   q.max_pending_jobs = 5000;
+  q.max_gpus_per_job = 2500;  // 2.5 GPUs
+  q.max_pods_per_job = 64;
+  q.max_runtime = 86400;
+  q.default_max_runtime = 3600;
+  q.max_grace_period = 0;  // set, and 0: no grace at all (not "no limit")
+  q.allowed_priority_classes = {"normal", "high"};
+  q.non_preemptible_may_borrow = true;
+  q.max_running_jobs_per_user = 4;
+  q.max_pending_jobs_per_user = 100;
+  q.max_submits_per_user_per_minute = 30;
+  q.submitters = Members{{"alice", "*"}, {"ml"}};
+  q.viewers = Members{{}, {"ml-leads"}};
   return q;
 }
 
@@ -183,6 +195,18 @@ inline void check_same(const QueueSpec& a, const QueueSpec& b) {
   CHECK(a.preemption.borrow_max_priority_threshold == b.preemption.borrow_max_priority_threshold);
   CHECK(a.preemption.min_runtime == b.preemption.min_runtime);
   CHECK(a.max_pending_jobs == b.max_pending_jobs);
+  CHECK(a.max_gpus_per_job == b.max_gpus_per_job);
+  CHECK(a.max_pods_per_job == b.max_pods_per_job);
+  CHECK(a.max_runtime == b.max_runtime);
+  CHECK(a.default_max_runtime == b.default_max_runtime);
+  CHECK(a.max_grace_period == b.max_grace_period);
+  CHECK(a.allowed_priority_classes == b.allowed_priority_classes);
+  CHECK(a.non_preemptible_may_borrow == b.non_preemptible_may_borrow);
+  CHECK(a.max_running_jobs_per_user == b.max_running_jobs_per_user);
+  CHECK(a.max_pending_jobs_per_user == b.max_pending_jobs_per_user);
+  CHECK(a.max_submits_per_user_per_minute == b.max_submits_per_user_per_minute);
+  CHECK(a.submitters == b.submitters);
+  CHECK(a.viewers == b.viewers);
 }
 
 inline void check_same(const NodeSpec& a, const NodeSpec& b) {

@@ -1,5 +1,6 @@
 // The SQLite store against real files in a temporary directory: round trips, upserts, failed
 // commits.
+#include "storage/codec.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;
@@ -213,3 +214,24 @@ TEST_CASE("a failed commit writes nothing of its batch and the store stays usabl
   CHECK(l->last_event_seq == 2);
 }
 
+
+TEST_CASE("a queue without guardrails or roles is stored and read back without them; an empty submitters list stays set") {
+  ResourceNames names;
+  QueueSpec plain;
+  plain.name = QueueName("plain");
+  const std::string text = encode_queue(plain, names);
+  CHECK(text.find("max_") == std::string::npos);  // stored as before the guardrails
+  CHECK(text.find("submitters") == std::string::npos);
+  auto back = decode_queue(text, names);
+  REQUIRE(back.ok());
+  CHECK_FALSE(back->max_gpus_per_job);
+  CHECK_FALSE(back->max_grace_period);
+  CHECK_FALSE(back->submitters);
+  CHECK(back->max_running_jobs_per_user == 0);
+
+  plain.submitters = Members{};  // nobody but admins
+  auto closed = decode_queue(encode_queue(plain, names), names);
+  REQUIRE(closed.ok());
+  REQUIRE(closed->submitters);
+  CHECK(closed->submitters->empty());
+}

@@ -1,0 +1,102 @@
+// gpuqd's Core and the audit log (README: Security, Audit): a record is written with its turn's
+// changes, long fields are cut at a character boundary, and records older than auditRetention
+// are deleted (checked at most once an hour). Time is the test's (Core's `now`).
+#include <doctest/doctest.h>
+
+#include "daemon/core.hpp"
+#include "tests/support/builders.hpp"
+#include "tests/support/files.hpp"
+
+using namespace gpuq;
+using namespace gpuq::daemon;
+using namespace gpuq::test;
+
+namespace {
+
+constexpr Time kT0 = 1'700'000'000;
+
+CoreConfig audit_config(const std::string& file, Time retention) {
+  CoreConfig c;
+  c.state_file = file;
+  c.audit_retention = retention;
+  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& queues, std::vector<NodeSpec>& nodes) {
+    queues = {unlimited_queue("a")};
+    nodes = {node("n", "h100", res(gpus(8)))};
+  };
+  return c;
+}
+
+std::unique_ptr<Core> open_audit_core(const CoreConfig& c, Time now) {
+  auto core = Core::open(c, now);
+  INFO((core.ok() ? std::string() : core.error()));
+  REQUIRE(core.ok());
+  return std::move(core).value();
+}
+
+storage::AuditRecord call(const std::string& user, const std::string& action, const std::string& target) {
+  return storage::AuditRecord{0, 0, user, "unix:uid=1000,pid=1", action, target, "OK"};
+}
+
+std::vector<std::string> targets(Core& core) {
+  auto page = core.store().audit({});
+  REQUIRE(page.ok());
+  std::vector<std::string> out;
+  for (const auto& a : *page) out.push_back(a.target);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("audit: a record goes to disk with its turn, stamped with the turn's time") {
+  TempDir dir;
+  auto core = open_audit_core(audit_config((dir.path / "s.db").string(), 86400), kT0);
+  Submission s;
+  s.job = job("j1", "a", res(gpus(1)));
+  REQUIRE(core->submit(std::move(s), kT0 + 5).ok());
+  core->audit(call("alice", "submit", "j1"), kT0 + 5);
+  CHECK(targets(*core).empty());  // not before its turn is written
+  REQUIRE(core->end_turn(kT0 + 5).ok);
+  auto page = core->store().audit({});
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 1);
+  CHECK((*page)[0].at == kT0 + 5);
+  CHECK((*page)[0].user == "alice");
+  auto stored = core->store().job("j1");
+  REQUIRE(stored.ok());
+  CHECK(stored.value().has_value());  // the change and its record, together
+}
+
+TEST_CASE("audit: long fields are cut whole characters at a time") {
+  TempDir dir;
+  auto core = open_audit_core(audit_config((dir.path / "s.db").string(), 86400), kT0);
+  storage::AuditRecord r = call("bob", "submit", std::string(300, 'x'));
+  r.result = "INVALID_ARGUMENT: " + std::string(2000, 'a');
+  std::string accents;
+  for (int i = 0; i < 600; ++i) accents += "\xc3\xa9";  // é, two bytes each
+  r.target = accents;
+  core->audit(r, kT0);
+  REQUIRE(core->end_turn(kT0).ok);
+  auto page = core->store().audit({});
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 1);
+  const std::string& t = (*page)[0].target;
+  CHECK(t.size() <= 256);
+  CHECK(t.size() % 2 == 1);  // é... then "...": never half an é
+  CHECK(t.substr(t.size() - 3) == "...");
+  CHECK((*page)[0].result.size() <= 1024);
+}
+
+TEST_CASE("audit retention: records older than it go, at most once an hour; newer ones stay") {
+  TempDir dir;
+  const Time day = 86400;
+  auto core = open_audit_core(audit_config((dir.path / "s.db").string(), day), kT0);
+  core->audit(call("alice", "cancel", "old"), kT0);
+  REQUIRE(core->end_turn(kT0).ok);
+  core->audit(call("alice", "cancel", "newer"), kT0 + day / 2);
+  REQUIRE(core->end_turn(kT0 + day / 2).ok);
+  CHECK(targets(*core) == std::vector<std::string>{"newer", "old"});
+  REQUIRE(core->end_turn(kT0 + day + 10).ok);  // "old" is past the retention now
+  CHECK(targets(*core) == std::vector<std::string>{"newer"});
+  REQUIRE(core->end_turn(kT0 + 2 * day).ok);  // "newer" too
+  CHECK(targets(*core).empty());
+}

@@ -1,0 +1,89 @@
+#pragma once
+// The real gpuq command line as another Unix account (setpriv), and as this process, against a
+// gpuqd child's Unix socket: for the tests of who may do what (README: Security).
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "tests/integration/daemon_process.hpp"
+
+namespace gpuq::test {
+
+struct CliRun {
+  int rc = 0;
+  std::string out;  // stdout and stderr
+};
+
+// `command` through sh, its exit code and output.
+inline CliRun shell(const std::string& command) {
+  CliRun r;
+  FILE* f = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(f != nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) r.out.append(buf, n);
+  const int status = ::pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// How setpriv becomes `user`: "--reuid=nobody --regid=nogroup --clear-groups", or with the
+// account's own groups "--reuid=alice --regid=users --init-groups".
+inline std::string setpriv_as(const std::string& user, const std::string& group, bool init_groups = false) {
+  return "setpriv --reuid=" + user + " --regid=" + group + (init_groups ? " --init-groups " : " --clear-groups ");
+}
+
+// The gpuq binary as another account (`how`: setpriv_as(...)) through gpuqd's socket, run from
+// `cwd` (stopped after `seconds`, if given).
+inline CliRun gpuq_as(const Daemon& d, const std::string& how, const std::string& args, int seconds = 0,
+                      const std::string& cwd = "/") {
+  return shell("cd " + cwd + " && " + (seconds > 0 ? "timeout " + std::to_string(seconds) + " " : std::string()) + how +
+               std::string(GPUQ_CLI_PATH) + " --server unix:" + d.socket() + " " + args);
+}
+
+// This process through the socket.
+inline CliRun gpuq_me(const Daemon& d, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--server", "unix:" + d.socket()});
+  std::ostringstream out, err;
+  CliRun r;
+  r.rc = gpuq::cli::run_cli(args, out, err);
+  r.out = out.str() + err.str();
+  return r;
+}
+
+inline std::string submitted_job(const CliRun& r) {
+  const auto end = r.out.find(" submitted (");
+  REQUIRE_MESSAGE((r.out.rfind("job/", 0) == 0 && end != std::string::npos), r.out);
+  return r.out.substr(4, end - 4);
+}
+
+// The job as an admin sees it (`gpuq show -o json`).
+inline boost::json::value shown_job(const Daemon& d, const std::string& id) {
+  const CliRun r = gpuq_me(d, {"show", id, "-o", "json"});
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  return boost::json::parse(r.out);
+}
+
+// Polls (at most 30 s) until the job has ended; its state.
+inline std::string wait_ended(const Daemon& d, const std::string& id) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string state;
+  while (std::chrono::steady_clock::now() < until) {
+    state = std::string(shown_job(d, id).at("state").as_string());
+    if (state == "JOB_STATE_SUCCEEDED" || state == "JOB_STATE_FAILED" || state == "JOB_STATE_CANCELLED") return state;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("job " << id << " is still " << state);
+  return state;
+}
+
+}  // namespace gpuq::test
