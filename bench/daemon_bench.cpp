@@ -1,5 +1,6 @@
 // daemon_bench: gpuqd end to end on this machine (bench/README.md).
-//  1. Durable submits: a real gpuqd on a loopback port with a fresh state file; C client threads
+//  1. Durable submits: a real gpuqd with a fresh state file, called through its Unix socket (the
+//     caller known and checked) or, with --transports tcp, loopback TCP with insecure: true; C clients
 //     (1, 16, 64) each send Submit in a loop for --seconds; every OK is a job on disk. Prints
 //     acknowledged submits per second and latency percentiles.
 //  2. Restart: a state file with --restart-jobs pending jobs (written through the Store, as a
@@ -50,9 +51,13 @@ nodes:
 using gpuq::bench::cpu_seconds;
 using gpuq::test::GpuqdChild;
 
+std::string g_transport = "unix";  // --transports: this run's
+
+// gpuqd with kConfig; with --transports tcp also `insecure: true` (TCP callers trusted, as before
+// gpuqd knew its callers), and the run's address is its TCP one.
 GpuqdChild start(const std::string& gpuqd, const fs::path& dir, const fs::path& state) {
   const fs::path config = dir / "gpuqd.yaml";
-  std::ofstream(config) << kConfig;
+  std::ofstream(config) << (g_transport == "tcp" ? "insecure: true\n" : "") << kConfig;
   GpuqdChild c = gpuq::test::start_gpuqd(gpuqd,
                                          {"--config", config.string(), "--state-file", state.string(),
                                           "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0"},
@@ -61,6 +66,7 @@ GpuqdChild start(const std::string& gpuqd, const fs::path& dir, const fs::path& 
     std::fprintf(stderr, "gpuqd did not start; see %s\n", (dir / "gpuqd.err").c_str());
     std::exit(1);
   }
+  if (g_transport == "tcp") c.address = c.tcp;
   return c;
 }
 
@@ -77,7 +83,7 @@ std::string g_ids = "client";       // --ids
 std::string g_server;  // --server: load an already running gpuqd (e.g. under perf) instead
 
 void submits(const std::string& gpuqd, const fs::path& dir, int clients, double seconds) {
-  const fs::path state = dir / ("submits-" + std::to_string(clients) + ".db");
+  const fs::path state = dir / ("submits-" + g_transport + "-" + std::to_string(clients) + ".db");
   GpuqdChild d;
   if (g_server.empty())
     d = start(gpuqd, dir, state);
@@ -172,8 +178,8 @@ void submits(const std::string& gpuqd, const fs::path& dir, int clients, double 
   const double p50 = pct(all, 0.50), p99 = pct(all, 0.99), mx = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
   // gpuqd's CPU time per acknowledged submit (all of its threads: gRPC, engine, store, replies).
   const double cpu_us = all.empty() ? 0 : cpu * 1e6 / static_cast<double>(all.size());
-  std::printf("submits  %s %s-ids clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  gpuqd cpu us/submit %6.1f  errors %ld\n",
-              g_client.c_str(), g_ids.c_str(), clients, all.size(), wall, rate, p50, p99, mx, cpu_us, errors.load());
+  std::printf("submits  %s %s %s-ids clients %3d  acknowledged %7zu in %.1f s  %8.0f /s  latency ms p50 %6.2f  p99 %6.2f  max %7.2f  gpuqd cpu us/submit %6.1f  errors %ld\n",
+              g_transport.c_str(), g_client.c_str(), g_ids.c_str(), clients, all.size(), wall, rate, p50, p99, mx, cpu_us, errors.load());
   if (g_server.empty()) d.stop(SIGTERM);
 }
 
@@ -266,6 +272,12 @@ int main(int argc, char** argv) {
   app.add_option("--gpuqd", gpuqd, "the gpuqd binary");
   app.add_option("--clients", clients, "concurrent clients, one run each")->delimiter(',');
   app.add_option("--seconds", seconds, "per run");
+  std::vector<std::string> transports = {"unix"};
+  app.add_option("--transports", transports,
+                 "unix: gpuqd's socket, each call's caller known and checked (root: an admin); tcp: loopback TCP "
+                 "with insecure: true (no identity, no checks); one submit run per transport and client count")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"unix", "tcp"}));
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
   app.add_option("--apply-labels", apply_labels, "labels on the node applied 20 times in the apply run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
@@ -280,7 +292,11 @@ int main(int argc, char** argv) {
   const fs::path dir = mkdtemp(tmpl);
   std::printf("daemon_bench: gpuqd %s, state in %s, %u cores\n", gpuqd.c_str(), dir.c_str(),
               std::thread::hardware_concurrency());
-  for (int c : clients) submits(gpuqd, dir, c, seconds);
+  for (const std::string& t : transports) {
+    g_transport = t;
+    for (int c : clients) submits(gpuqd, dir, c, seconds);
+  }
+  g_transport = "unix";
   if (apply_labels > 0 && g_server.empty()) apply_nodes(gpuqd, dir, apply_labels, 20);
   if (restart_jobs > 0) restart(gpuqd, dir, restart_jobs);
   std::error_code ec;
