@@ -73,6 +73,25 @@ ConstraintCount count_constraints(const Cluster& cluster, const PodSet& set, Fla
   return c;
 }
 
+// "1 cordoned, 2 draining, 1 down": the nodes of flavor f that take no new pods; "" when all do.
+std::string closed_nodes(const Cluster& cluster, FlavorId f, std::size_t& nodes, std::size_t& closed) {
+  std::size_t cordoned = 0, draining = 0, down = 0;
+  nodes = closed = 0;
+  for (NodeIdx n = 0; n < cluster.size(); ++n) {
+    const Node& node = cluster.node(n);
+    if (node.flavor != f) continue;
+    ++nodes;
+    if (node.schedulable()) continue;
+    ++closed;
+    (node.state == NodeState::kCordoned ? cordoned : node.state == NodeState::kDraining ? draining : down) += 1;
+  }
+  std::vector<std::string> parts;
+  if (cordoned > 0) parts.push_back(std::to_string(cordoned) + " cordoned");
+  if (draining > 0) parts.push_back(std::to_string(draining) + " draining");
+  if (down > 0) parts.push_back(std::to_string(down) + " down");
+  return join(parts, ", ");
+}
+
 std::string shown(const Taint& t) {
   return t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + to_string(t.effect);
 }
@@ -320,10 +339,19 @@ std::string Engine::explain_room(const Job& job, FlavorId f) const {
       narrowed = " (" + which + std::to_string(c.nodes - c.unmatched - c.tainted) + "/" +
                  std::to_string(c.nodes) + " nodes allow it: " + constraint_parts(c) + ")";
   }
+  // Nodes closed to new pods (cordon, drain, lost): said first when they are all of them, so a
+  // cordoned cluster does not read as a full one.
+  std::size_t nodes = 0, closed = 0;
+  const std::string closed_text = f == kNoFlavor ? std::string() : closed_nodes(cluster_, f, nodes, closed);
+  if (closed > 0 && closed == nodes)
+    return "0/" + std::to_string(nodes) + " nodes of flavor " + flavor + " take new pods: " + closed_text;
   std::vector<std::string> sets;
   for (const PodSet& s : job.spec.pod_sets)
     sets.push_back(std::to_string(s.count) + " x {" + describe_pod(resources_, s.per_pod) + "}");
-  return "no room on nodes of flavor " + flavor + " for " + join(sets, " + ") + narrowed;
+  return "no room on nodes of flavor " + flavor + " for " + join(sets, " + ") + narrowed +
+         (closed > 0 ? " (" + std::to_string(closed) + "/" + std::to_string(nodes) + " nodes take no new pods: " +
+                           closed_text + ")"
+                     : "");
 }
 
 }  // namespace gpuq

@@ -48,6 +48,24 @@ nodes:
   - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
 )";
 
+// gpuqd with the local executor (4 virtual GPUs on node `box`, logs and run files in `dir`) and
+// one queue `q` with all of them, preempting lower priorities within it.
+inline std::string local_executor_config(const fs::path& dir) {
+  return "binder: local\n"
+         "local:\n"
+         "  node: box\n"
+         "  nvidiaSmi: \"\"\n"
+         "  gpus: 4\n"
+         "  logDir: " + (dir / "logs").string() + "\n"
+         "  runDir: " + (dir / "run").string() + "\n"
+         "queues:\n"
+         "  - name: q\n"
+         "    quotas:\n"
+         "      - flavor: default\n"
+         "        resources: {gpu: {nominal: 4}}\n"
+         "    preemption: {withinQueue: LowerPriority}\n";
+}
+
 // A gpuqd child process; the address comes from the line it prints on stdout.
 class Daemon {
  public:

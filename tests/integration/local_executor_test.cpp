@@ -19,22 +19,6 @@ using namespace gpuq::test;
 
 namespace {
 
-std::string local_config(const fs::path& dir) {
-  return "binder: local\n"
-         "local:\n"
-         "  node: box\n"
-         "  nvidiaSmi: \"\"\n"
-         "  gpus: 4\n"
-         "  logDir: " + (dir / "logs").string() + "\n"
-         "  runDir: " + (dir / "run").string() + "\n"
-         "queues:\n"
-         "  - name: q\n"
-         "    quotas:\n"
-         "      - flavor: default\n"
-         "        resources: {gpu: {nominal: 4}}\n"
-         "    preemption: {withinQueue: LowerPriority}\n";
-}
-
 struct JobOpts {
   std::string gpus = "1";
   int replicas = 1;
@@ -126,7 +110,7 @@ std::set<std::string> split(const std::string& csv) {
 
 TEST_CASE("local: exit codes and signals decide the end; output is kept and served; a bad command fails clearly") {
   TempDir dir;
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   const fs::path noexec = dir.path / "noexec.sh";
   std::ofstream(noexec) << "#!/bin/sh\necho hi\n";
   ::chmod(noexec.c_str(), 0644);
@@ -162,7 +146,7 @@ TEST_CASE("local: exit codes and signals decide the end; output is kept and serv
 
 TEST_CASE("local: CUDA_VISIBLE_DEVICES are disjoint across running jobs; fractional jobs share one GPU") {
   TempDir dir;
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   const std::string report =
       "echo \"$CUDA_VISIBLE_DEVICES $GPUQ_GPU_MILLI $GPUQ_POD_INDEX $GPUQ_POD_COUNT $GPUQ_JOB_ID $GPUQ_QUEUE\" "
       "> " + dir.path.string() + "/$GPUQ_JOB_ID.$GPUQ_POD_INDEX; sleep 3";
@@ -207,7 +191,7 @@ TEST_CASE("local: CUDA_VISIBLE_DEVICES are disjoint across running jobs; fractio
 
 TEST_CASE("local: cancel sends SIGTERM; a job ignoring it is killed after its grace, and keeps its GPUs till then") {
   TempDir dir;
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   const std::string p = dir.path.string();
   submit_ok(d, job("traps", sh("trap 'echo got TERM; exit 0' TERM; touch " + p + "/traps.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "2", .grace = 30}));
@@ -233,7 +217,7 @@ TEST_CASE("local: cancel sends SIGTERM; a job ignoring it is killed after its gr
 
 TEST_CASE("local: max runtime stops a job and fails it with that reason") {
   TempDir dir;
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   submit_ok(d, job("slow", {"sleep", "60"}, {.grace = 1, .max_runtime = 1}));
   v1::Job j = wait_state(d, "slow", v1::JOB_STATE_FAILED);
   CHECK(j.reason().find("max runtime of 1 s exceeded") == 0);
@@ -242,7 +226,7 @@ TEST_CASE("local: max runtime stops a job and fails it with that reason") {
 
 TEST_CASE("local: a high-priority submit stops a low-priority process, which is requeued, and then runs") {
   TempDir dir;
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   const std::string p = dir.path.string();
   submit_ok(d, job("low", sh("trap 'echo low got TERM; exit 0' TERM; touch " + p + "/low.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                 {.gpus = "4", .priority = "0", .grace = 5}));
@@ -272,7 +256,7 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   TempDir dir;
   const std::string p = dir.path.string();
   {
-    Daemon d(dir.path, true, local_config(dir.path));
+    Daemon d(dir.path, true, local_executor_config(dir.path));
     submit_ok(d, job("long", sh("touch " + p + "/long.ready; sleep 8; echo long done"), {.gpus = "2"}));
     submit_ok(d, job("quick", sh("touch " + p + "/quick.ready; sleep 1; exit 7"), {.gpus = "1"}));
     submit_ok(d, job("lost", sh("touch " + p + "/lost.ready; sleep 20"), {.gpus = "1", .on_node_loss = "Fail"}));
@@ -285,7 +269,7 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   REQUIRE(::kill(pid, SIGKILL) == 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
 
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   CHECK(get(d, "long").state() == v1::JOB_STATE_RUNNING);
   v1::Job quick = wait_state(d, "quick", v1::JOB_STATE_FAILED);
   CHECK(quick.exit_code() == 7);
@@ -315,7 +299,7 @@ TEST_CASE("local: what still runs for a job gpuqd does not hold running is kille
   const std::string p = dir.path.string();
   pid_t shim = 0;
   {
-    Daemon d(dir.path, true, local_config(dir.path));
+    Daemon d(dir.path, true, local_executor_config(dir.path));
     submit_ok(d, job("stubborn", sh("trap '' TERM; touch " + p + "/stubborn.ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done"),
                   {.gpus = "4", .grace = 60}));
     wait_file(dir.path / "stubborn.ready");
@@ -325,7 +309,7 @@ TEST_CASE("local: what still runs for a job gpuqd does not hold running is kille
     d.stop(SIGKILL);
   }
   REQUIRE(alive(shim));
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   CHECK_FALSE(alive(shim));  // gone before gpuqd served
   CHECK_FALSE(fs::exists(dir.path / "run" / "stubborn"));
   submit_ok(d, job("all", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));

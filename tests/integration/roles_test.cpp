@@ -5,58 +5,29 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
-#include <cstdio>
-#include <sstream>
 
-#include "cli/cli.hpp"
 #include "cli/requests.hpp"
-#include "tests/integration/daemon_process.hpp"
+#include "tests/integration/cli_as.hpp"
 
 using namespace gpuq::test;
 namespace json = boost::json;
 
 namespace {
 
-struct Run {
-  int rc = 0;
-  std::string out;  // stdout and stderr
-};
+using Run = CliRun;
 
 // The gpuq binary as `nobody` through the socket (stopped after `seconds`, if given).
 Run as_nobody(const Daemon& d, const std::string& args, int seconds = 0) {
-  const std::string cmd = (seconds > 0 ? "timeout " + std::to_string(seconds) + " " : std::string()) +
-                          "setpriv --reuid=nobody --regid=nogroup --clear-groups " + std::string(GPUQ_CLI_PATH) +
-                          " --server unix:" + d.socket() + " " + args + " 2>&1";
-  Run r;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  REQUIRE(f != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) r.out.append(buf, n);
-  const int status = ::pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return gpuq_as(d, setpriv_as("nobody", "nogroup"), args, seconds);
 }
 
 // This process (root) through the socket.
-Run as_me(const Daemon& d, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--server", "unix:" + d.socket()});
-  std::ostringstream out, err;
-  Run r;
-  r.rc = gpuq::cli::run_cli(args, out, err);
-  r.out = out.str() + err.str();
-  return r;
-}
+Run as_me(const Daemon& d, std::vector<std::string> args) { return gpuq_me(d, std::move(args)); }
 
-std::string submitted_id(const Run& r) {
-  const auto end = r.out.find(" submitted (");
-  REQUIRE_MESSAGE((r.out.rfind("job/", 0) == 0 && end != std::string::npos), r.out);
-  return r.out.substr(4, end - 4);
-}
+std::string submitted_id(const Run& r) { return submitted_job(r); }
 
 std::string owner_of(const Daemon& d, const std::string& id) {
-  const Run r = as_me(d, {"show", id, "-o", "json"});
-  REQUIRE_MESSAGE(r.rc == 0, r.out);
-  return std::string(json::parse(r.out).at("spec").at("owner").as_string());
+  return std::string(shown_job(d, id).at("spec").at("owner").as_string());
 }
 
 }  // namespace
@@ -227,12 +198,6 @@ nodes:
   - {name: n0, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
   - {name: n1, flavor: h100, capacity: {gpu: 8, cpu: 128, memory: 1Ti}}
 )";
-
-json::value shown_job(const Daemon& d, const std::string& id) {
-  const Run r = as_me(d, {"show", id, "-o", "json"});
-  REQUIRE_MESSAGE(r.rc == 0, r.out);
-  return json::parse(r.out);
-}
 
 std::size_t listed_in(const Daemon& d, const std::string& queue) {
   const Run r = as_me(d, {"ls", "--queue", queue, "--all", "-o", "json"});

@@ -11,19 +11,6 @@ using namespace gpuq::test;
 
 namespace {
 
-std::string local_config(const fs::path& dir) {
-  return "binder: local\n"
-         "local:\n"
-         "  node: box\n"
-         "  nvidiaSmi: \"\"\n"
-         "  gpus: 4\n"
-         "  logDir: " + (dir / "logs").string() + "\n"
-         "  runDir: " + (dir / "run").string() + "\n"
-         "queues:\n"
-         "  - name: q\n"
-         "    quotas: [{flavor: default, resources: {gpu: {nominal: 4}}}]\n";
-}
-
 // An account of the test's own, in a supplementary group of its own; removed at the end.
 struct TestAccount {
   std::string user = "gpuq-t-alice", group = "gpuq-t-team";
@@ -54,7 +41,7 @@ TEST_CASE("local executor as root: each job runs as its owner, with its groups, 
   REQUIRE_MESSAGE(alice.made, "useradd/groupadd failed");
   TempDir dir;
   ::chmod(dir.path.c_str(), 0755);
-  Daemon d(dir.path, true, local_config(dir.path));
+  Daemon d(dir.path, true, local_executor_config(dir.path));
   const std::string nobody = setpriv_as("nobody", "nogroup");
   const std::string as_alice = setpriv_as(alice.user, "users", true);
   const std::string as_daemon = setpriv_as("daemon", "daemon");

@@ -118,6 +118,10 @@ TEST_CASE("cordoned, draining and down nodes take no new pods; ready again, they
     REQUIRE(e.set_node_state("n", s, 0).ok());
     REQUIRE(e.submit(job(std::string("j-") + to_string(s), "a", res(gpus(1))), 0).ok());
     CHECK(e.schedule(0).empty());
+    // The reason says the node is closed, not that it is full.
+    const std::string state = s == NodeState::kCordoned ? "cordoned" : s == NodeState::kDraining ? "draining" : "down";
+    CHECK(e.pending_reason(*e.job(JobId("j-" + std::string(to_string(s))))) ==
+          "0/1 nodes of flavor h100 take new pods: 1 " + state);
   }
   REQUIRE(e.set_node_state("n", NodeState::kReady, 1).ok());
   CHECK(e.schedule(1).size() == 3);
