@@ -1,6 +1,7 @@
 #pragma once
 // A gpuqd child process, for the integration tests and daemon_bench: started with its stdout
 // and stderr in files, ready once it prints "gpuqd listening grpc=ADDR http_port=PORT socket=PATH".
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,17 +41,29 @@ inline GpuqdChild start_gpuqd(const std::string& binary, const std::vector<std::
   std::fflush(stdout);
   std::fflush(stderr);
   const auto t0 = std::chrono::steady_clock::now();
+  // Everything the child needs is made before fork: the caller may have threads (the Kubernetes
+  // fake's), and one of them may hold the allocator's lock at fork, so the child only calls
+  // dup2 and execv (a malloc there hung for good under ASan).
+  std::vector<char*> argv{const_cast<char*>("gpuqd")};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   GpuqdChild c;
+  if (out_fd < 0 || err_fd < 0) {
+    if (out_fd >= 0) ::close(out_fd);
+    if (err_fd >= 0) ::close(err_fd);
+    return c;
+  }
   c.pid = fork();
   if (c.pid == 0) {
-    std::freopen(out.c_str(), "w", stdout);
-    std::freopen(err.c_str(), "a", stderr);
-    std::vector<char*> argv{const_cast<char*>("gpuqd")};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
+    ::dup2(out_fd, STDOUT_FILENO);  // dup2's copies are not close-on-exec
+    ::dup2(err_fd, STDERR_FILENO);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
   }
+  ::close(out_fd);
+  ::close(err_fd);
   while (c.address.empty() && std::chrono::steady_clock::now() - t0 < timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::ifstream in(out);
