@@ -267,7 +267,8 @@ Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names) {
   });
 }
 
-Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes) {
+Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
+                              const PriorityClasses& classes) {
   return converted<Submission>([&] {
     Path at;
     Submission sub;
@@ -300,7 +301,11 @@ Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const 
         ps.where = spec::merged(
             job_where, constraints_of(s.node_selector(), s.affinity(), s.tolerations(), at));
         Path::Key rk(at, "resources");
-        ps.per_pod = resources_of(s.resources(), names, at);
+        for (const auto& [name, text] : s.resources()) {
+          Path::Key nk(at, name);
+          const ResourceId r = spec::known_resource_value(name, names, at);
+          ps.per_pod[r] = spec::quantity_value(text, r, at);
+        }
         out.pod_sets.push_back(std::move(ps));
       }
     }

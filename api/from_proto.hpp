@@ -17,7 +17,9 @@ namespace gpuq::api {
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names);
 Result<NodeSpec> from_proto(const v1::NodeSpec& n, ResourceNames& names);
 // The priority resolved with `classes` (the text kept as written); submitted_at is left for the
-// caller; an empty id is allowed (the server assigns one).
-Result<Submission> from_proto(const v1::JobSpec& j, ResourceNames& names, const PriorityClasses& classes);
+// caller; an empty id is allowed (the server assigns one). Its resources must be names that a
+// queue or node brought (spec::known_resource_value): a refused submit leaves no name behind.
+Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
+                              const PriorityClasses& classes);
 
 }  // namespace gpuq::api

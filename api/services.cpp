@@ -377,6 +377,8 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetQueueRequest* req,
                                 v1::GetQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    // Open to anonymous callers; a credential sent along that does not hold is still refused.
+    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;
     in_turn(loop_, reactor, [req, resp](Core&, Time) {
       return answer_view(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
     });
@@ -386,6 +388,7 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListQueuesRequest*,
                                  v1::ListQueuesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;  // as Get
     in_turn(loop_, reactor, [resp](Core&, Time) {
       return Reply::then([resp](Core& c) {
         for (const auto& q : c.queues()) *resp->add_queues() = api::to_proto(q, c);

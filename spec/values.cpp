@@ -72,6 +72,15 @@ ResourceId resource_value(std::string_view name, ResourceNames& names, const Pat
   return *r;
 }
 
+ResourceId known_resource_value(std::string_view name, const ResourceNames& names, const Path& at) {
+  if (name.empty()) fail(at, "\"\" is not a resource name; use a name such as gpu, cpu, memory");
+  if (auto r = names.find(name)) return *r;
+  std::string known;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    known += (known.empty() ? "" : ", ") + names.name(static_cast<ResourceId>(i));
+  fail(at, quoted(name) + " is not a resource of any queue or node; the resources are " + known);
+}
+
 std::int32_t priority_value(std::string_view text, const PriorityClasses& classes, const Path& at) {
   if (auto it = classes.by_name.find(std::string(text)); it != classes.by_name.end())
     return it->second;

@@ -24,6 +24,10 @@ bool bool_value(std::string_view text, const Path& at);
 Quantity quantity_value(std::string_view text, ResourceId r, const Path& at);
 // The slot of a resource name, interned into `names`; `at` is the resource's path.
 ResourceId resource_value(std::string_view name, ResourceNames& names, const Path& at);
+// The slot of a resource name that a queue or node already brought (a job's request: a name that
+// nothing offers could never be admitted, and interning it would take one of the few slots for
+// good, so it is refused and nothing is left behind).
+ResourceId known_resource_value(std::string_view name, const ResourceNames& names, const Path& at);
 // An integer, or the name of one of `classes`.
 std::int32_t priority_value(std::string_view text, const PriorityClasses& classes, const Path& at);
 

@@ -84,6 +84,22 @@ TEST_CASE("a bad job request is refused with the field's path under spec, in the
   CHECK(job_error(j) == "spec.queue: is empty; name the queue to submit to");
 }
 
+TEST_CASE("a job asks only for resources that a queue or node brought; a refused one leaves no name") {
+  ResourceNames names;
+  v1::JobSpec j = job();
+  (*j.mutable_pod_sets(0)->mutable_resources())["junk/1"] = "1";
+  CHECK(error_of(api::from_proto(j, names, PriorityClasses{})) ==
+        "spec.pods[0].resources.junk/1: \"junk/1\" is not a resource of any queue or node; the "
+        "resources are gpu, cpu, memory");
+  CHECK(names.size() == 3);  // nothing interned: junk names cannot fill the table's slots
+  const ResourceId rdma = *names.intern("rdma/hca");  // a queue or node brought it
+  j = job();
+  (*j.mutable_pod_sets(0)->mutable_resources())["rdma/hca"] = "2";
+  auto s = api::from_proto(j, names, PriorityClasses{});
+  REQUIRE(s);
+  CHECK(s->job.pod_sets[0].per_pod[rdma] == 2);
+}
+
 TEST_CASE("a job request over a limit is refused by its size, naming the limit") {
   v1::JobSpec j = job();
   for (int i = 0; i < 100'000; ++i) (*j.mutable_env())["V" + std::to_string(i)] = "x";

@@ -141,6 +141,12 @@ TEST_CASE(
   CHECK_MESSAGE(r.out.find("is not one gpuqd issued (unknown token)") != std::string::npos, r.out);
   CHECK_MESSAGE(r.out.find("(UNAUTHENTICATED)") != std::string::npos, r.out);
   CHECK(r.out.find(forged) == std::string::npos);
+  // Also where an anonymous caller may go (the queue summaries): a credential that does not hold
+  // is refused, not taken as no credential.
+  r = over_tcp(*d, {"--token", forged, "queues"});
+  CHECK(r.rc == 1);
+  CHECK_MESSAGE(r.out.find("is not one gpuqd issued (unknown token)") != std::string::npos, r.out);
+  CHECK(over_tcp(*d, {"queues"}).rc == 0);
   // A token on the socket changes nothing: the kernel's word wins (root stays an admin). The
   // command line does not send it there; a client that does is still root.
   r = gpuq_me(*d, {"--token", forged, "ls", "-o", "json"});
