@@ -1,7 +1,6 @@
 // admin backup, admin token (create, ls, revoke), admin audit, usage.
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -77,15 +76,6 @@ std::int64_t parse_ttl(const std::string& text) {
   return n * scale;
 }
 
-std::string utc(std::int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 struct TokenOptions {
   std::string user, ttl = "30d", note, id, output = "table";
 };
@@ -108,7 +98,7 @@ int run_token_create(Context& ctx, const TokenOptions& o) {
   // The secret alone on stdout (TOKEN=$(gpuq admin token create ...)); what it is on stderr.
   ctx.out << resp.secret() << "\n";
   ctx.err << "token " << resp.token().id() << " for user " << escaped(resp.token().user()) << ", expires "
-          << utc(resp.token().expires_at()) << ". Shown this once: gpuqd keeps only its hash. Give it to the user "
+          << format_time(resp.token().expires_at()) << ". Shown this once: gpuqd keeps only its hash. Give it to the user "
           << "to keep in a file of mode 600 (gpuq --token-file FILE, or GPUQ_TOKEN_FILE)\n";
   return 0;
 }
@@ -132,8 +122,8 @@ int run_token_ls(Context& ctx, const TokenOptions& o) {
     << "EXPIRES" << std::setw(9) << "STATE" << "NOTE\n";
   for (const v1::Token& k : resp.tokens()) {
     const char* state = k.revoked_at() > 0 ? "revoked" : now >= k.expires_at() ? "expired" : "active";
-    t << std::setw(18) << k.id() << std::setw(14) << escaped(k.user()) << std::setw(22) << utc(k.created_at())
-      << std::setw(22) << utc(k.expires_at()) << std::setw(9) << state << escaped(k.note()) << "\n";
+    t << std::setw(18) << k.id() << std::setw(14) << escaped(k.user()) << std::setw(22) << format_time(k.created_at())
+      << std::setw(22) << format_time(k.expires_at()) << std::setw(9) << state << escaped(k.note()) << "\n";
   }
   ctx.out << t.str();
   return 0;
@@ -148,7 +138,7 @@ int run_token_revoke(Context& ctx, const TokenOptions& o) {
   grpc::Status st = stub->RevokeToken(call.get(), req, &resp);
   if (!st.ok()) return ctx.fail(st);
   ctx.out << "token " << resp.token().id() << " of user " << escaped(resp.token().user()) << " revoked at "
-          << utc(resp.token().revoked_at()) << "\n";
+          << format_time(resp.token().revoked_at()) << "\n";
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // The command line without a server: quantities and specs in the API's notation, requests built
-// from flags and files, apply-file errors naming the field, tables that fit 80 columns, JSON and
-// YAML a script can rely on, time arguments, exit codes.
+// from flags and files, apply-file errors naming the field, time arguments, exit codes. What it
+// prints (tables, JSON, YAML) is output_test.cpp.
 #include "cli/cli.hpp"
 
 #include <doctest/doctest.h>
@@ -31,15 +31,6 @@ using namespace gpuq;
 using namespace gpuq::cli;
 
 namespace {
-
-void check_lines_fit(const std::string& text, std::size_t width = 80) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    INFO(line);
-    CHECK(line.size() <= width);
-  }
-}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -452,153 +443,6 @@ TEST_CASE("server address: --server, then GPUQ_SERVER, then a gpuqd socket where
 
 namespace {
 
-v1::Job make_job(const std::string& id, const std::string& queue, v1::JobState state,
-                 const std::string& gpu, int count, const std::string& reason) {
-  v1::Job j;
-  j.mutable_spec()->set_id(id);
-  j.mutable_spec()->set_queue(queue);
-  auto* ps = j.mutable_spec()->add_pod_sets();
-  ps->set_count(count);
-  (*ps->mutable_resources())["gpu"] = gpu;
-  j.set_state(state);
-  j.set_reason(reason);
-  j.set_submitted_at(1000);
-  return j;
-}
-
-}  // namespace
-
-TEST_CASE("tables fit 80 columns and show human units") {
-  std::vector<v1::Job> jobs = {
-      make_job(
-          "a-very-long-job-identifier-that-goes-on-and-on-forever", "research-team-with-long-name",
-          v1::JOB_STATE_PENDING, "500m", 3,
-          "waiting for quota: queue research-team-with-long-name needs 4 more gpu in flavor h100"),
-      make_job("short", "q", v1::JOB_STATE_RUNNING, "2", 4, "")};
-  const std::string t = jobs_table(jobs, false, 1300);
-  check_lines_fit(t);
-  CHECK(t.find("ID") == 0);
-  CHECK(t.find("~") != std::string::npos);
-  CHECK(t.find("1.5") != std::string::npos);  // 3 pods x 500m
-  CHECK(t.find("Running") != std::string::npos);
-  CHECK(t.find("5m") != std::string::npos);  // 300 s old
-  const std::string wide = jobs_table(jobs, true, 1300);
-  CHECK(wide.find(jobs[0].spec().id()) != std::string::npos);  // wide never truncates
-
-  v1::ListQueuesResponse qs;
-  auto* q = qs.add_queues();
-  q->mutable_spec()->set_name("machine-learning-research-platform-team");
-  q->mutable_spec()->set_cohort("a-cohort-with-a-rather-long-name");
-  for (const char* flavor : {"h100", "a100"}) {
-    auto* u = q->add_usage();
-    u->set_flavor(flavor);
-    u->set_resource("gpu");
-    u->set_nominal(8000);
-    u->set_used(10500);
-    u->set_borrowed(2500);
-  }
-  q->set_share(0.4567);
-  q->set_pending(123456);
-  q->set_running(7);
-  const std::string qt = queues_table(qs, false);
-  check_lines_fit(qt);
-  CHECK(qt.find("GPU NOMINAL/USED/BORROWED") != std::string::npos);
-  CHECK(qt.find("16/21/5") != std::string::npos);
-  CHECK(qt.find("0.46") != std::string::npos);
-  CHECK(qt.find("123456") != std::string::npos);
-
-  v1::ListNodesResponse ns;
-  auto* n = ns.add_nodes();
-  n->mutable_spec()->set_name("gpu-node-with-a-very-long-hostname.cluster.example.com");
-  n->mutable_spec()->set_flavor("h100-80gb-sxm5-nvlink");
-  n->set_gpus(8);
-  n->set_gpus_free(3);
-  (*n->mutable_capacity())["cpu"] = 192000;
-  (*n->mutable_used())["cpu"] = 64500;
-  (*n->mutable_capacity())["memory"] = std::int64_t{2} << 40;
-  (*n->mutable_used())["memory"] = std::int64_t{3} << 29;  // 1.5Gi
-  const std::string nt = nodes_table(ns, false);
-  check_lines_fit(nt);
-  CHECK(nt.find("3/8") != std::string::npos);
-  CHECK(nt.find("64.5/192") != std::string::npos);
-  CHECK(nt.find("1.5Gi/2Ti") != std::string::npos);
-  CHECK(nt.find("Ready") != std::string::npos);
-
-  v1::UsageResponse ur;
-  ur.set_to(1'700'000'000);
-  auto* u = ur.add_usage();
-  u->set_queue("a");
-  u->set_flavor("h100");
-  u->set_gpu_hours(12.5);
-  u->set_jobs(3);
-  const std::string ut = usage_table(ur);
-  check_lines_fit(ut);
-  CHECK(ut.find("12.50") != std::string::npos);
-  CHECK(ut.find("TOTAL") != std::string::npos);
-
-  CHECK(human_milli(1500) == "1.5");
-  CHECK(human_milli(250) == "0.25");
-  CHECK(human_milli(-500) == "-0.5");
-  CHECK(human_bytes(std::int64_t{64} << 30) == "64Gi");
-  CHECK(human_bytes(100) == "100");
-  CHECK(human_age(45) == "45s");
-  CHECK(human_age(7200) == "2h");
-  CHECK(human_age(3 * 86400) == "3d");
-  CHECK(cli::truncate("abcdef", 4) == "abc~");
-
-  v1::JobEvent e;
-  e.set_seq(42);
-  e.set_at(1'700'000'000);
-  e.set_job_id("j1");
-  e.set_queue("q");
-  e.set_to(v1::JOB_STATE_PENDING);
-  CHECK(event_line(e) == "42 2023-11-14T22:13:20Z job/j1 queue/q submitted -> Pending");
-}
-
-TEST_CASE("control characters and terminal escapes are shown escaped in tables, show and watch") {
-  CHECK(escaped("plain text, ünïcode ✓") == "plain text, ünïcode ✓");
-  CHECK(escaped("a\x1b[2Jb") == "a\\x1b[2Jb");
-  CHECK(escaped("line\nnext\ttab\rcr\x7f") == "line\\nnext\\ttab\\rcr\\x7f");
-  CHECK(escaped("c1 \xc2\x9b" "31m") == "c1 \\u009b31m");  // U+009B, CSI to some terminals
-  CHECK(escaped("bad \xff\xc3") == "bad \\xff\\xc3");        // not UTF-8
-  CHECK(escaped("back\\slash") == "back\\slash");
-
-  std::vector<v1::Job> jobs = {make_job("j1", "q", v1::JOB_STATE_PENDING, "1", 1, "reason\x1b]0;owned\x07")};
-  jobs[0].mutable_spec()->set_name("evil\x1b[31mname\n");
-  for (const std::string& t : {jobs_table(jobs, false, 1300), jobs_table(jobs, true, 1300),
-                               job_detail(jobs[0], 1300)}) {
-    INFO(t);
-    CHECK(t.find('\x1b') == std::string::npos);
-    CHECK(t.find('\x07') == std::string::npos);
-    CHECK(t.find("reason\\x1b]0;owned\\x07") != std::string::npos);
-  }
-  CHECK(jobs_table(jobs, true, 1300).find("evil\\x1b[31mname\\n") != std::string::npos);
-  const std::string detail = job_detail(jobs[0], 1300);
-  CHECK(detail.find("Name:        evil\\x1b[31mname\\n\n") != std::string::npos);
-
-  v1::ListNodesResponse ns;
-  auto* n = ns.add_nodes();
-  n->mutable_spec()->set_name("n0");
-  (*n->mutable_spec()->mutable_labels())["k"] = "v\x1b";
-  CHECK(nodes_table(ns, true).find("k=v\\x1b") != std::string::npos);
-
-  v1::JobEvent e;
-  e.set_seq(1);
-  e.set_job_id("j1");
-  e.set_queue("q");
-  e.set_to(v1::JOB_STATE_FAILED);
-  e.set_reason("exit\n\x1b[1A");
-  CHECK(event_line(e).find(": exit\\n\\x1b[1A") != std::string::npos);
-
-  // A server's message in an error is escaped too.
-  std::ostringstream out, err;
-  Context ctx(out, err);
-  CHECK(ctx.fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "job \"\x1b[2J\" does not exist")) == 1);
-  CHECK(err.str() == "gpuq: job \"\\x1b[2J\" does not exist (NOT_FOUND)\n");
-}
-
-namespace {
-
 // A Jobs service that keeps the last SubmitJobRequest: what `gpuq submit` made of its arguments.
 class RecordingJobs final : public v1::Jobs::Service {
  public:
@@ -638,38 +482,6 @@ TEST_CASE("submit: everything after -- is the command, also after a repeated opt
                 "--flag", "--"}) == V{"python", "-m", "x", "--flag", "--"});
   CHECK(submit({"--", "--looks-like-an-option"}) == V{"--looks-like-an-option"});
   server->Shutdown();
-}
-
-TEST_CASE("json output is protobuf's JSON with field names and every field; yaml the same data") {
-  v1::ListJobsResponse r;
-  *r.add_jobs() = make_job("123", "q", v1::JOB_STATE_RUNNING, "2", 1, "");
-  const std::string json = to_json(r);
-  CHECK(json == to_json(r));
-  auto v = boost::json::parse(json);
-  const auto& job = v.at("jobs").at(0);
-  CHECK(job.at("state").as_string() == "JOB_STATE_RUNNING");
-  CHECK(job.at("spec").at("pod_sets").at(0).at("resources").at("gpu").as_string() == "2");
-  CHECK(job.at("reason").as_string() == "");            // defaults are printed
-  CHECK(job.at("submitted_at").as_string() == "1000");  // int64 as a string (proto3 JSON)
-  CHECK(job.at("attempts").as_int64() == 0);
-  CHECK(v.as_object().contains("next_page_token"));
-
-  const std::string yaml = to_yaml(r);
-  const auto doc = spec::yaml::parse_one(yaml);
-  const auto y = doc.root().find("jobs").item(0);
-  CHECK(y.find("spec").find("id").text() == "123");
-  CHECK(y.find("spec").find("id").quoted());  // a string that looks like a number is quoted
-  CHECK(y.find("state").text() == "JOB_STATE_RUNNING");
-  CHECK(y.find("attempts").text() == "0");
-  CHECK(yaml.find("placement: []") != std::string::npos);  // empty lists inline
-  v1::QueueStatus q;
-  q.set_share(0.4567);
-  CHECK(to_yaml(q).find("share: 0.4567\n") != std::string::npos);
-
-  CHECK(parse_state("running") == v1::JOB_STATE_RUNNING);
-  CHECK(parse_state("JOB_STATE_FAILED") == v1::JOB_STATE_FAILED);
-  CHECK_THROWS_AS(parse_state("sleeping"), UsageError);
-  CHECK_THROWS_AS(parse_output_format("xml"), UsageError);
 }
 
 TEST_CASE("run_cli: exit codes without a server") {
