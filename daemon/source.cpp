@@ -7,6 +7,7 @@
 
 #include "daemon/core.hpp"
 #include "spec/error.hpp"
+#include "spec/guardrails.hpp"
 #include "spec/validate.hpp"
 
 namespace gpuq::daemon {
@@ -63,10 +64,19 @@ void Core::source_arrived(binder::JobArrived& a, Time now) {
     refuse(e.what());
     return;
   }
-  if (queue_specs_.count(spec.queue.value) == 0) {
+  const auto queue = queue_specs_.find(spec.queue.value);
+  if (queue == queue_specs_.end()) {
     refuse("queue \"" + spec.queue.value + "\" does not exist in gpuq (gpuq queues lists them)");
     return;
   }
+  // A new pod meets its queue's guardrails on the job (maxGpusPerJob, maxRuntime, ...) as a
+  // submit does; one already running is taken as it is. The per-user counts (maxPendingJobs-
+  // PerUser, the submit rate) are for gpuqd's own callers: Kubernetes has ResourceQuota for pods.
+  if (a.nodes.empty())
+    if (auto g = spec::apply_guardrails(queue->second, config_.priority_classes, a.sub); !g) {
+      refuse(g.error());
+      return;
+    }
   spec.submitted_at = stale.empty() ? now : stale.mapped().spec.submitted_at;
   Result<void> r = Ok();
   if (!a.nodes.empty()) {

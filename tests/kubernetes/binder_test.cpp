@@ -127,6 +127,24 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   k.check_invariants();
 }
 
+TEST_CASE("a pod meets its queue's guardrails as a submit does: one asking more is told why and never bound") {
+  KubeCluster k(1, 8);
+  k.start("  - name: capped\n    maxGpusPerJob: 2\n    maxRuntime: 3600\n"
+          "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n");
+  k.create("greedy", pod_of("capped", 4));
+  k.create("modest", pod_of("capped", 2));
+  REQUIRE(eventually([&] { return k.bound("modest"); }));
+  REQUIRE(eventually([&] { return !k.unschedulable("greedy").empty(); }));
+  CHECK_MESSAGE(k.unschedulable("greedy").find("queue \"capped\" allows at most 2 per job (maxGpusPerJob)") !=
+                    std::string::npos,
+                k.unschedulable("greedy"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(k.bound("greedy"));  // 6 GPUs are free, but the queue does not take it
+  // The one admitted got the queue's maxRuntime, as a submitted job does.
+  CHECK(k.gpuq("ls -o json").find("\"max_runtime_seconds\": \"3600\"") != std::string::npos);
+  k.check_invariants();
+}
+
 TEST_CASE("shares of a GPU: a reservation pod holds each shared GPU, sharers get its device, and it goes with them") {
   KubeCluster k(1, 2);
   k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "gpuq-system"}}}});
