@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -44,6 +45,31 @@ using namespace detail;
 // The most a List reply's jobs may take, serialized: half of gRPC's default 4 MiB receive limit.
 // A page holds at least one job, and one job is far smaller than that (spec/limits.hpp).
 constexpr std::size_t kListPageBytes = 2u << 20;
+
+// One page of a List of queues or nodes (`all` by name): those after the token's name, up to
+// kListPageBytes (at least one); the response's next_page_token names the last one sent, empty
+// when none is left. A queue or node at the limits (1024 labels, 1000 role members) is a few
+// hundred KiB, so a few dozen of them would be over a client's 4 MiB in one reply.
+template <class Status, class Response, class Add>
+void fill_page(const std::vector<Status>& all, const std::string& after, Core& c, Response& resp, Add add) {
+  std::size_t bytes = 0;
+  const std::string* last = nullptr;
+  for (const Status& item : all) {
+    const std::string* name = nullptr;
+    if constexpr (std::is_same_v<Status, daemon::QueueStatus>) name = &item.spec.name.value;
+    else name = &item.spec.name;
+    if (!after.empty() && *name <= after) continue;
+    auto message = api::to_proto(item, c);
+    const std::size_t size = message.ByteSizeLong();
+    if (last != nullptr && bytes + size > kListPageBytes) {
+      resp.set_next_page_token(*last);
+      return;
+    }
+    bytes += size;
+    *add(resp) = std::move(message);
+    last = name;
+  }
+}
 
 class JobsService final : public v1::Jobs::CallbackService {
  public:
@@ -385,13 +411,13 @@ class QueuesService final : public v1::Queues::CallbackService {
     return reactor;
   }
 
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListQueuesRequest*,
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListQueuesRequest* req,
                                  v1::ListQueuesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;  // as Get
-    in_turn(loop_, reactor, [resp](Core&, Time) {
-      return Reply::then([resp](Core& c) {
-        for (const auto& q : c.queues()) *resp->add_queues() = api::to_proto(q, c);
+    in_turn(loop_, reactor, [req, resp](Core&, Time) {
+      return Reply::then([req, resp](Core& c) {
+        fill_page(c.queues(), req->page_token(), c, *resp, [](auto& r) { return r.add_queues(); });
         return grpc::Status::OK;
       });
     });
@@ -439,13 +465,13 @@ class NodesService final : public v1::Nodes::CallbackService {
     return reactor;
   }
 
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest*,
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListNodesRequest* req,
                                  v1::ListNodesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (finish_if(reactor, readers_.gate->known(readers_.gate->of(*ctx), "see nodes"))) return reactor;
-    in_turn(loop_, reactor, [resp](Core&, Time) {
-      return Reply::then([resp](Core& c) {
-        for (const auto& n : c.nodes()) *resp->add_nodes() = api::to_proto(n, c);
+    in_turn(loop_, reactor, [req, resp](Core&, Time) {
+      return Reply::then([req, resp](Core& c) {
+        fill_page(c.nodes(), req->page_token(), c, *resp, [](auto& r) { return r.add_nodes(); });
         return grpc::Status::OK;
       });
     });

@@ -1,5 +1,6 @@
 // queues, nodes (cordon, uncordon, drain), apply.
 #include <memory>
+#include <type_traits>
 
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
@@ -9,6 +10,22 @@ namespace gpuq::cli {
 
 namespace {
 
+// Every page of a List of queues or nodes, merged into `all` (one reply, as if unpaged).
+template <class Stub, class Response, class Items>
+grpc::Status list_all(Context& ctx, Stub& stub, Response& all, Items* (Response::*items)()) {
+  using Request = std::conditional_t<std::is_same_v<Response, v1::ListQueuesResponse>, v1::ListQueuesRequest,
+                                     v1::ListNodesRequest>;
+  Request req;
+  do {
+    Response page;
+    auto call = ctx.call();
+    if (grpc::Status st = stub.List(call.get(), req, &page); !st.ok()) return st;
+    for (auto& item : *(page.*items)()) *(all.*items)()->Add() = std::move(item);
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty());
+  return grpc::Status::OK;
+}
+
 struct QueuesOptions {
   std::string name, output = "table";
 };
@@ -17,11 +34,11 @@ int run_queues(Context& ctx, const QueuesOptions& o) {
   const OutputFormat f = parse_output_format(o.output);
   auto stub = v1::Queues::NewStub(ctx.channel());
   v1::ListQueuesResponse list;
-  auto call = ctx.call();
   grpc::Status st;
   if (o.name.empty()) {
-    st = stub->List(call.get(), v1::ListQueuesRequest{}, &list);
+    st = list_all(ctx, *stub, list, &v1::ListQueuesResponse::mutable_queues);
   } else {
+    auto call = ctx.call();
     v1::GetQueueRequest req;
     req.set_name(o.name);
     v1::GetQueueResponse one;
@@ -128,8 +145,7 @@ void add_nodes(CLI::App& app, Context& ctx) {
       const OutputFormat f = parse_output_format(*output);
       auto stub = v1::Nodes::NewStub(c.channel());
       v1::ListNodesResponse list;
-      auto call = c.call();
-      grpc::Status st = stub->List(call.get(), v1::ListNodesRequest{}, &list);
+      grpc::Status st = list_all(c, *stub, list, &v1::ListNodesResponse::mutable_nodes);
       if (!st.ok()) return c.fail(st);
       if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
         c.out << render_message(list, f);

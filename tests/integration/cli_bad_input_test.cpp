@@ -61,6 +61,51 @@ TEST_CASE("jobs as large as the limits allow still list in full: pages are bound
                 r.err);
 }
 
+TEST_CASE("nodes as large as the limits allow still list in full: Queues and Nodes page by size too") {
+  TempDir dir;
+  Daemon d(dir.path);
+  // 12 nodes with 1024 labels of about 380 bytes each: about 390 KiB a node, 4.7 MB in all.
+  const std::string prefix = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+                             std::string(60, 'd');  // 252 bytes, a DNS subdomain
+  std::set<std::string> names{"n0", "n1"};  // the config's
+  for (int i = 0; i < 12; ++i) {
+    gpuq::v1::ApplyNodeRequest req;
+    auto& spec = *req.mutable_spec();
+    spec.set_name("big" + std::to_string(100 + i));
+    spec.set_flavor("h100");
+    (*spec.mutable_capacity())["gpu"] = "8";
+    for (int l = 0; l < 1024; ++l) {
+      std::string key = std::to_string(10000 + l);
+      (*spec.mutable_labels())[prefix + "/" + key + std::string(63 - key.size(), 'k')] = std::string(63, 'v');
+    }
+    grpc::ClientContext ctx;
+    gpuq::v1::ApplyNodeResponse resp;
+    const grpc::Status st = d.nodes->Apply(&ctx, req, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message().substr(0, 300));
+    names.insert(spec.name());
+  }
+  {  // One reply holds what fits in 2 MiB and says where the next begins.
+    grpc::ClientContext ctx;
+    gpuq::v1::ListNodesResponse page;
+    REQUIRE(d.nodes->List(&ctx, gpuq::v1::ListNodesRequest{}, &page).ok());
+    CHECK(page.nodes_size() < 14);
+    CHECK(page.ByteSizeLong() <= 2u << 20);
+    CHECK(page.next_page_token() == page.nodes(page.nodes_size() - 1).spec().name());
+  }
+  const Run r = gpuq_cmd(d, {"nodes", "-o", "json"});
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  std::set<std::string> listed;
+  const boost::json::value v = parse_json(r.out);
+  for (const auto& n : v.at("nodes").as_array()) listed.insert(str(n.at("spec").at("name")));
+  CHECK(listed == names);
+  CHECK(v.at("nodes").as_array().size() == names.size());  // none twice
+  const Run table = gpuq_cmd(d, {"nodes"});
+  CHECK(table.rc == 0);
+  CHECK(lines_of(table.out).size() == names.size() + 1);
+  // The queue summaries are paged the same way (the config's two fit in one page).
+  CHECK(names_of(d, "queues", "queues") == std::set<std::string>{"prod", "research"});
+}
+
 TEST_CASE("cancel --force kills a job that ignores SIGTERM now; ls shows it Stopping until then") {
   TempDir dir;
   Daemon d(dir.path, true, local_executor_config(dir.path));  // 4 GPUs
