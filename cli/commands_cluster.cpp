@@ -47,6 +47,10 @@ int run_queues(Context& ctx, const QueuesOptions& o) {
       ctx.out << render_message(one.queue(), f);
       return 0;
     }
+    if (st.ok() && f == OutputFormat::kTable) {  // one queue: all of it (-o wide: its table row)
+      ctx.out << queue_detail(one.queue());
+      return 0;
+    }
     *list.add_queues() = one.queue();
   }
   if (!st.ok()) return ctx.fail(st);
@@ -74,7 +78,7 @@ void add_queues(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<QueuesOptions>();
   auto* cmd = app.add_subcommand("queues", "List queues with quota, usage and fair share, or delete one");
   cmd->require_subcommand(0, 1);
-  cmd->add_option("NAME", o->name, "only this queue");
+  cmd->add_option("NAME", o->name, "only this queue: its quota and use, guardrails and roles");
   cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   auto target = std::make_shared<std::string>();

@@ -519,6 +519,86 @@ std::string queues_table(const v1::ListQueuesResponse& r, bool wide) {
 }
 
 namespace {
+
+// A resource's amount in its base units (gpu and cpu in thousandths, memory in bytes) as people say it.
+std::string resource_amount(const std::string& resource, std::int64_t base) {
+  if (resource == "memory") return human_bytes(base);
+  if (resource == "gpu" || resource == "cpu") return human_milli(base);
+  return std::to_string(base);
+}
+
+std::string seconds_text(std::int64_t s) {
+  return std::to_string(s) + "s" + (s >= 120 ? " (" + human_age(s) + ")" : "");
+}
+
+std::string members_text(const v1::Members& m) {
+  std::string out;
+  const auto list = [&](const char* what, const auto& names) {
+    if (names.empty()) return;
+    out += std::string(out.empty() ? "" : "; ") + what;
+    for (int i = 0; i < names.size(); ++i) out += (i ? ", " : " ") + escaped(names[i]);
+  };
+  list("users", m.users());
+  list("groups", m.groups());
+  return out;
+}
+
+}  // namespace
+
+std::string queue_detail(const v1::QueueStatus& q) {
+  const auto& s = q.spec();
+  std::ostringstream o;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.4g", q.share());
+  o << "Name:        " << escaped(s.name()) << "\n"
+    << "Cohort:      " << escaped(or_dash(s.cohort())) << "\n"
+    << "Weight:      " << (s.weight() == 0 ? 1.0 : s.weight()) << "  Share: " << share << "\n"
+    << "Strategy:    " << (s.queueing_strategy().empty() ? "BestEffortFIFO" : s.queueing_strategy()) << "\n"
+    << "Jobs:        " << q.pending() << " pending, " << q.admitted() << " admitted, " << q.running()
+    << " running, " << q.preempting() << " preempting\n";
+  o << "Quota:\n";
+  if (q.usage().empty()) o << "  (none: it borrows whatever its cohort lends)\n";
+  for (const auto& u : q.usage())
+    o << "  " << escaped(u.flavor()) << " " << escaped(u.resource()) << ": nominal "
+      << resource_amount(u.resource(), u.nominal()) << ", used " << resource_amount(u.resource(), u.used())
+      << ", borrowed " << resource_amount(u.resource(), u.borrowed()) << "\n";
+  std::vector<std::string> limits;
+  const auto count = [&](const char* key, std::int64_t v) {
+    if (v > 0) limits.push_back(std::string(key) + " " + std::to_string(v));
+  };
+  count("maxPendingJobs", s.max_pending_jobs());
+  if (!s.max_gpus_per_job().empty()) limits.push_back("maxGpusPerJob " + s.max_gpus_per_job());
+  count("maxPodsPerJob", s.max_pods_per_job());
+  if (s.has_max_runtime_seconds()) limits.push_back("maxRuntime " + seconds_text(s.max_runtime_seconds()));
+  if (s.has_default_max_runtime_seconds())
+    limits.push_back("defaultMaxRuntime " + seconds_text(s.default_max_runtime_seconds()));
+  if (s.has_max_grace_period_seconds())
+    limits.push_back("maxGracePeriod " + seconds_text(s.max_grace_period_seconds()));
+  if (!s.allowed_priority_classes().empty()) {
+    std::string classes;
+    for (const auto& c : s.allowed_priority_classes()) classes += (classes.empty() ? "" : ",") + escaped(c);
+    limits.push_back("allowedPriorityClasses " + classes);
+  }
+  count("maxRunningJobsPerUser", s.max_running_jobs_per_user());
+  count("maxPendingJobsPerUser", s.max_pending_jobs_per_user());
+  count("maxSubmitsPerUserPerMinute", s.max_submits_per_user_per_minute());
+  o << "Limits:     ";
+  if (limits.empty()) o << " (none)";
+  for (std::size_t i = 0; i < limits.size(); ++i) o << (i ? "\n             " : " ") << limits[i];
+  o << "\n"
+    << "Non-preemptible jobs borrow: " << (s.non_preemptible_may_borrow() ? "yes" : "no") << "\n"
+    << "Submitters:  "
+    << (!s.has_submitters() ? "everyone"
+        : members_text(s.submitters()).empty() ? "gpuqd's admins only"
+                                              : members_text(s.submitters()))
+    << "\n"
+    << "Viewers:     " << (members_text(s.viewers()).empty() ? "(none: each user sees their own jobs)"
+                                                           : members_text(s.viewers()))
+    << "\n";
+  return o.str();
+}
+
+namespace {
 std::int64_t at(const google::protobuf::Map<std::string, std::int64_t>& m, const char* k) {
   auto it = m.find(k);
   return it == m.end() ? 0 : it->second;

@@ -60,6 +60,8 @@ std::string escaped(std::string_view text);
 std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now);
 std::string job_detail(const v1::Job& job, std::int64_t now);
 std::string queues_table(const v1::ListQueuesResponse& r, bool wide);
+// `gpuq queues NAME`: the queue's quota and use, its guardrails and its roles, one per line.
+std::string queue_detail(const v1::QueueStatus& q);
 std::string nodes_table(const v1::ListNodesResponse& r, bool wide);
 std::string usage_table(const v1::UsageResponse& r);
 // Newest first; wide: with each call's origin and the whole result.

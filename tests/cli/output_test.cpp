@@ -204,3 +204,51 @@ TEST_CASE("json output is protobuf's JSON with field names and every field; yaml
   CHECK_THROWS_AS(parse_state("sleeping"), UsageError);
   CHECK_THROWS_AS(parse_output_format("xml"), UsageError);
 }
+
+TEST_CASE("gpuq queues NAME shows the queue's quota and use, its guardrails and its roles") {
+  v1::QueueStatus q;
+  auto& s = *q.mutable_spec();
+  s.set_name("vision");
+  s.set_cohort("lab");
+  s.set_max_gpus_per_job("8");
+  s.set_max_runtime_seconds(86400);
+  s.set_max_grace_period_seconds(30);
+  s.add_allowed_priority_classes("normal");
+  s.add_allowed_priority_classes("high");
+  s.set_max_running_jobs_per_user(4);
+  s.mutable_submitters()->add_users("alice");
+  s.mutable_submitters()->add_groups("ml");
+  q.set_pending(3);
+  q.set_running(2);
+  auto* u = q.add_usage();
+  u->set_flavor("h100");
+  u->set_resource("gpu");
+  u->set_nominal(8000);
+  u->set_used(10500);
+  u->set_borrowed(2500);
+  auto* m = q.add_usage();
+  m->set_flavor("h100");
+  m->set_resource("memory");
+  m->set_nominal(std::int64_t{64} << 30);
+  const std::string text = queue_detail(q);
+  INFO(text);
+  CHECK(text.find("Cohort:      lab\n") != std::string::npos);
+  CHECK(text.find("Jobs:        3 pending, 0 admitted, 2 running, 0 preempting\n") != std::string::npos);
+  CHECK(text.find("  h100 gpu: nominal 8, used 10.5, borrowed 2.5\n") != std::string::npos);
+  CHECK(text.find("  h100 memory: nominal 64Gi, used 0, borrowed 0\n") != std::string::npos);
+  CHECK(text.find("Limits:      maxGpusPerJob 8\n             maxRuntime 86400s (24h)\n"
+                  "             maxGracePeriod 30s\n             allowedPriorityClasses normal,high\n"
+                  "             maxRunningJobsPerUser 4\n") != std::string::npos);
+  CHECK(text.find("Non-preemptible jobs borrow: no\n") != std::string::npos);
+  CHECK(text.find("Submitters:  users alice; groups ml\n") != std::string::npos);
+  CHECK(text.find("Viewers:     (none: each user sees their own jobs)\n") != std::string::npos);
+  check_lines_fit(text);
+  // No guardrails, everyone submits; an empty submitters list is admins only.
+  v1::QueueStatus open;
+  open.mutable_spec()->set_name("open");
+  CHECK(queue_detail(open).find("Limits:      (none)\n") != std::string::npos);
+  CHECK(queue_detail(open).find("Submitters:  everyone\n") != std::string::npos);
+  CHECK(queue_detail(open).find("  (none: it borrows whatever its cohort lends)\n") != std::string::npos);
+  open.mutable_spec()->mutable_submitters();
+  CHECK(queue_detail(open).find("Submitters:  gpuqd's admins only\n") != std::string::npos);
+}

@@ -33,6 +33,10 @@ TEST_CASE("gpuq against gpuqd: submit, ls, show, queues, nodes, apply, cancel, u
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("research") != std::string::npos);
   CHECK(r.out.find("prod") != std::string::npos);
+  r = gpuq_cmd(d, {"queues", "research"});  // one queue, all of it
+  REQUIRE(r.rc == 0);
+  CHECK_MESSAGE(r.out.find("Name:        research\n") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("  h100 gpu: nominal 8, used 2, borrowed 0\n") != std::string::npos, r.out);
 
   const fs::path file = dir.path / "more.yaml";
   std::ofstream(file) << "queues:\n  - name: extra\n    cohort: lab\n    quotas:\n      - flavor: h100\n"
