@@ -29,18 +29,16 @@ Result<std::vector<AuditRecord>> read_audit_rows(Stmt& page, const AuditFilter& 
   page.bind(3, static_cast<std::int64_t>(filter.before_seq));
   page.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? 100 : filter.limit));
   std::vector<AuditRecord> out;
-  int rc;
-  while ((rc = page.step()) == SQLITE_ROW) {
-    AuditRecord a;
-    a.seq = static_cast<std::uint64_t>(page.int64(0));
-    a.at = page.int64(1);
-    a.user = page.text(2);
-    a.origin = page.text(3);
-    a.action = page.text(4);
-    a.target = page.text(5);
-    a.result = page.text(6);
-    out.push_back(std::move(a));
-  }
+  const int rc = page.each_row([&](const Stmt& row) {
+    AuditRecord& a = out.emplace_back();
+    a.seq = static_cast<std::uint64_t>(row.int64(0));
+    a.at = row.int64(1);
+    a.user = row.text(2);
+    a.origin = row.text(3);
+    a.action = row.text(4);
+    a.target = row.text(5);
+    a.result = row.text(6);
+  });
   if (rc != SQLITE_DONE) return failed();
   return out;
 }

@@ -57,6 +57,14 @@ class Stmt {
   void bind_null(int i) { sqlite3_bind_null(stmt_.get(), i); }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step() { return sqlite3_step(stmt_.get()); }
+  // Steps through every row, calling row(*this) on each; SQLITE_DONE when all were read, else
+  // the error code.
+  template <class Row>
+  int each_row(Row&& row) {
+    int rc;
+    while ((rc = step()) == SQLITE_ROW) row(*this);
+    return rc;
+  }
 
   std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_.get(), col); }
   bool is_null(int col) const { return sqlite3_column_type(stmt_.get(), col) == SQLITE_NULL; }

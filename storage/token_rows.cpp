@@ -26,19 +26,17 @@ Result<void> write_token_rows(Stmt& put, const std::vector<TokenRecord>& tokens,
 Result<std::vector<TokenRecord>> read_token_rows(Stmt& all, const std::function<Error()>& failed) {
   Stmt::Reset r(all);
   std::vector<TokenRecord> out;
-  int rc;
-  while ((rc = all.step()) == SQLITE_ROW) {
-    TokenRecord t;
-    t.id = all.text(0);
-    t.user = all.text(1);
-    t.hash = all.text(2);
-    t.note = all.text(3);
-    t.created_by = all.text(4);
-    t.created_at = all.int64(5);
-    t.expires_at = all.int64(6);
-    t.revoked_at = all.int64(7);
-    out.push_back(std::move(t));
-  }
+  const int rc = all.each_row([&](const Stmt& row) {
+    TokenRecord& t = out.emplace_back();
+    t.id = row.text(0);
+    t.user = row.text(1);
+    t.hash = row.text(2);
+    t.note = row.text(3);
+    t.created_by = row.text(4);
+    t.created_at = row.int64(5);
+    t.expires_at = row.int64(6);
+    t.revoked_at = row.int64(7);
+  });
   if (rc != SQLITE_DONE) return failed();
   return out;
 }
