@@ -167,9 +167,13 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   fs::create_directories(config.log_dir / id, ec);
   Tracked t;
   t.pods.resize(a.pods.size());
-  if (auto bad = launcher.precheck(rec.run)) {
+  // Whom the job runs as, looked up once and before the lock (checked at submit; the account
+  // may be gone since).
+  const Result<auth::Account> as = launcher.run_as(rec.spec.owner);
+  std::optional<std::string> bad = as ? launcher.precheck(rec.run, as.value()) : std::optional(as.error());
+  if (bad) {
     for (std::size_t i = 0; i < a.pods.size(); ++i) {
-      launcher.note(pod_log_path(config.log_dir, id, static_cast<int>(i)), *bad);
+      launcher.note(pod_log_path(config.log_dir, id, static_cast<int>(i)), *bad, as ? &as.value() : nullptr);
       t.pods[i].done = true;
       t.pods[i].status = not_started(*bad);
     }
@@ -180,9 +184,9 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
     if (tracked.pods[i].done) continue;
     PodLaunch launch{id, a.queue.value, i, a.pods.size(), a.pods[i], rec,
                      status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i))};
-    auto started = launcher.start(launch);
+    auto started = launcher.start(launch, as.value());
     if (!started) {
-      launcher.note(launch.log, started.error());
+      launcher.note(launch.log, started.error(), &as.value());
       tracked.pods[i].done = true;
       tracked.pods[i].status = not_started(started.error());
       continue;

@@ -29,6 +29,8 @@
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"
 
+extern char** environ;
+
 namespace {
 
 using gpuq::binder::local::ShimStatus;
@@ -36,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
-    " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] -- COMMAND [ARGS...]\n";
+    " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] [--env-fd FD] -- COMMAND [ARGS...]\n";
 // Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
 constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
 
@@ -51,6 +53,11 @@ struct Options {
   std::int64_t grace = -1;
   std::int64_t max_runtime = 0;  // 0: none
   std::vector<char*> command;    // execvp's argv, null-terminated
+  // The job's environment, read from --env-fd (NUL-separated NAME=VALUE entries) so that it
+  // never is the shim's own: the shim runs as root, and a job's LD_PRELOAD must not run in it.
+  // Without --env-fd the job gets the shim's environment.
+  std::string env_fd_text;
+  std::string env_text;  // NUL-terminated entries
 };
 
 std::optional<std::int64_t> parse_seconds(std::string_view text) {
@@ -87,6 +94,26 @@ bool parse_identity(Options& o) {
   return true;
 }
 
+// The job's environment from --env-fd, read to its end and closed. False with errno set.
+bool read_env(Options& o) {
+  const auto fd = parse_id(o.env_fd_text);
+  if (!fd || *fd < 3) {
+    errno = EBADF;
+    return false;
+  }
+  const int in = static_cast<int>(*fd);
+  char buf[65536];
+  ssize_t n = 0;
+  while ((n = ::read(in, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    o.env_text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(in);
+  if (!o.env_text.empty() && o.env_text.back() != '\0') o.env_text.push_back('\0');
+  return true;
+}
+
 // Hand-parsed, to keep the shim free of dependencies. nullopt, with `problem` set, on bad usage.
 std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   Options o;
@@ -101,6 +128,7 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
                         : flag == "--uid"     ? &o.uid_text
                         : flag == "--gid"     ? &o.gid_text
                         : flag == "--groups"  ? &o.groups_text
+                        : flag == "--env-fd"  ? &o.env_fd_text
                                               : nullptr;
     const char* value = i + 1 < argc ? argv[i + 1] : "--";
     if (!seconds && text == nullptr) problem = "unknown argument \"" + flag + "\"";
@@ -115,6 +143,7 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   else if (o.grace < 0) problem = "--grace is required";
   else if (i + 1 >= argc) problem = "no command given after --";
   else if (!parse_identity(o)) problem = "--user, --uid, --gid and --groups go together, with numeric ids";
+  else if (!o.env_fd_text.empty() && !read_env(o)) problem = "--env-fd " + o.env_fd_text + ": " + std::strerror(errno);
   if (!problem.empty()) return std::nullopt;
   for (++i; i < argc; ++i) o.command.push_back(argv[i]);
   o.command.push_back(nullptr);
@@ -164,6 +193,9 @@ struct ChildFailure {
   // The owner's groups, then its gid, then its uid (after which nothing else can be changed).
   if (o.uid && (::setgroups(o.groups.size(), o.groups.data()) != 0 || ::setgid(o.gid) != 0 || ::setuid(*o.uid) != 0))
     child_fails(pipe_fd, kIdentity);
+  // A change of uid or gid clears the parent-death signal: set it again as the owner.
+  if (o.uid && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fails(pipe_fd, kSetup);
+  if (::getppid() != shim) ::_exit(127);
   // Nothing the job execs gains privileges (setuid binaries, file capabilities).
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fails(pipe_fd, kSetup);
   // As the owner: a directory the owner may not enter is refused here.
@@ -173,6 +205,15 @@ struct ChildFailure {
   }
   // Descriptors gpuqd leaked into the shim (opened without O_CLOEXEC) must not reach the job.
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  // The job's own environment (its PATH finds the command), never the shim's. (The shim has one
+  // thread, so its child may allocate.)
+  std::vector<char*> env;
+  if (!o.env_fd_text.empty()) {
+    for (std::size_t at = 0; at < o.env_text.size(); at = o.env_text.find('\0', at) + 1)
+      env.push_back(const_cast<char*>(&o.env_text[at]));
+    env.push_back(nullptr);
+    environ = env.data();
+  }
   ::execvp(o.command[0], o.command.data());
   child_fails(pipe_fd, kExec);
 }

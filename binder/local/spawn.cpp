@@ -3,13 +3,15 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
+
+#include <spdlog/spdlog.h>
 
 #include "binder/local/proc.hpp"
 
@@ -34,7 +36,7 @@ std::string join(const std::vector<std::string>& xs, char sep) {
   return out;
 }
 
-// An executable regular file (access() as the daemon's user, who runs the job).
+// An executable regular file (access() as the daemon's user, who runs the job: precheck).
 std::optional<std::string> not_runnable(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return std::string(std::strerror(errno));
@@ -99,8 +101,12 @@ Result<void> Launcher::check(const RunSpec& run, const std::string& owner) const
   return Ok();
 }
 
-std::optional<std::string> Launcher::precheck(const RunSpec& run) const {
+std::optional<std::string> Launcher::precheck(const RunSpec& run, const auth::Account& as) const {
   if (run.command.empty()) return "no command to run";
+  // Checked here as gpuqd's own account only: as root these checks would tell any user what
+  // exists where they may not look. A job of another account is checked by the shim's child,
+  // as its owner (its chdir and exec fail with the reason, into the owner's log).
+  if (as.uid != self_.uid) return std::nullopt;
   if (!run.working_dir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(run.working_dir, ec))
@@ -175,39 +181,73 @@ std::vector<std::string> Launcher::environment(const PodLaunch& pod, const auth:
 
 namespace {
 
-// The pod's log, made before the shim opens it: its owner's, readable by nobody else (an older
-// one, kept across attempts, is made so too).
-Result<void> prepare_log(const fs::path& log, const auth::Account& as) {
+// The pod's log, opened to append (made if need be, never through a link): its owner's (`as`;
+// none: gpuqd's), readable by nobody else, an older one, kept across attempts, made so too.
+// The open descriptor, or an error.
+Result<int> open_log(const fs::path& log, const auth::Account* as) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Error{"log \"" + log.string() + "\": " + std::strerror(errno), ErrorCode::kUnavailable};
-  const bool ok = ::fchown(fd, as.uid, as.gid) == 0 && ::fchmod(fd, 0600) == 0;
+  const bool ok = (as == nullptr || ::fchown(fd, as->uid, as->gid) == 0) && ::fchmod(fd, 0600) == 0;
   const int saved = errno;
+  if (ok) return fd;
   ::close(fd);
-  if (!ok)
-    return Error{"log \"" + log.string() + "\": cannot give it to user " + as.name + ": " + std::strerror(saved),
-                 ErrorCode::kUnavailable};
-  return Ok();
+  return Error{"log \"" + log.string() + "\": cannot give it to user " + (as ? as->name : std::string("?")) + ": " +
+                   std::strerror(saved),
+               ErrorCode::kUnavailable};
+}
+
+// An anonymous file holding `env` as NUL-terminated NAME=VALUE entries, at offset 0 and
+// close-on-exec; -1 with errno set.
+int job_env_file(const std::vector<std::string>& env) {
+  const int fd = ::memfd_create("gpuq-job-env", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  std::string blob;
+  for (const std::string& e : env) blob.append(e).push_back('\0');
+  std::size_t done = 0;
+  while (done < blob.size()) {
+    const ssize_t n = ::write(fd, blob.data() + done, blob.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = n == 0 ? EIO : errno;
+      ::close(fd);
+      errno = saved;
+      return -1;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::lseek(fd, 0, SEEK_SET) < 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
 
-void Launcher::note(const fs::path& log, const std::string& text) {
-  std::ofstream out(log, std::ios::app);
-  out << "[gpuq] " << text << "\n";
+void Launcher::note(const fs::path& log, const std::string& text, const auth::Account* as) {
+  auto fd = open_log(log, as);
+  if (!fd) {
+    spdlog::warn("event=pod_log_failed log={} error=\"{}\"", log.string(), fd.error());
+    return;
+  }
+  const std::string line = "[gpuq] " + text + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(fd.value(), line.data(), line.size());
+  ::close(fd.value());
 }
 
-Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
+Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as) const {
   const storage::JobRecord& rec = pod.record;
-  const auto as = run_as(rec.spec.owner);  // checked at submit; the account may be gone since
-  if (!as) return Error{as.error(), as.code()};
-  if (auto r = prepare_log(pod.log, as.value()); !r) return Error{r.error(), r.code()};
+  if (auto fd = open_log(pod.log, &as); !fd) return Error{fd.error(), fd.code()};
+  else ::close(fd.value());
   std::vector<std::string> args = {shim_.string(), "--status", pod.status.string(), "--log", pod.log.string(),
                                    "--grace", std::to_string(rec.spec.grace_period)};
-  if (as.value().uid != self_.uid) {
+  if (as.uid != self_.uid) {
     std::string groups;
-    for (gid_t g : as.value().groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
-    for (std::string a : {std::string("--user"), as.value().name, std::string("--uid"), std::to_string(as.value().uid),
-                          std::string("--gid"), std::to_string(as.value().gid), std::string("--groups"), groups})
+    for (gid_t g : as.groups) groups += (groups.empty() ? "" : ",") + std::to_string(g);
+    for (std::string a : {std::string("--user"), as.name, std::string("--uid"), std::to_string(as.uid),
+                          std::string("--gid"), std::to_string(as.gid), std::string("--groups"), groups})
       args.push_back(std::move(a));
   }
   if (rec.spec.max_runtime && *rec.spec.max_runtime > 0) {
@@ -218,14 +258,22 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
     args.push_back("--workdir");
     args.push_back(rec.run.working_dir);
   }
+  // The job's environment reaches the shim through an anonymous memory file on its fd 3, never
+  // as the shim's own: the shim runs as root, and a variable such as LD_PRELOAD or
+  // GLIBC_TUNABLES in a job's env would act in it. The shim gets a fixed PATH and nothing else.
+  const int env_fd = job_env_file(environment(pod, as));
+  if (env_fd < 0)
+    return Error{std::string("the job's environment could not be handed to gpuq-shim: ") + std::strerror(errno),
+                 ErrorCode::kUnavailable};
+  args.push_back("--env-fd");
+  args.push_back("3");
   args.push_back("--");
   args.insert(args.end(), rec.run.command.begin(), rec.run.command.end());
-  const std::vector<std::string> env = environment(pod, as.value());
-  std::vector<char*> argv, envp;
+  std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  char shim_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  char* envp[] = {shim_path, nullptr};
 
   posix_spawnattr_t attr;
   posix_spawn_file_actions_t files;
@@ -241,11 +289,13 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod) const {
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&files, 1, pod.log.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&files, 1, 2);
-  posix_spawn_file_actions_addclosefrom_np(&files, 3);  // gpuqd's sockets and files stay gpuqd's
+  posix_spawn_file_actions_adddup2(&files, env_fd, 3);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_addclosefrom_np(&files, 4);  // gpuqd's sockets and files stay gpuqd's
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, shim_.c_str(), &files, &attr, argv.data(), envp.data());
+  const int rc = ::posix_spawn(&pid, shim_.c_str(), &files, &attr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
+  ::close(env_fd);
   if (rc != 0)
     return Error{"gpuq-shim (" + shim_.string() + ") could not be started: " + std::strerror(rc),
                  ErrorCode::kUnavailable};

@@ -39,17 +39,21 @@ class Launcher {
   // whether it can run the job as `owner`: gpuqd as root runs each job as its owner, who needs
   // an account here; gpuqd without root runs jobs only as its own account.
   Result<void> check(const RunSpec& run, const std::string& owner) const;
-  // At start: the command exists and may be run, the working directory exists; else why not.
-  std::optional<std::string> precheck(const RunSpec& run) const;
-  Result<StartedPod> start(const PodLaunch& pod) const;
+  // At start, for a job run as gpuqd's own account: the command exists and may be run, the
+  // working directory exists; else why not. (A job of another account is checked as its owner,
+  // by the shim.)
+  std::optional<std::string> precheck(const RunSpec& run, const auth::Account& as) const;
+  // Starts the pod as `as` (run_as of its owner, looked up once per job).
+  Result<StartedPod> start(const PodLaunch& pod, const auth::Account& as) const;
   // The environment a pod's command gets (tests read it through the command's output), as `as`.
   std::vector<std::string> environment(const PodLaunch& pod, const auth::Account& as) const;
   // Whom a job of `owner` runs as; an error when it cannot (no account, or gpuqd without root).
   Result<auth::Account> run_as(const std::string& owner) const;
   // "each job as its owner" or "every job as gpuq (gpuqd has no root)": for gpuqd's start-up log.
   std::string describe_identity() const;
-  // Appends "[gpuq] text" to a pod's log.
-  static void note(const std::filesystem::path& log, const std::string& text);
+  // Appends "[gpuq] text" to a pod's log, made if need be as start makes it (`as`'s, mode 0600,
+  // never through a link; no account: gpuqd's).
+  static void note(const std::filesystem::path& log, const std::string& text, const auth::Account* as);
 
  private:
   std::filesystem::path shim_;

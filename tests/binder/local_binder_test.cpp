@@ -111,6 +111,7 @@ TEST_CASE("before a pod starts: the command must exist and be executable, the di
   LocalConfig c;
   Inventory inv;
   Launcher l(c, inv);
+  const auth::Account me = auth::own_account();
   RunSpec run;
   CHECK(l.check(run, auth::own_account().name).code() == ErrorCode::kInvalidArgument);
   run.command = {"sh", "-c", "true"};
@@ -118,20 +119,25 @@ TEST_CASE("before a pod starts: the command must exist and be executable, the di
   CHECK(l.check(run, auth::own_account().name).error().find("spec.working_dir: \"relative/dir\" is not an absolute path") == 0);
   run.working_dir = s.dir.string();
   CHECK(l.check(run, auth::own_account().name).ok());
-  CHECK_FALSE(l.precheck(run).has_value());
+  CHECK_FALSE(l.precheck(run, me).has_value());
 
   run.command = {"gpuq-no-such-command"};
-  CHECK(l.precheck(run).value().find("cannot run \"gpuq-no-such-command\": command not found (PATH=") == 0);
+  CHECK(l.precheck(run, me).value().find("cannot run \"gpuq-no-such-command\": command not found (PATH=") == 0);
   run.env["PATH"] = s.dir.string();
   s.script("only-here", "true\n");
   run.command = {"only-here"};
-  CHECK_FALSE(l.precheck(run).has_value());  // the job's own PATH is searched
+  CHECK_FALSE(l.precheck(run, me).has_value());  // the job's own PATH is searched
   const fs::path plain = s.dir / "plain.sh";
   std::ofstream(plain) << "echo\n";
   run.command = {"./plain.sh"};  // relative to the working directory
-  CHECK(l.precheck(run).value() == "cannot run \"./plain.sh\": Permission denied");
+  CHECK(l.precheck(run, me).value() == "cannot run \"./plain.sh\": Permission denied");
   run.working_dir = (s.dir / "gone").string();
-  CHECK(l.precheck(run).value().find("working directory") == 0);
+  CHECK(l.precheck(run, me).value().find("working directory") == 0);
+  // A job of another account is not checked here (as root that would tell its owner what
+  // exists where they may not look): the shim's child checks as the owner.
+  auth::Account other = me;
+  other.uid = me.uid + 1;
+  CHECK_FALSE(l.precheck(run, other).has_value());
 }
 
 TEST_CASE("a pod's environment: its GPUs by UUID when known, gpuq's variables over the job's") {

@@ -144,6 +144,37 @@ TEST_CASE("local: exit codes and signals decide the end; output is kept and serv
   CHECK(empty.error_message().find("spec.command") != std::string::npos);
 }
 
+TEST_CASE("local: the job's environment is the job's alone: gpuq-shim, which may run as root, holds none of it") {
+  TempDir dir;
+  Daemon d(dir.path, true, local_executor_config(dir.path));
+  v1::SubmitJobRequest r = job("env", sh("echo ppid=$PPID; echo secret=$SECRET; echo lib=$LD_LIBRARY_PATH; sleep 30"));
+  (*r.mutable_spec()->mutable_env())["SECRET"] = "s3cret";
+  (*r.mutable_spec()->mutable_env())["LD_LIBRARY_PATH"] = "/nonexistent-gpuq";
+  submit_ok(d, r);
+  std::string out;
+  for (int i = 0; i < 300 && out.find("lib=") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    out = logs(d, "env");
+  }
+  INFO(out);
+  CHECK(out.find("secret=s3cret\n") != std::string::npos);
+  CHECK(out.find("lib=/nonexistent-gpuq\n") != std::string::npos);
+  const auto at = out.find("ppid=");
+  REQUIRE(at != std::string::npos);
+  const std::string shim = out.substr(at + 5, out.find('\n', at) - at - 5);
+  std::ifstream in("/proc/" + shim + "/environ");
+  const std::string shim_env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream comm_in("/proc/" + shim + "/comm");
+  std::string comm;
+  std::getline(comm_in, comm);
+  CHECK(comm == "gpuq-shim");
+  CHECK(shim_env.rfind("PATH=", 0) == 0);
+  CHECK(shim_env.find("SECRET") == std::string::npos);
+  CHECK(shim_env.find("LD_LIBRARY_PATH") == std::string::npos);
+  CHECK(shim_env.find('\0') == shim_env.size() - 1);  // PATH alone
+  cancel_ok(d, "env");
+}
+
 TEST_CASE("local: CUDA_VISIBLE_DEVICES are disjoint across running jobs; fractional jobs share one GPU") {
   TempDir dir;
   Daemon d(dir.path, true, local_executor_config(dir.path));
