@@ -183,6 +183,9 @@ int run_audit(Context& ctx, const AuditOptions& o) {
     grpc::Status st = stub->Audit(call.get(), req, &page);
     if (!st.ok()) return ctx.fail(st);
     for (auto& e : *page.mutable_entries()) *all.add_entries() = std::move(e);
+    if (page.next_before_seq() != 0 && req.before_seq() != 0 && page.next_before_seq() >= req.before_seq())
+      return ctx.fail({grpc::StatusCode::INTERNAL, "gpuqd gave a next page that does not move back (before seq " +
+                                                       std::to_string(page.next_before_seq()) + "); stopped reading"});
     req.set_before_seq(page.next_before_seq());
   } while (req.before_seq() != 0 && (o.limit == 0 || all.entries_size() < o.limit));
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml) {

@@ -10,7 +10,8 @@ namespace gpuq::cli {
 
 namespace {
 
-// Every page of a List of queues or nodes, merged into `all` (one reply, as if unpaged).
+// Every page of a List of queues or nodes, merged into `all` (one reply, as if unpaged). Page
+// tokens are names, in order: one that does not move on stops the loop.
 template <class Stub, class Response, class Items>
 grpc::Status list_all(Context& ctx, Stub& stub, Response& all, Items* (Response::*items)()) {
   using Request = std::conditional_t<std::is_same_v<Response, v1::ListQueuesResponse>, v1::ListQueuesRequest,
@@ -21,6 +22,9 @@ grpc::Status list_all(Context& ctx, Stub& stub, Response& all, Items* (Response:
     auto call = ctx.call();
     if (grpc::Status st = stub.List(call.get(), req, &page); !st.ok()) return st;
     for (auto& item : *(page.*items)()) *(all.*items)()->Add() = std::move(item);
+    if (!page.next_page_token().empty() && page.next_page_token() <= req.page_token())
+      return {grpc::StatusCode::INTERNAL, "gpuqd gave a page token that does not move on (\"" +
+                                              escaped(page.next_page_token()) + "\"); stopped reading"};
     req.set_page_token(page.next_page_token());
   } while (!req.page_token().empty());
   return grpc::Status::OK;

@@ -86,7 +86,7 @@ void add_submit(CLI::App& app, Context& ctx) {
       cmd->add_option("--workdir", o->flags.workdir,
                       "working directory of the command; default: the current directory"));
   flag_opts.push_back(cmd->add_option("command", o->flags.command, "the command, after --"));
-  cmd->add_option("--owner", o->flags.owner, "owner; default $USER");
+  cmd->add_option("--owner", o->flags.owner, "the job's owner (gpuqd's admins only); default: you");
   cmd->add_option("-o,--output", o->output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   // A repeatable option takes one value each time it is given: CLI11 would otherwise read on
@@ -138,6 +138,9 @@ int run_ls(Context& ctx, const ListOptions& o) {
       if (o.limit > 0 && all.jobs_size() >= o.limit) break;
       *all.add_jobs() = std::move(j);
     }
+    if (!page.next_page_token().empty() && page.next_page_token() == req.page_token())
+      return ctx.fail({grpc::StatusCode::INTERNAL, "gpuqd gave the same page token again (\"" +
+                                                       escaped(page.next_page_token()) + "\"); stopped reading"});
     req.set_page_token(page.next_page_token());
   } while (!req.page_token().empty() && (o.limit <= 0 || all.jobs_size() < o.limit));
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml) {

@@ -1,8 +1,14 @@
 #include "cli/credentials.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -35,29 +41,66 @@ std::string read_file(const std::string& named, const std::string& path) {
   return text.str();
 }
 
-std::string token_from_file(const std::string& named, const std::string& path) {
+// A secret's file (a token, a TLS key): opened once, never through a link, and checked on what
+// was opened (a regular file of this account that no other account may read), so that the
+// check and the read see the same file.
+std::string secret_from_file(const std::string& named, const std::string& path, const char* what,
+                             std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    throw UsageError(named + " " + path + ": cannot be read: " + std::strerror(errno) +
+                     (errno == ELOOP ? " (a symbolic link: name the file itself)" : ""));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw UsageError(named + " " + path + ": cannot be read");
+  if (::fstat(fd, &st) != 0) throw UsageError(named + " " + path + ": cannot be read: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw UsageError(named + " " + path + ": is not a regular file");
+  if (st.st_uid != ::getuid())
+    throw UsageError(named + " " + path + ": belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " +
+                     std::to_string(::getuid()) + "); keep " + what + " in a file of your own");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw UsageError(named + " " + path + ": mode " + mode +
-                     " lets other accounts read the token; chmod 600 " + path);
+    throw UsageError(named + " " + path + ": mode " + mode + " lets other accounts read " + what + "; chmod 600 " +
+                     path);
   }
-  if (st.st_size > 4096) throw UsageError(named + " " + path + ": is too large to hold a token");
-  std::string text = read_file(named, path);
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes)
+    throw UsageError(named + " " + path + ": is too large to hold " + what);
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw UsageError(named + " " + path + ": cannot be read");
+    done += static_cast<std::size_t>(n);
+  }
+  return text;
+}
+
+std::string token_from_file(const std::string& named, const std::string& path) {
+  std::string text = secret_from_file(named, path, "the token", 4096);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
     text.pop_back();
   return text;
 }
 
+// Whether `server` (a gRPC target) is this machine's loopback and nothing else: one literal
+// address in 127.0.0.0/8 or [::1], or localhost (a port or not). Lists and DNS authorities are not.
 bool loopback(const std::string& server) {
   std::string host = server;
-  for (const char* scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"})
+  for (const char* scheme : {"dns:///", "ipv4:", "ipv6:"})
     if (host.rfind(scheme, 0) == 0) host = host.substr(std::string(scheme).size());
-  host = host.substr(0, host.rfind(':'));
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]";
+  if (host.find(',') != std::string::npos || host.find('/') != std::string::npos) return false;
+  if (const auto colon = host.rfind(':'); colon != std::string::npos) host = host.substr(0, colon);  // the port
+  if (host == "localhost") return true;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    in6_addr a6{};
+    return ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+  }
+  in_addr a4{};
+  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
 }  // namespace
@@ -100,7 +143,7 @@ Credentials resolve_credentials(const CredentialFlags& flags, const std::string&
     if (!ca.empty()) o.pem_root_certs = read_file(ca_named, ca);
     if (!cert.empty()) {
       o.pem_cert_chain = read_file(cert_named, cert);
-      o.pem_private_key = read_file(key_named, key);
+      o.pem_private_key = secret_from_file(key_named, key, "the private key", 1 << 20);
       c.client_cert = true;
     }
     c.tls = std::move(o);

@@ -4,10 +4,12 @@
 //
 // The token comes from --token, else --token-file, else $GPUQ_TOKEN, else $GPUQ_TOKEN_FILE (a
 // file or the environment keeps it out of `ps`; --token is for a quick try). A token file must
-// be a regular file no other account may read (chmod 600). TLS is used when --tls-ca or
+// be a regular file of the caller's own, no other account may read (chmod 600), not a symbolic
+// link; so must the --tls-key file. TLS is used when --tls-ca or
 // --tls-cert is given (else $GPUQ_TLS_CA, $GPUQ_TLS_CERT, $GPUQ_TLS_KEY): --tls-ca verifies gpuqd
 // (default: the system's roots), --tls-cert and --tls-key present a client certificate.
-// A token is never sent in clear to an address other than loopback. Errors (UsageError, exit 2)
+// A token is never sent in clear to an address other than loopback (one literal 127.x.y.z or
+// [::1], or localhost; no address lists, no DNS authority). Errors (UsageError, exit 2)
 // name the flag or variable and the file, never the token.
 #include <grpcpp/security/credentials.h>
 

@@ -64,7 +64,9 @@ done
 echo
 demo='echo "job $GPUQ_JOB_ID in $GPUQ_QUEUE: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 20'
 # The demo jobs only once: on a state file that holds no job yet (not again on every re-run).
-if [[ $("$GPUQ" ls --all --limit 1) == "No jobs" ]]; then
+if ! held=$("$GPUQ" ls --all --limit 1 2>&1); then
+  echo "Could not list the jobs, so no demo jobs were submitted: $held" >&2
+elif [[ $held == "No jobs" ]]; then
   echo "Demo jobs (each prints the GPUs it was given, then sleeps):"
   "$GPUQ" submit --queue vision --gpus 2 --name resnet -- sh -c "$demo"
   "$GPUQ" submit --queue vision --gpus 4 --name vit -- sh -c "$demo"

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "api/to_proto.hpp"
 #include "cli/client.hpp"
+#include "cli/credentials.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
 #include "spec/error.hpp"
@@ -521,4 +523,37 @@ TEST_CASE("status codes are reported by name") {
   Context ctx(out, err);
   CHECK(ctx.fail(grpc::Status(grpc::StatusCode::NOT_FOUND, "job \"x\" does not exist")) == 1);
   CHECK(err.str() == "gpuq: job \"x\" does not exist (NOT_FOUND)\n");
+}
+
+TEST_CASE("credentials: a token goes in clear only to loopback; its file is the caller's own, read once") {
+  gpuq::test::TempDir dir;
+  namespace fs = std::filesystem;
+  const Getenv no_env = [](const char*) -> const char* { return nullptr; };
+  CredentialFlags f;
+  f.token = "gpuq_abc_secret";
+  for (const char* ok :
+       {"127.0.0.1:7433", "ipv4:127.0.0.1:7433", "localhost:7433", "[::1]:7433", "127.1.2.3:1", "localhost"})
+    CHECK_MESSAGE(resolve_credentials(f, ok, no_env).token == f.token, ok);
+  for (const char* far : {"127.evil.example:7433", "ipv4:127.0.0.1:1,10.0.0.5:7433", "dns://8.8.8.8/localhost:7433",
+                          "10.0.0.5:7433", "[::2]:7433", "::1"}) {
+    const std::string e = error_of([&] { resolve_credentials(f, far, no_env); });
+    CHECK_MESSAGE(e.find("refusing to send the token from --token in clear to ") == 0, far << ": " << e);
+    CHECK(e.find(f.token) == std::string::npos);
+  }
+  // A token file: the caller's, 0600, not through a link.
+  const fs::path file = dir.path / "token";
+  std::ofstream(file) << "gpuq_abc_fromfile\n";
+  ::chmod(file.c_str(), 0600);
+  f = {};
+  f.token_file = file.string();
+  CHECK(resolve_credentials(f, "127.0.0.1:1", no_env).token == "gpuq_abc_fromfile");
+  const fs::path link = dir.path / "link";
+  fs::create_symlink(file, link);
+  f.token_file = link.string();
+  CHECK(error_of([&] { resolve_credentials(f, "127.0.0.1:1", no_env); }).find("(a symbolic link: name the file itself)") !=
+        std::string::npos);
+  ::chmod(file.c_str(), 0640);
+  f.token_file = file.string();
+  CHECK(error_of([&] { resolve_credentials(f, "127.0.0.1:1", no_env); }) ==
+        "--token-file " + file.string() + ": mode 0640 lets other accounts read the token; chmod 600 " + file.string());
 }
