@@ -87,6 +87,7 @@ Access Gate::tcp_caller(const grpc::ServerContextBase& ctx, const std::string& p
   } else {
     a.caller = auth::named_caller(token->user, peer + ";token=" + token->id);
     a.admin = admins_.admits(a.caller);
+    a.token_id = token->id;
   }
   return a;
 }

@@ -28,6 +28,7 @@ struct Access {
   // Not OK when the call carried a token that is not valid (unknown, expired, revoked): the
   // caller is anonymous and every gated call answers this.
   grpc::Status refusal;
+  std::string token_id;  // the bearer token the caller is known by ("": none), for long calls
 };
 
 class Gate {

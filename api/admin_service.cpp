@@ -87,7 +87,8 @@ void to_proto(const storage::TokenRecord& t, v1::Token* out) {
 // The audit record goes in the same turn.
 void put_token(Loop& loop, TokenTable& tokens, grpc::ServerUnaryReactor* reactor, const Audited& what,
                storage::TokenRecord rec, Time ttl, std::function<void(const storage::TokenRecord&)> fill) {
-  loop.post([&tokens, reactor, record = audit_record(what, grpc::Status::OK), rec = std::move(rec), ttl,
+  const std::string by = what.access.caller.anonymous ? what.access.caller.from : what.access.caller.user;
+  loop.post([&tokens, reactor, record = audit_record(what, grpc::Status::OK), rec = std::move(rec), ttl, by,
              fill = std::move(fill)](Core& core, Time now) mutable -> Loop::Done {
     if (ttl > 0) {
       rec.created_at = now;
@@ -97,8 +98,8 @@ void put_token(Loop& loop, TokenTable& tokens, grpc::ServerUnaryReactor* reactor
     }
     core.put_token(rec);
     core.audit(std::move(record), now);
-    return [&tokens, reactor, rec, fill](Core&) -> Loop::Send {
-      return [&tokens, reactor, rec, fill](const Core::TurnResult& t) {
+    return [&tokens, reactor, rec, by, fill](Core&) -> Loop::Send {
+      return [&tokens, reactor, rec, by, fill](const Core::TurnResult& t) {
         if (!t.ok) {
           reactor->Finish(unavailable(t));
           return;
@@ -106,7 +107,7 @@ void put_token(Loop& loop, TokenTable& tokens, grpc::ServerUnaryReactor* reactor
         tokens.put(rec);
         fill(rec);
         spdlog::info("event=token_{} id={} user={} by={}", rec.revoked_at > 0 ? "revoked" : "created", rec.id, rec.user,
-                     rec.created_by);
+                     by);
         reactor->Finish(grpc::Status::OK);
       };
     };
@@ -119,7 +120,7 @@ class AdminService final : public v1::Admin::CallbackService {
 
   grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
                                                     const v1::BackupRequest*) override {
-    const Audited what{readers_.gate->of(*ctx), "backup", ""};
+    const Audited what{readers_.gate->of(*ctx), "backup.start", ""};
     const grpc::Status allowed = readers_.gate->admin_only(what.access, "take a backup");
     audit_later(loop_, what, allowed);  // a copy of everything: who took one is worth keeping
     if (!allowed.ok()) return refused<v1::BackupChunk>(allowed);
@@ -171,6 +172,8 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
                                   v1::UsageResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
+    // Open to anonymous callers; a credential sent along that does not hold is still refused.
+    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;
     in_turn(loop_, reactor, [req, resp](Core&, Time now) {
       const Time to = req->to() == 0 ? now : req->to();
       if (req->from() < 0 || to < req->from())
@@ -206,13 +209,11 @@ class AdminService final : public v1::Admin::CallbackService {
     if (bad.empty()) bad = bad_token_note(req->note());
     if (bad.empty() && (req->ttl_seconds() < 1 || req->ttl_seconds() > kMaxTtl))
       bad = "ttl_seconds: " + std::to_string(req->ttl_seconds()) + " is not allowed; use 1 s to 3650 days";
-    if (finish_if(reactor, bad.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bad)))
+    if (refuse_if(loop_, reactor, what,
+                  bad.empty() ? grpc::Status::OK : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bad)))
       return reactor;
     auto made = auth::new_token();
-    if (!made) {
-      reactor->Finish(failed(made));
-      return reactor;
-    }
+    if (!made && refuse_if(loop_, reactor, what, failed(made))) return reactor;
     storage::TokenRecord rec;
     rec.id = made.value().id;
     rec.hash = made.value().hash;
@@ -254,14 +255,16 @@ class AdminService final : public v1::Admin::CallbackService {
     auto token = readers_.tokens->find_id(req->id());
     // Another user's token is refused as if it did not exist for a non-admin (ids are not told).
     if (!token || (access.checked && !access.admin && token->user != access.caller.user)) {
-      reactor->Finish({grpc::StatusCode::NOT_FOUND, "token \"" + req->id() + "\" does not exist" +
-                                                        (access.admin || !access.checked ? "" : " among yours") +
-                                                        "; gpuq admin token ls lists them"});
+      refuse_if(loop_, reactor, what,
+                {grpc::StatusCode::NOT_FOUND, "token \"" + req->id() + "\" does not exist" +
+                                                  (access.admin || !access.checked ? "" : " among yours") +
+                                                  "; gpuq admin token ls lists them"});
       return reactor;
     }
     if (token->revoked_at > 0) {
       to_proto(*token, resp->mutable_token());
-      reactor->Finish(grpc::Status::OK);  // already: nothing to write
+      audit_later(loop_, what, grpc::Status::OK);  // already revoked: nothing to write but the try
+      reactor->Finish(grpc::Status::OK);
       return reactor;
     }
     put_token(loop_, *readers_.tokens, reactor, what, *token, 0,

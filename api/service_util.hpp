@@ -114,7 +114,7 @@ inline bool finish_if(grpc::ServerUnaryReactor* reactor, const grpc::Status& st)
 
 struct Audited {
   Access access;
-  std::string action;  // "submit", "cancel", "queue.apply", "node.cordon", "backup", ...
+  std::string action;  // "submit", "cancel", "queue.apply", "node.cordon", "backup.start", ...
   std::string target;  // the job, queue, node or token named
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -238,6 +239,10 @@ struct WatchState {
   std::string queue_filter;
   std::string job_filter;
   std::string owner_filter;  // a non-admin through the socket: its own jobs' events only
+  // The bearer token the watcher is known by: once revoked or expired, the stream ends at the
+  // next event (a watch is one call, which may run for days).
+  std::string token_id;
+  const TokenTable* tokens = nullptr;
   // The last event queued: history is read from the file and live events come as the Core
   // takes commits back, so an event committed in between can come both ways; it is sent once.
   std::uint64_t last_seq = 0;
@@ -245,6 +250,14 @@ struct WatchState {
   bool wants(const storage::EventRecord& e) const {
     return (queue_filter.empty() || e.queue == queue_filter) && (job_filter.empty() || e.job == job_filter) &&
            (owner_filter.empty() || e.owner == owner_filter);
+  }
+  // Why the watcher's token no longer holds ("": it does, or there is none).
+  std::string token_gone() const {
+    if (token_id.empty() || tokens == nullptr) return "";
+    const auto t = tokens->find_id(token_id);
+    if (!t || t->revoked_at > 0) return "bearer token " + token_id + " was revoked: the watch ends";
+    if (std::time(nullptr) >= t->expires_at) return "bearer token " + token_id + " expired: the watch ends";
+    return "";
   }
   // With mu held.
   void write_next() {
@@ -271,6 +284,10 @@ class WatchHub {
       std::lock_guard l(s->mu);
       if (s->stream == nullptr || s->finished) return true;
       if (e.seq <= s->last_seq) return false;
+      if (const std::string why = s->token_gone(); !why.empty()) {
+        s->finish({grpc::StatusCode::UNAUTHENTICATED, why});
+        return true;
+      }
       s->last_seq = e.seq;
       if (s->wants(e)) {
         s->queue.push_back(api::to_proto(e));
@@ -344,6 +361,8 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
   if (auto st = readers_.gate->list_owner(access, state->owner_filter); !st.ok()) return refused<v1::JobEvent>(st);
   state->queue_filter = req->queue();
   state->job_filter = req->job_id();
+  state->token_id = access.token_id;
+  state->tokens = readers_.tokens;
   auto* stream = new WatchStream(state);
   const std::uint64_t from = req->from_seq();
   loop_.post([state, hub = hub_, from, gate = readers_.gate, access](Core& core, Time) -> Loop::Done {
@@ -378,6 +397,17 @@ grpc::ServerWriteReactor<v1::JobEvent>* JobsService::Watch(grpc::CallbackServerC
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// An anonymous caller sees the queue summaries, not who holds which role in them.
+bool hides_roles(const Access& a) { return a.checked && a.caller.anonymous; }
+void without_roles(daemon::QueueStatus& q) {
+  q.spec.submitters.reset();
+  q.spec.viewers = {};
+}
+
+}  // namespace
+
 class QueuesService final : public v1::Queues::CallbackService {
  public:
   QueuesService(Loop& loop, const Readers& readers) : loop_(loop), readers_(readers) {}
@@ -404,9 +434,14 @@ class QueuesService final : public v1::Queues::CallbackService {
                                 v1::GetQueueResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     // Open to anonymous callers; a credential sent along that does not hold is still refused.
-    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;
-    in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return answer_view(resp->mutable_queue(), [req](Core& c) { return c.queue(req->name()); });
+    const Access access = readers_.gate->of(*ctx);
+    if (finish_if(reactor, access.refusal)) return reactor;
+    in_turn(loop_, reactor, [req, resp, hide = hides_roles(access)](Core&, Time) {
+      return answer_view(resp->mutable_queue(), [req, hide](Core& c) {
+        auto q = c.queue(req->name());
+        if (q && hide) without_roles(q.value());
+        return q;
+      });
     });
     return reactor;
   }
@@ -414,10 +449,14 @@ class QueuesService final : public v1::Queues::CallbackService {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListQueuesRequest* req,
                                  v1::ListQueuesResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;  // as Get
-    in_turn(loop_, reactor, [req, resp](Core&, Time) {
-      return Reply::then([req, resp](Core& c) {
-        fill_page(c.queues(), req->page_token(), c, *resp, [](auto& r) { return r.add_queues(); });
+    const Access access = readers_.gate->of(*ctx);
+    if (finish_if(reactor, access.refusal)) return reactor;  // as Get
+    in_turn(loop_, reactor, [req, resp, hide = hides_roles(access)](Core&, Time) {
+      return Reply::then([req, resp, hide](Core& c) {
+        std::vector<daemon::QueueStatus> queues = c.queues();
+        if (hide)
+          for (auto& q : queues) without_roles(q);
+        fill_page(queues, req->page_token(), c, *resp, [](auto& r) { return r.add_queues(); });
         return grpc::Status::OK;
       });
     });

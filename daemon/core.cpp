@@ -448,6 +448,22 @@ void Core::audit(storage::AuditRecord record, Time now) {
   cut(record.result, 1024);
   cut(record.user, 256);
   cut(record.origin, 256);
+  // A refusal costs its caller nothing, so refusals are recorded at most kAuditRefusalsPerMinute
+  // a minute per user (a bucket, as the submit rate): beyond that they go to the log only, and
+  // the user's next recorded refusal says how many were left out. Changes are always recorded.
+  if (record.result != "OK") {
+    constexpr std::int32_t kAuditRefusalsPerMinute = 60;
+    if (audit_refusals_.wait("", record.user, kAuditRefusalsPerMinute, now) > 0) {
+      ++audit_refusals_left_out_[record.user];
+      spdlog::warn("event=audit_refusal_not_recorded user={} action={} result=\"{}\"", record.user, record.action,
+                   record.result);
+      return;
+    }
+    audit_refusals_.take("", record.user, kAuditRefusalsPerMinute, now);
+    if (auto left = audit_refusals_left_out_.extract(record.user))
+      record.result += " (and " + std::to_string(left.mapped()) + " earlier refusals of " + record.user +
+                       " not recorded: over " + std::to_string(kAuditRefusalsPerMinute) + " a minute)";
+  }
   record.at = now;
   batch_.audit.push_back(std::move(record));
 }

@@ -226,6 +226,8 @@ class Core {
   std::map<std::string, NodeSpec> node_specs_;
   std::map<std::string, QueueSpec> queue_specs_;
   SubmitRate submit_rate_;  // maxSubmitsPerUserPerMinute, per (queue, user)
+  SubmitRate audit_refusals_;  // refusals recorded in the audit log, per user (Core::audit)
+  std::map<std::string, std::uint64_t> audit_refusals_left_out_;  // per user, since the last recorded
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
   // A source binder's jobs as the state file had them at start, until the source reports them

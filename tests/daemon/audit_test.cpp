@@ -100,3 +100,30 @@ TEST_CASE("audit retention: records older than it go, at most once an hour; newe
   REQUIRE(core->end_turn(kT0 + 2 * day).ok);  // "newer" too
   CHECK(targets(*core).empty());
 }
+
+TEST_CASE("audit: a user's refusals are recorded at most 60 a minute, then say how many were left out") {
+  TempDir dir;
+  auto core = open_audit_core(audit_config((dir.path / "s.db").string(), 86400), kT0);
+  auto refused = [](const std::string& user, int i) {
+    storage::AuditRecord r = call(user, "cancel", "j" + std::to_string(i));
+    r.result = "NOT_FOUND: job does not exist";
+    return r;
+  };
+  for (int i = 0; i < 70; ++i) core->audit(refused("mallory", i), kT0);
+  core->audit(refused("alice", 0), kT0);          // another user's are their own
+  core->audit(call("mallory", "submit", "ok"), kT0);  // changes are always recorded
+  REQUIRE(core->end_turn(kT0).ok);
+  auto page = core->store().audit({"mallory", 0, 0, 1000});
+  REQUIRE(page.ok());
+  CHECK(page->size() == 61);  // 60 refusals and the submit
+  CHECK(core->store().audit({"alice", 0, 0, 1000})->size() == 1);
+  // A minute later the bucket is full again; the first refusal recorded says what was left out.
+  core->audit(refused("mallory", 100), kT0 + 60);
+  REQUIRE(core->end_turn(kT0 + 60).ok);
+  page = core->store().audit({"mallory", 0, 0, 1});
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 1);
+  CHECK(page->front().target == "j100");
+  CHECK(page->front().result ==
+        "NOT_FOUND: job does not exist (and 10 earlier refusals of mallory not recorded: over 60 a minute)");
+}

@@ -52,10 +52,10 @@ TEST_CASE("audit: changes and refusals are recorded with who, what and the resul
   CHECK(has(all, me, "submit", mine, "OK"));
   CHECK(has(all, me, "node.cordon", "n0", "OK"));
   CHECK(has(all, me, "queue.delete", "no-such-queue", "NOT_FOUND: queue \"no-such-queue\" does not exist"));
-  CHECK(has(all, me, "backup", "", "OK"));
+  CHECK(has(all, me, "backup.start", "", "OK"));
   REQUIRE(all.size() >= 4);
   // Newest first, with where each call came from.
-  CHECK(all[0].as_object().at("action").as_string() == "backup");
+  CHECK(all[0].as_object().at("action").as_string() == "backup.start");
   CHECK(std::string(all[0].as_object().at("origin").as_string()).rfind("unix:uid=", 0) == 0);
   CHECK(audit_entries(d, {"--limit", "1"}).size() == 1);
   CHECK(audit_entries(d, {"--since", "-1h"}).size() == all.size());

@@ -212,9 +212,40 @@ TEST_CASE(
   CHECK(r.rc == 1);
   CHECK_MESSAGE(r.out.find("user alice may not list the tokens of user root") != std::string::npos,
                 r.out);
+  // A watch opened with the token: revoking it ends the stream at the next event (one call that
+  // may run for days is not left with a credential that no longer holds).
+  auto channel = grpc::CreateChannel(d->tcp(), grpc::InsecureChannelCredentials());
+  auto jobs = gpuq::v1::Jobs::NewStub(channel);
+  grpc::ClientContext watch_ctx;
+  watch_ctx.AddMetadata("authorization", "Bearer " + alice);
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto watch = jobs->Watch(&watch_ctx, gpuq::v1::WatchJobsRequest{});
+  gpuq::v1::JobEvent event;
+  REQUIRE(watch->Read(&event));  // her job's history: the watch is registered
+  CHECK(event.job_id() == hers);
   r = gpuq_me(*d, {"admin", "token", "revoke", id_of(alice)});
   CHECK_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("token " + id_of(alice) + " of user alice revoked at") != std::string::npos);
+  REQUIRE(gpuq_me(*d, {"submit", "--queue", "research", "--gpus", "1", "--", "true"}).rc == 0);
+  while (watch->Read(&event)) {
+  }
+  const grpc::Status ended = watch->Finish();
+  CHECK(ended.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_MESSAGE(ended.error_message() == "bearer token " + id_of(alice) + " was revoked: the watch ends",
+                ended.error_message());
+  // Anonymous callers see the queue summaries but not who holds the roles in them.
+  const auto roles_file = dir.path / "roles.yaml";
+  std::ofstream(roles_file) << "queues:\n  - name: guarded\n    quotas: [{flavor: h100, resources: {gpu: {nominal: 1}}}]\n"
+                               "    submitters: {users: [alice]}\n";
+  REQUIRE(gpuq_me(*d, {"apply", "-f", roles_file.string()}).rc == 0);
+  CHECK(gpuq_me(*d, {"queues", "guarded", "-o", "json"}).out.find("\"alice\"") != std::string::npos);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"queues", "-o", "json"},
+                                               std::vector<std::string>{"queues", "guarded", "-o", "json"}}) {
+    r = over_tcp(*d, args);
+    CHECK_MESSAGE(r.rc == 0, r.out);
+    CHECK(r.out.find("\"guarded\"") != std::string::npos);
+    CHECK_MESSAGE(r.out.find("alice") == std::string::npos, r.out);
+  }
   r = over_tcp(*d, {"--token", alice, "ls"});
   CHECK(r.rc == 1);
   CHECK_MESSAGE(r.out.find("bearer token " + id_of(alice) + " of user alice was revoked at") !=
