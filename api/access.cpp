@@ -56,10 +56,13 @@ Access Gate::tcp_caller(const grpc::ServerContextBase& ctx, const std::string& p
       const auto cn = auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME);
       const std::string user = cn.empty() ? std::string() : std::string(cn.front().data(), cn.front().size());
       a.checked = true;
-      if (!bad_token_user(user).empty()) {
-        a.refusal = unauthenticated(peer, "the client certificate from " + peer + " has no usable CN (" +
-                                              std::to_string(user.size()) + " bytes; 1 to 64 letters, digits, "
-                                              "'.', '_', '-' or '@' name its user)");
+      if (const std::string bad = bad_token_user(user); !bad.empty()) {
+        // The CN as bad_token_user quotes it, with the rule; escaped for the log and the caller.
+        std::string shown;
+        for (char c : bad)
+          shown += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? std::string("?") : std::string(1, c);
+        a.refusal = unauthenticated(peer, "the client certificate from " + peer + " has no usable CN: " +
+                                              shown.substr(std::string("user: ").size()));
         return a;
       }
       a.caller = auth::named_caller(user, peer + ";cert");
@@ -74,6 +77,10 @@ Access Gate::tcp_caller(const grpc::ServerContextBase& ctx, const std::string& p
   if (secret->empty()) {
     a.refusal = unauthenticated(peer, "the authorization metadata from " + peer +
                                           " is not 'Bearer <token>'; send the token gpuq admin token create printed");
+  } else if (!auth::token_id(*secret)) {
+    a.refusal = unauthenticated(peer, "the bearer token from " + peer +
+                                          " is not a gpuq token (gpuq_ID_SECRET, as gpuq admin token create prints "
+                                          "it): check what GPUQ_TOKEN or the token file holds");
   } else if (!token) {
     a.refusal = unauthenticated(peer, "the bearer token from " + peer +
                                           " is not one gpuqd issued (unknown token): ask an admin for one "

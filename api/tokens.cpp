@@ -58,14 +58,16 @@ std::string bad_token_user(const std::string& user) {
   auto alnum = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   };
+  // The rules of a job's owner (spec/validate.cpp), within 64 bytes: a name a token or
+  // certificate carries can also be named in a queue's submitters and viewers.
   const bool fine =
       !user.empty() && user.size() <= 64 && (alnum(user.front()) || user.front() == '_') &&
+      user.find("..") == std::string::npos &&
       std::all_of(user.begin(), user.end(),
                   [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-' || c == '@'; });
   if (fine) return "";
   return "user: \"" + user +
-         "\" is not a user name a token may carry; use 1 to 64 letters, digits, '.', '_', '-' or "
-         "'@', "
+         "\" is not a user name a token may carry; use 1 to 64 letters, digits, '.', '_', '-' or '@' (no \"..\"), "
          "beginning with a letter, a digit or '_'";
 }
 

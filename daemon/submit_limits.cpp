@@ -67,8 +67,9 @@ Result<void> Core::check_classes(const QueueSpec& q) const {
     if (classes.count(c) > 0) continue;
     std::string known;
     for (const auto& [name, value] : classes) known += (known.empty() ? "" : ", ") + name;
-    return Error{"allowedPriorityClasses[" + std::to_string(i) + "]: \"" + c +
-                     "\" is not a priority class; gpuqd's classes are " + known + " (priorityClasses in its config)",
+    return Error{"allowedPriorityClasses[" + std::to_string(i) + "]: \"" + c + "\" is not a priority class; " +
+                     (known.empty() ? "gpuqd has none: define priorityClasses in its config"
+                                    : "gpuqd's classes are " + known + " (priorityClasses in its config)"),
                  ErrorCode::kInvalidArgument};
   }
   return Ok();

@@ -60,6 +60,7 @@ Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const TlsFil
   auto key_bio = bio_of(key.value());
   std::unique_ptr<EVP_PKEY, KeyFree> pkey(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  key_bio.reset();  // it reads key's text in place, which moves into the options below
   if (!pkey)
     return Error{
         "tls.key: " + tls.key +
@@ -75,7 +76,8 @@ Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const TlsFil
         "600 it\"",
         tls.key, st.st_mode & 0777);
   grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({key.value(), cert.value()});
+  // The key moves into the options, which gRPC copies: no other copy is left here.
+  options.pem_key_cert_pairs.push_back({std::move(key.value()), std::move(cert.value())});
   if (!tls.client_ca.empty()) {
     auto ca = read_pem("tls.clientCA", tls.client_ca);
     if (!ca) return Error{ca.error(), ca.code()};
@@ -86,7 +88,6 @@ Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const TlsFil
     // Asked for and verified when sent, not required: token-only and anonymous clients connect.
     options.client_certificate_request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
-  OPENSSL_cleanse(key.value().data(), key.value().size());
   return grpc::SslServerCredentials(options);
 }
 

@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "binder/local/proc.hpp"
@@ -47,6 +48,7 @@ struct Pod {
 
 struct Tracked {
   std::vector<Pod> pods;
+  Time grace = -1;  // the grace its shims were started with; -1: not known (adopted)
   bool stop_requested = false;
   std::optional<BinderFact> fact;  // the last fact, once reported; kept until forget()
 };
@@ -154,7 +156,9 @@ struct LocalBinder::State {
   void watch(const std::string& job, std::size_t pod, int pidfd);
   void pod_exited(const std::string& job, std::size_t pod);
   void finish_if_done(const std::string& job, Tracked& t, std::unique_lock<std::mutex>& lock);
-  void stop_job(const std::string& job, bool now = false);
+  // `report_unknown`: a job not held here is reported stopped (nothing of it runs).
+  void stop_job(const std::string& job, bool now = false, bool report_unknown = true);
+  void stop_within(const std::string& job, Time grace);
 };
 
 // Binder thread. Starts every pod of the job; a pod that cannot start is done with an error
@@ -167,6 +171,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   fs::create_directories(config.log_dir / id, ec);
   Tracked t;
   t.pods.resize(a.pods.size());
+  t.grace = rec.spec.grace_period;
   // Whom the job runs as, looked up once and before the lock (checked at submit; the account
   // may be gone since).
   const Result<auth::Account> as = launcher.run_as(rec.spec.owner);
@@ -254,12 +259,12 @@ void LocalBinder::State::finish_if_done(const std::string& job, Tracked& t, std:
 
 // SIGTERM: each shim gives its command the job's grace period, then kills it; SIGUSR1 (now):
 // the shim kills it at once, also while it is already waiting out the grace period.
-void LocalBinder::State::stop_job(const std::string& job, bool now) {
+void LocalBinder::State::stop_job(const std::string& job, bool now, bool report_unknown) {
   std::unique_lock lock(mu);
   auto it = jobs.find(job);
   if (it == jobs.end()) {
     lock.unlock();
-    report(JobStopped{JobId(job)});  // nothing of it runs here
+    if (report_unknown) report(JobStopped{JobId(job)});  // nothing of it runs here
     return;
   }
   Tracked& t = it->second;
@@ -307,8 +312,28 @@ void LocalBinder::bind(const Admission& admission, const storage::JobRecord& job
   s_->open.push_back([s = s_.get(), admission, job] { s->spawn(admission, job); });
 }
 
-void LocalBinder::stop(const JobId& job, Time /*grace: each shim has its job's own*/) {
-  s_->open.push_back([s = s_.get(), id = job.value] { s->stop_job(id); });
+void LocalBinder::stop(const JobId& job, Time grace) {
+  s_->open.push_back([s = s_.get(), id = job.value, grace] {
+    s->stop_job(id);
+    s->stop_within(id, grace);
+  });
+}
+
+// Binder thread. Each shim waits out the grace it was started with; a shorter one (a queue's
+// maxGracePeriod lowered since, applied by the engine to a victim) is kept here: the job is
+// killed at its end if it still runs.
+void LocalBinder::State::stop_within(const std::string& job, Time grace) {
+  {
+    std::lock_guard lock(mu);
+    auto it = jobs.find(job);
+    if (it == jobs.end() || it->second.fact || it->second.grace < 0 || grace >= it->second.grace) return;
+  }
+  auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::seconds(std::max<Time>(grace, 0)));
+  timer->async_wait([this, timer, job](const boost::system::error_code& ec) {
+    if (ec) return;
+    spdlog::info("event=grace_capped job={}", job);
+    stop_job(job, /*now=*/true, /*report_unknown=*/false);  // nothing if it ended meanwhile
+  });
 }
 
 void LocalBinder::stop_now(const JobId& job) {

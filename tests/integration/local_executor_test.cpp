@@ -283,6 +283,35 @@ TEST_CASE("local: a high-priority submit stops a low-priority process, which is 
   CHECK(out.find("low got TERM") != out.rfind("low got TERM"));  // the second attempt stopped too
 }
 
+TEST_CASE("local: a maxGracePeriod lowered after a job started caps its grace when it is preempted") {
+  TempDir dir;
+  Daemon d(dir.path, true, local_executor_config(dir.path));
+  const std::string p = dir.path.string();
+  // Started with an hour of grace, and it ignores SIGTERM.
+  submit_ok(d, job("stubborn", sh("trap '' TERM; touch " + p + "/ready; sleep 1000"),
+                   {.gpus = "4", .priority = "0", .grace = 3600}));
+  wait_file(dir.path / "ready");
+  // The queue's cap comes down to 1 s; the running job's shim still holds its hour.
+  v1::ApplyQueueRequest apply;
+  auto& q = *apply.mutable_spec();
+  q.set_name("q");
+  auto* quota = q.add_quotas();
+  quota->set_flavor("default");
+  (*quota->mutable_resources())["gpu"].set_nominal("4");
+  q.mutable_preemption()->set_within_queue("LowerPriority");
+  q.set_max_grace_period_seconds(1);
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyQueueResponse resp;
+    const grpc::Status st = d.queues->Apply(&ctx, apply, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+  }
+  submit_ok(d, job("urgent", sh("echo urgent ran"), {.gpus = "4", .priority = "100", .grace = 1}));
+  wait_state(d, "urgent", v1::JOB_STATE_SUCCEEDED);  // within the test's 30 s, not the hour
+  CHECK(get(d, "stubborn").preempted_by() == "urgent");
+  cancel_ok(d, "stubborn");
+}
+
 TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished ones report, lost ones fail") {
   TempDir dir;
   const std::string p = dir.path.string();

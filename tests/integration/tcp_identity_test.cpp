@@ -141,6 +141,11 @@ TEST_CASE(
   CHECK_MESSAGE(r.out.find("is not one gpuqd issued (unknown token)") != std::string::npos, r.out);
   CHECK_MESSAGE(r.out.find("(UNAUTHENTICATED)") != std::string::npos, r.out);
   CHECK(r.out.find(forged) == std::string::npos);
+  // Something that is not a gpuq token at all is told so.
+  r = over_tcp(*d, {"--token", "ghp_notours", "ls"});
+  CHECK(r.rc == 1);
+  CHECK_MESSAGE(r.out.find("is not a gpuq token (gpuq_ID_SECRET") != std::string::npos, r.out);
+  CHECK(r.out.find("ghp_notours") == std::string::npos);
   // Also where an anonymous caller may go (the queue summaries): a credential that does not hold
   // is refused, not taken as no credential.
   r = over_tcp(*d, {"--token", forged, "queues"});
