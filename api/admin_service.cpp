@@ -1,7 +1,9 @@
 // The Admin service: a consistent copy of the state file (Backup), GPU-hours per queue and
 // flavor over a period (Usage), bearer tokens (CreateToken, ListTokens, RevokeToken).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "api/service_util.hpp"
 #include "auth/tokens.hpp"
@@ -241,7 +243,29 @@ class AdminService final : public v1::Admin::CallbackService {
           finish_if(reactor, readers_.gate->admin_only(access, "list the tokens of user " + user)))
         return reactor;
     }
-    for (const auto& t : readers_.tokens->list(user)) to_proto(t, resp->add_tokens());
+    // A page of about 2 MiB at most (a token is a few hundred bytes); the token names the last
+    // one sent, in the list's order (creation time, then id).
+    const auto all = readers_.tokens->list(user);
+    auto from = all.begin();
+    if (!req->page_token().empty()) {
+      from = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.id == req->page_token(); });
+      if (from == all.end() &&
+          finish_if(reactor, {grpc::StatusCode::INVALID_ARGUMENT,
+                              "page_token: \"" + req->page_token() + "\" is not a token this server gave"}))
+        return reactor;
+      ++from;
+    }
+    std::size_t bytes = 0;
+    for (auto it = from; it != all.end(); ++it) {
+      v1::Token t;
+      to_proto(*it, &t);
+      if (bytes > 0 && bytes + t.ByteSizeLong() > kListPageBytes) {
+        resp->set_next_page_token(std::prev(it)->id);
+        break;
+      }
+      bytes += t.ByteSizeLong();
+      *resp->add_tokens() = std::move(t);
+    }
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }

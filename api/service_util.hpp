@@ -102,6 +102,10 @@ grpc::ServerWriteReactor<T>* refused(grpc::Status st) {
   return new RefusedStream<T>(std::move(st));
 }
 
+// The most a List reply's items may take, serialized: half of gRPC's default 4 MiB receive
+// limit. A page holds at least one item, and one is far smaller than that (spec/limits.hpp).
+constexpr std::size_t kListPageBytes = 2u << 20;
+
 // Finishes a unary call with `st` when it is an error: `if (finish_if(reactor, st)) return reactor;`.
 inline bool finish_if(grpc::ServerUnaryReactor* reactor, const grpc::Status& st) {
   if (st.ok()) return false;

@@ -43,9 +43,6 @@ namespace {
 
 using namespace detail;
 
-// The most a List reply's jobs may take, serialized: half of gRPC's default 4 MiB receive limit.
-// A page holds at least one job, and one job is far smaller than that (spec/limits.hpp).
-constexpr std::size_t kListPageBytes = 2u << 20;
 
 // One page of a List of queues or nodes (`all` by name): those after the token's name, up to
 // kListPageBytes (at least one); the response's next_page_token names the last one sent, empty

@@ -109,9 +109,16 @@ int run_token_ls(Context& ctx, const TokenOptions& o) {
   req.set_user(o.user);
   auto stub = v1::Admin::NewStub(ctx.channel());
   v1::ListTokensResponse resp;
-  auto call = ctx.call();
-  grpc::Status st = stub->ListTokens(call.get(), req, &resp);
-  if (!st.ok()) return ctx.fail(st);
+  do {  // every page
+    v1::ListTokensResponse page;
+    auto call = ctx.call();
+    grpc::Status st = stub->ListTokens(call.get(), req, &page);
+    if (!st.ok()) return ctx.fail(st);
+    for (auto& t : *page.mutable_tokens()) *resp.add_tokens() = std::move(t);
+    if (!page.next_page_token().empty() && page.next_page_token() == req.page_token())
+      return ctx.fail({grpc::StatusCode::INTERNAL, "gpuqd gave the same page token again; stopped reading"});
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty());
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml) {
     ctx.out << render_message(resp, f);
     return 0;

@@ -209,6 +209,27 @@ TEST_CASE(
   CHECK_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("\"" + hers + "\"") != std::string::npos);
 
+  {  // Tokens list in pages (by size); a page token gpuqd did not give is refused by name.
+    auto admin = gpuq::v1::Admin::NewStub(grpc::CreateChannel("unix:" + d->socket(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    gpuq::v1::ListTokensResponse all;
+    REQUIRE(admin->ListTokens(&ctx, gpuq::v1::ListTokensRequest{}, &all).ok());
+    CHECK(all.next_page_token().empty());  // a few tokens: one page
+    REQUIRE(all.tokens_size() >= 2);
+    gpuq::v1::ListTokensRequest after_first;
+    after_first.set_page_token(all.tokens(0).id());
+    grpc::ClientContext ctx2;
+    gpuq::v1::ListTokensResponse rest;
+    REQUIRE(admin->ListTokens(&ctx2, after_first, &rest).ok());
+    CHECK(rest.tokens_size() == all.tokens_size() - 1);
+    CHECK(rest.tokens(0).id() == all.tokens(1).id());
+    gpuq::v1::ListTokensRequest bogus;
+    bogus.set_page_token("nope");
+    grpc::ClientContext ctx3;
+    const grpc::Status st = admin->ListTokens(&ctx3, bogus, &rest);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(st.error_message() == "page_token: \"nope\" is not a token this server gave");
+  }
   // alice sees and revokes her own tokens; then hers is refused as revoked.
   r = over_tcp(*d, {"--token", alice, "admin", "token", "ls"});
   CHECK_MESSAGE(r.rc == 0, r.out);
