@@ -87,7 +87,9 @@ std::vector<Decision> Engine::schedule(Time now) {
       s.weight = static_cast<double>(n);
       shapes.push_back(s);
     }
-    frag_ = FragModel::typical(shapes);
+    FragModel next = FragModel::typical(shapes, frag_where_);
+    next.keep_allowed(std::move(frag_));
+    frag_ = std::move(next);
     frag_dirty_ = false;
   }
   std::vector<Decision> out;

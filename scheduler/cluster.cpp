@@ -1,5 +1,7 @@
 #include "scheduler/cluster.hpp"
 
+#include <atomic>
+
 #include <algorithm>
 
 #include "spec/constraints.hpp"
@@ -89,7 +91,14 @@ Result<NodeIdx> Cluster::upsert(const NodeSpec& spec, FlavorId flavor, QueueIdx 
     node.gpu_free.resize(gpus);
   }
   index_add(n);
+  nodes_version_ = next_nodes_version();
   return n;
+}
+
+std::uint64_t Cluster::next_nodes_version() {
+  // Process-wide, so two clusters never share a version (the value decides nothing).
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
 }
 
 void Cluster::set_state(NodeIdx n, NodeState s) {

@@ -71,6 +71,9 @@ class Cluster {
   void set_state(NodeIdx n, NodeState s);
 
   std::optional<NodeIdx> find(const std::string& name) const;
+  // Changes whenever a node is added or its spec (labels, taints) is replaced; unique across
+  // clusters, so a cache keyed by it is never taken for another cluster's.
+  std::uint64_t nodes_version() const { return nodes_version_; }
   const Node& node(NodeIdx n) const { return nodes_[n]; }
   std::size_t size() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -121,7 +124,9 @@ class Cluster {
   static void add_tenant(Node& node, QueueIdx q, int delta);
   void count_domain_free(NodeIdx n, Quantity delta);
 
+  static std::uint64_t next_nodes_version();
   std::vector<Node> nodes_;
+  std::uint64_t nodes_version_ = next_nodes_version();
   std::unordered_map<std::string, NodeIdx> by_name_;
   std::vector<FreeIndex> index_;
   std::vector<std::vector<std::uint32_t>> node_domain_;                          // [level][node]

@@ -344,6 +344,7 @@ class Engine {
   // The fragmentation-aware placement's workload: the pod shapes of every job submitted (or
   // restored), as counted; the model is rebuilt at the next cycle after they changed.
   std::map<PodShape, std::size_t> shape_counts_;
+  std::vector<NodeConstraints> frag_where_;  // the shapes' constraint sets (intern_where)
   FragModel frag_;
   bool frag_dirty_ = false;
   void count_shapes(const Job& job);

@@ -20,14 +20,32 @@ PodShape shape_of(const ResourceVec& pod) {
   return s;
 }
 
-FragModel::FragModel(std::vector<PodShape> shapes) : shapes_(std::move(shapes)) {
+std::uint8_t intern_where(std::vector<NodeConstraints>& sets, const NodeConstraints& where) {
+  if (sets.empty()) sets.emplace_back();
+  if (where.empty()) return 0;
+  for (std::size_t i = 1; i < sets.size(); ++i)
+    if (sets[i] == where) return static_cast<std::uint8_t>(i);
+  if (sets.size() >= kFragWhereSets) return 0;
+  sets.push_back(where);
+  return static_cast<std::uint8_t>(sets.size() - 1);
+}
+
+FragModel::FragModel(std::vector<PodShape> shapes, std::vector<NodeConstraints> where)
+    : shapes_(std::move(shapes)) {
+  if (where.size() > 1) {
+    where_ = std::move(where);
+    where_[0] = {};
+  }
+  for (PodShape& s : shapes_)
+    if (s.where >= where_.size()) s.where = 0;  // a set the model was not given: anywhere
   double total = 0;
   for (const PodShape& s : shapes_) total += s.weight;
   if (total > 0)
     for (PodShape& s : shapes_) s.weight /= total;
 }
 
-FragModel FragModel::typical(const std::vector<PodShape>& pods, double coverage) {
+FragModel FragModel::typical(const std::vector<PodShape>& pods, std::vector<NodeConstraints> where,
+                             double coverage) {
   std::map<PodShape, double> count;  // keyed with weight 0: shapes compare by resources only
   double total = 0;
   for (PodShape p : pods) {
@@ -51,21 +69,23 @@ FragModel FragModel::typical(const std::vector<PodShape>& pods, double coverage)
     kept.push_back(s);
     covered += s.weight;
   }
-  return FragModel(std::move(kept));
+  return FragModel(std::move(kept), std::move(where));
 }
 
-double FragModel::fragmentation(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free) const {
-  return measure(cpu_free, gpu_free.data(), static_cast<int>(gpu_free.size()));
+double FragModel::fragmentation(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free,
+                                std::uint64_t allowed) const {
+  return measure(cpu_free, gpu_free.data(), static_cast<int>(gpu_free.size()), allowed);
 }
 
-double FragModel::measure(Quantity cpu_free, const std::int16_t* gpu_free, int gpus) const {
+double FragModel::measure(Quantity cpu_free, const std::int16_t* gpu_free, int gpus, std::uint64_t allowed) const {
   Quantity idle = 0;
   for (int g = 0; g < gpus; ++g) idle += gpu_free[g];
   if (idle == 0) return 0;
   double out = 0;
   for (const PodShape& s : shapes_) {
     Quantity unusable = idle;
-    if (s.gpus > 0 && cpu_free >= s.cpu) {
+    const bool may_go = s.where == 0 || ((allowed >> s.where) & 1) != 0;  // e.g. its GPU model
+    if (may_go && s.gpus > 0 && cpu_free >= s.cpu) {
       int fitting = 0;
       Quantity small = 0;  // free milli on GPUs with less than the pod asks per GPU
       for (int g = 0; g < gpus; ++g) {
@@ -84,14 +104,15 @@ double FragModel::measure(Quantity cpu_free, const std::int16_t* gpu_free, int g
 double FragModel::fragmentation(const NodeFreeState& state) const {
   if (auto it = memo_.find(state); it != memo_.end()) return it->second;
   if (memo_.size() > (1U << 20)) memo_.clear();  // bounded: states seen long ago are measured again
-  const double f = measure(state.cpu, state.free.data(), state.gpus);
+  const double f = measure(state.cpu, state.free.data(), state.gpus, state.allowed);
   memo_.emplace(state, f);
   return f;
 }
 
-bool NodeFreeState::assign(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free) {
+bool NodeFreeState::assign(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free, std::uint64_t allowed_sets) {
   if (gpu_free.size() > static_cast<std::size_t>(kMaxGpus)) return false;
   cpu = cpu_free;
+  allowed = allowed_sets;
   gpus = static_cast<std::uint8_t>(gpu_free.size());
   free.fill(0);
   std::copy(gpu_free.begin(), gpu_free.end(), free.begin());
@@ -100,7 +121,7 @@ bool NodeFreeState::assign(Quantity cpu_free, const std::vector<std::int16_t>& g
 }
 
 std::size_t NodeFreeStateHash::operator()(const NodeFreeState& s) const noexcept {
-  std::uint64_t h = static_cast<std::uint64_t>(s.cpu) * 0x9e3779b97f4a7c15ULL ^ s.gpus;
+  std::uint64_t h = (static_cast<std::uint64_t>(s.cpu) * 0x9e3779b97f4a7c15ULL ^ s.gpus) + s.allowed * 0xff51afd7ed558ccdULL;
   for (int g = 0; g < s.gpus; ++g) h = (h ^ static_cast<std::uint16_t>(s.free[g])) * 0x100000001b3ULL;
   return static_cast<std::size_t>(h ^ (h >> 29));
 }

@@ -104,7 +104,11 @@ std::uint32_t Engine::store_job(Job job) {
 }
 
 void Engine::count_shapes(const Job& job) {
-  for (const PodSet& s : job.spec.pod_sets) shape_counts_[shape_of(s.per_pod)] += static_cast<std::size_t>(s.count);
+  for (const PodSet& s : job.spec.pod_sets) {
+    PodShape shape = shape_of(s.per_pod);
+    shape.where = intern_where(frag_where_, s.where);  // e.g. the GPU models it accepts
+    shape_counts_[shape] += static_cast<std::size_t>(s.count);
+  }
   frag_dirty_ = true;
 }
 

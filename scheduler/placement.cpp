@@ -92,11 +92,16 @@ class Finder {
     boost::unordered_flat_map<NodeFreeState, NodeIdx, NodeFreeStateHash> groups;
     std::vector<NodeIdx> large;  // more GPUs than NodeFreeState holds: measured one by one
     NodeFreeState state;
+    // Which of the mix's constraint sets (GPU models, selectors) each node meets.
+    auto allowed = [&](NodeIdx n) {
+      return model.allowed(n, cluster_.nodes_version(),
+                           [&](const NodeConstraints& where) { return cluster_.allows(n, where); });
+    };
     for (const auto& bucket : ix_->by_whole_free)
       for (NodeIdx n : bucket) {
         if (!ok(n, set)) continue;
         const Node& node = cluster_.node(n);
-        if (!state.assign(node.capacity[kCpu] - node.used[kCpu], node.gpu_free)) {
+        if (!state.assign(node.capacity[kCpu] - node.used[kCpu], node.gpu_free, allowed(n))) {
           large.push_back(n);
           continue;
         }
@@ -116,13 +121,17 @@ class Finder {
     };
     std::vector<std::int16_t> sorted, after;
     NodeFreeState key;
+    std::uint64_t mask = ~std::uint64_t{0};  // the node being measured's allowed()
     auto remembered = [&](Quantity cpu, const std::vector<std::int16_t>& free) {
-      key.assign(cpu, free);
+      key.assign(cpu, free, mask);
       return model.fragmentation(key);
     };
-    auto measured = [&](Quantity cpu, const std::vector<std::int16_t>& free) { return model.fragmentation(cpu, free); };
+    auto measured = [&](Quantity cpu, const std::vector<std::int16_t>& free) {
+      return model.fragmentation(cpu, free, mask);
+    };
     for (const auto& [s, n] : groups) {
       sorted.assign(s.free.begin(), s.free.begin() + s.gpus);
+      mask = s.allowed;
       each_placement(s.cpu, sorted, pod, ask, after, remembered,
                      [&, n = n](double growth, std::int16_t gpu_free) { consider(n, growth, gpu_free); });
     }
@@ -130,6 +139,7 @@ class Finder {
       const Node& node = cluster_.node(n);
       sorted = node.gpu_free;
       std::sort(sorted.begin(), sorted.end());
+      mask = allowed(n);
       each_placement(node.capacity[kCpu] - node.used[kCpu], sorted, pod, ask, after, measured,
                      [&](double growth, std::int16_t gpu_free) { consider(n, growth, gpu_free); });
     }

@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 
 #include "scheduler/cluster.hpp"
+#include "scheduler/fragmentation.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/topology.hpp"
 
@@ -42,21 +43,22 @@ Cluster make_cluster(const std::vector<OpenbNode>& nodes, Quantity& capacity) {
 
 FillRun run_fill(const std::vector<OpenbNode>& nodes, const std::vector<OpenbPod>& pods, PlacementPolicy policy,
                  double target, std::uint64_t seed) {
-  for (const OpenbPod& p : pods)
-    if (!p.gpu_models.empty())
-      throw std::invalid_argument("pod \"" + p.name + "\" asks for GPU models; the fill experiment does not model them yet");
   if (pods.empty()) throw std::invalid_argument("the pod list is empty");
   FillRun run;
   run.seed = seed;
   Cluster cluster = make_cluster(nodes, run.capacity_milli);
   std::vector<ResourceVec> shapes;
+  std::vector<NodeConstraints> wheres;  // each pod's: the GPU models it accepts (gpu_spec)
   std::vector<PodShape> mix;
+  std::vector<NodeConstraints> where_sets;
   for (const OpenbPod& p : pods) {
     shapes.push_back(p.resources());
+    wheres.push_back(p.where());
     mix.push_back(shape_of(shapes.back()));
+    mix.back().where = intern_where(where_sets, wheres.back());  // FGD's pod type has the model
   }
   // The typical mix of the trace as given (FGD: before it is extended).
-  const FragModel model = FragModel::typical(mix);
+  const FragModel model = FragModel::typical(mix, std::move(where_sets));
 
   // The order: the pods shuffled, then drawn ones until the target (the one that would pass it
   // is not added).
@@ -79,6 +81,7 @@ FillRun run_fill(const std::vector<OpenbNode>& nodes, const std::vector<OpenbPod
   std::vector<PodSet> one(1);
   for (std::size_t i : order) {
     one[0].per_pod = shapes[i];
+    one[0].where = wheres[i];
     PlacementRequest req{0, 0, false, &one, policy, &model};
     run.arrived_milli += shapes[i][kGpu];
     ++run.pods;
@@ -86,9 +89,12 @@ FillRun run_fill(const std::vector<OpenbNode>& nodes, const std::vector<OpenbPod
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   double frag = 0;
-  for (const Node& n : cluster.nodes()) {
+  for (NodeIdx i = 0; i < cluster.size(); ++i) {
+    const Node& n = cluster.node(i);
     run.allocated_milli += n.used[kGpu];
-    frag += model.fragmentation(n.capacity[kCpu] - n.used[kCpu], n.gpu_free);
+    const std::uint64_t allowed = model.allowed(
+        i, cluster.nodes_version(), [&](const NodeConstraints& where) { return cluster.allows(i, where); });
+    frag += model.fragmentation(n.capacity[kCpu] - n.used[kCpu], n.gpu_free, allowed);
   }
   run.alloc_ratio = static_cast<double>(run.allocated_milli) / static_cast<double>(run.capacity_milli);
   run.frag_ratio = frag / static_cast<double>(run.capacity_milli);

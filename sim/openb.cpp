@@ -132,7 +132,7 @@ std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
     s.capacity[kGpu] = Quantity{n.gpus} * kMilliPerGpu;
     s.capacity[kCpu] = n.cpu_milli;
     s.capacity[kMemory] = n.memory_bytes;
-    if (!n.model.empty()) s.labels["model"] = n.model;
+    if (!n.model.empty()) s.labels[kGpuModelLabel] = n.model;
     specs.push_back(std::move(s));
   }
   return specs;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "scheduler/model.hpp"
+#include "spec/constraints.hpp"
 
 namespace gpuq::sim {
 
@@ -60,6 +61,13 @@ struct OpenbPod {
   std::optional<std::int64_t> creation_time, deletion_time, scheduled_time;
 
   Quantity total_gpu_milli() const { return Quantity{num_gpu} * gpu_milli; }
+  // Where it may go: nodes of one of gpu_models (a required affinity on kGpuModelLabel; none
+  // when it accepts any model). A node without a model never matches one, as in FGD.
+  NodeConstraints where() const {
+    NodeConstraints c;
+    spec::require_gpu_models(c, gpu_models);
+    return c;
+  }
   // What the pod asks for: a share of one GPU or whole GPUs (milli-GPU), CPU and memory.
   ResourceVec resources() const {
     ResourceVec r;
@@ -79,7 +87,8 @@ std::vector<OpenbNode> read_openb_nodes(const std::string& path,
 std::vector<OpenbPod> read_openb_pods(const std::string& path, const TraceReadOptions& options = {},
                                       TraceReadReport* report = nullptr);
 
-// The node list as engine nodes of flavor `flavor`, labelled "model" when the list has one.
+// The node list as engine nodes of flavor `flavor`, labelled kGpuModelLabel with the model when
+// the list has one.
 std::vector<NodeSpec> openb_nodes_as_specs(const std::vector<OpenbNode>& nodes,
                                            const std::string& flavor);
 

@@ -95,6 +95,7 @@ class Replay {
     index_.reserve(jobs_.size());
     engine_.reserve_jobs(jobs_.size());
     std::vector<PodShape> shapes;
+    std::vector<NodeConstraints> where;
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       const TraceJob& t = jobs_[i];
       if (!index_.emplace(t.id, static_cast<std::uint32_t>(i)).second)
@@ -106,11 +107,12 @@ class Replay {
       live_[i].gpu = t.total_gpu_milli();
       for (const PodSet& s : t.pod_sets) {
         PodShape shape = shape_of(s.per_pod);
+        shape.where = intern_where(where, s.where);
         shape.weight = s.count;
         shapes.push_back(shape);
       }
     }
-    frag_ = FragModel::typical(shapes);
+    frag_ = FragModel::typical(shapes, std::move(where));
   }
 
   ReplayResult run() {
@@ -196,14 +198,18 @@ class Replay {
     Quantity capacity = 0, gpus = 0, busy = 0;
     double frag = 0;
     NodeFreeState state;
-    for (const Node& n : engine_.cluster().nodes()) {
+    const Cluster& cluster = engine_.cluster();
+    for (NodeIdx i = 0; i < cluster.size(); ++i) {
+      const Node& n = cluster.node(i);
       if (n.state == NodeState::kDown) continue;
       capacity += n.capacity[kGpu];
       gpus += n.gpu_count();
       for (std::int16_t f : n.gpu_free) busy += f < kMilliPerGpu ? 1 : 0;
       const Quantity cpu_free = n.capacity[kCpu] - n.used[kCpu];
-      frag += state.assign(cpu_free, n.gpu_free) ? frag_.fragmentation(state)
-                                                 : frag_.fragmentation(cpu_free, n.gpu_free);
+      const std::uint64_t allowed = frag_.allowed(
+          i, cluster.nodes_version(), [&](const NodeConstraints& where) { return cluster.allows(i, where); });
+      frag += state.assign(cpu_free, n.gpu_free, allowed) ? frag_.fragmentation(state)
+                                                          : frag_.fragmentation(cpu_free, n.gpu_free, allowed);
     }
     const double busy_share = gpus ? static_cast<double>(busy) / static_cast<double>(gpus) : 0.0;
     const double frag_share = capacity ? frag / static_cast<double>(capacity) : 0.0;

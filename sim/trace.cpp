@@ -187,6 +187,7 @@ std::vector<TraceJob> parse_openb(const std::string& text, const std::string& la
     // A pod that was never scheduled ran (or waited) from creation to deletion.
     j.duration = std::max<Time>(1, *p.deletion_time - p.scheduled_time.value_or(*p.creation_time));
     j.pod_sets = pods_of(1, p.resources());
+    j.pod_sets.front().where = p.where();  // gpu_spec: the GPU models it accepts
     jobs.push_back(std::move(j));
   }
   if (!untimed.empty()) refuse_untimed(text, label, std::move(untimed), options, counts);

@@ -77,4 +77,11 @@ NodeConstraints merged(const NodeConstraints& job, NodeConstraints pod_set) {
   return out;
 }
 
+void require_gpu_models(NodeConstraints& c, const std::vector<std::string>& models) {
+  if (models.empty()) return;
+  const NodeRequirement model{kGpuModelLabel, LabelOperator::kIn, models};
+  if (c.affinity.empty()) c.affinity.emplace_back();
+  for (auto& term : c.affinity) term.push_back(model);
+}
+
 }  // namespace gpuq::spec

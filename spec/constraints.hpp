@@ -26,5 +26,9 @@ const Taint* untolerated(const NodeConstraints& c, const std::vector<Taint>& tai
 // job's when it lists a term (terms are ORed: adding them would widen the job's), its
 // tolerations added.
 NodeConstraints merged(const NodeConstraints& job, NodeConstraints pod_set);
+// `c` narrowed to nodes whose GPU model (label kGpuModelLabel) is one of `models`: the
+// requirement is added to each affinity term (a term of its own when there is none), so it
+// holds whichever term matches. Empty `models`: `c` unchanged.
+void require_gpu_models(NodeConstraints& c, const std::vector<std::string>& models);
 
 }  // namespace gpuq::spec

@@ -146,6 +146,11 @@ struct QueueSpec {
 enum class LabelOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
 enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
 
+// The node label that names a node's GPU model ("V100M32", "NVIDIA-H100-80GB-HBM3"): the local
+// executor sets it from nvidia-smi, the openb node lists from their model column, and a job's
+// gpuModels is a required node affinity on it.
+inline constexpr const char* kGpuModelLabel = "gpuq.io/gpu-model";
+
 struct NodeRequirement {  // one of a term's matchExpressions
   std::string key;
   LabelOperator op = LabelOperator::kIn;

@@ -362,8 +362,19 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
   Submission sub;
   JobSpec& j = sub.job;
   NodeConstraints job_where;  // for every pod set, merged once all keys are read
+  std::vector<std::string> gpu_models;
   auto read = [&](std::string_view key, yaml::Node v) {
     if (read_constraint(key, v, at, job_where)) return;
+    if (key == "gpuModels") {  // the GPU models it accepts: an affinity on kGpuModelLabel
+      expect_list(v, at);
+      located(v, at, [&] { check_count(v.size(), limits::kRequirementValues, "models", at); });
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        Path::Index mi(at, i);
+        gpu_models.push_back(string_of(v.item(i), at));
+      }
+      if (gpu_models.empty()) fail_at(v, at, "is empty; list the GPU models the job accepts, or leave the key out");
+      return;
+    }
     if (key == "id") {
       j.id = JobId(string_of(v, at));
       if (j.id.empty()) fail_at(v, at, "is empty");
@@ -417,18 +428,19 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
                  // A submission's time is the server's: no submittedAt.
                  {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible",
                   "exclusive", "maxRuntime", "gracePeriod", "onNodeLoss", "command", "env",
-                  "workingDir", "nodeSelector", "affinity", "tolerations"},
+                  "workingDir", "nodeSelector", "affinity", "tolerations", "gpuModels"},
                  read, keys.also);
   else
     for_each_key(n, at,
                  {"id", "queue", "name", "owner", "priority", "submittedAt", "pods", "flavors",
                   "preemptible", "exclusive", "maxRuntime", "gracePeriod", "nodeSelector",
-                  "affinity", "tolerations"},
+                  "affinity", "tolerations", "gpuModels"},
                  read, keys.also);
   if (keys.id_required) require(n, at, {"id"});
   require(n, at, {"queue", "pods"});
   if (!job_where.empty())
     for (PodSet& s : j.pod_sets) s.where = merged(job_where, std::move(s.where));
+  for (PodSet& s : j.pod_sets) require_gpu_models(s.where, gpu_models);
   located(n, at, [&] {
     validate(j, at, names);
     validate(sub.run, at);

@@ -136,7 +136,7 @@ NodeSpec local_node(const LocalConfig& config, const Inventory& inventory) {
   n.labels = config.labels;
   if (!inventory.gpus.empty())
     if (std::string model = model_label(inventory.gpus.front().name); !model.empty())
-      n.labels.emplace("gpuq.io/gpu-model", std::move(model));
+      n.labels.emplace(kGpuModelLabel, std::move(model));
   n.capacity[kGpu] = static_cast<Quantity>(inventory.gpus.size()) * kMilliPerGpu;
   n.capacity[kCpu] = inventory.cpu;
   n.capacity[kMemory] = inventory.memory;

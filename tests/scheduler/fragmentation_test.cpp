@@ -3,10 +3,60 @@
 
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/placement.hpp"
+#include "spec/constraints.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace gpuq;
 using namespace gpuq::test;
+
+TEST_CASE("fragmentation: a pod that may not go on a node (its GPU model) finds all of its free GPU unusable") {
+  std::vector<NodeConstraints> sets;
+  NodeConstraints v100;
+  spec::require_gpu_models(v100, {"V100M16", "V100M32"});
+  PodShape any{0, 1, 1000, 1}, only_v100{0, 1, 1000, 1};
+  any.where = intern_where(sets, NodeConstraints{});
+  only_v100.where = intern_where(sets, v100);
+  CHECK(any.where == 0);
+  CHECK(only_v100.where == 1);
+  CHECK(intern_where(sets, v100) == 1);  // the same set, the same index
+  FragModel m({any, only_v100}, sets);
+  REQUIRE(m.where().size() == 2);
+  const std::uint64_t v100_node = 0b11, other_node = 0b01;  // bit 1: meets where()[1]
+  CHECK(m.fragmentation(8000, {1000, 1000}, v100_node) == doctest::Approx(0));
+  CHECK(m.fragmentation(8000, {1000, 1000}, other_node) == doctest::Approx(0.5 * 2000));
+  NodeFreeState a, b;
+  REQUIRE(a.assign(8000, {1000}, v100_node));
+  REQUIRE(b.assign(8000, {1000}, other_node));
+  CHECK_FALSE(a == b);  // same free room, different models: measured apart
+  CHECK(m.fragmentation(a) == doctest::Approx(0));
+  CHECK(m.fragmentation(b) == doctest::Approx(500));
+  // allowed(): asked once per node while the cluster's nodes stay as they are.
+  int asked = 0;
+  auto meets = [&](const NodeConstraints&) {
+    ++asked;
+    return true;
+  };
+  CHECK(m.allowed(3, 7, meets) == 0b11);
+  CHECK(m.allowed(3, 7, meets) == 0b11);
+  CHECK(asked == 1);
+  CHECK(m.allowed(3, 8, meets) == 0b11);  // the nodes changed: asked again
+  CHECK(asked == 2);
+  // A model rebuilt for a new mix over the same sets keeps what was learned; over others, not.
+  FragModel rebuilt({any}, sets);
+  rebuilt.keep_allowed(std::move(m));
+  CHECK(rebuilt.allowed(3, 8, meets) == 0b11);
+  CHECK(asked == 2);
+  // Past kFragWhereSets sets, a new one counts as anywhere.
+  for (int i = 0; i < 70; ++i) {
+    NodeConstraints c;
+    c.node_selector["k"] = std::to_string(i);
+    intern_where(sets, c);
+  }
+  CHECK(sets.size() == kFragWhereSets);
+  NodeConstraints late;
+  late.node_selector["late"] = "1";
+  CHECK(intern_where(sets, late) == 0);
+}
 
 TEST_CASE("fragmentation: free GPU a pod of the mix could not use, weighted by the mix") {
   const PodShape whole{0, 1, 1000, 1}, half{0, 1, 500, 1}, cpu_only{4000, 0, 0, 2};

@@ -66,10 +66,40 @@ TEST_CASE("fill: the same seed gives the same result; shares fragment, and frag-
     CHECK(frag.alloc_ratio <= 1.0);
     CHECK(frag.allocated_milli >= pack.allocated_milli - 600);  // never far behind on a tiny cluster
   }
-  OpenbPod picky = pods(1, 1000).front();
-  picky.gpu_models = {"V100M16"};
-  CHECK_THROWS_AS(run_fill(two_nodes(), {picky}, PlacementPolicy::kPack, 1.0, 1), std::invalid_argument);
   CHECK_THROWS_AS(run_fill({}, pods(1, 1000), PlacementPolicy::kPack, 1.0, 1), std::invalid_argument);
+}
+
+TEST_CASE("fill: a pod's gpu_spec is honoured by every policy: it goes only on nodes of a model it accepts") {
+  // A T4 node and a V100 node, 2 GPUs each; every pod accepts only V100s.
+  const std::vector<OpenbNode> nodes{OpenbNode{"t4", 32000, Quantity{64} << 30, 2, "T4"},
+                                     OpenbNode{"v100", 32000, Quantity{64} << 30, 2, "V100M32"},
+                                     OpenbNode{"bare", 32000, Quantity{64} << 30, 2, ""}};  // no model
+  std::vector<OpenbPod> picky = pods(3, 1000);
+  for (auto& p : picky) p.gpu_models = {"V100M16", "V100M32"};
+  for (PlacementPolicy policy : {PlacementPolicy::kPack, PlacementPolicy::kSpread, PlacementPolicy::kFragAware}) {
+    INFO(to_string(policy));
+    // Target 1.0 of 6 GPUs: 6 pods arrive; only the V100's 2 GPUs take any.
+    const FillRun r = run_fill(nodes, picky, policy, 1.0, 3);
+    CHECK(r.pods == 6);
+    CHECK(r.allocated_milli == 2000);
+    CHECK(r.failed == 4);
+    // The T4 and the model-less node are idle, and all of their GPUs count as fragmented: no
+    // pod of the mix may use them.
+    CHECK(r.frag_ratio == doctest::Approx(4000.0 / 6000));
+  }
+  // A mix of picky and any-model pods: frag-aware keeps the V100 for the picky ones.
+  std::vector<OpenbPod> mix = pods(2, 1000);
+  for (auto& p : pods(2, 1000)) {
+    p.name += "v";
+    p.gpu_models = {"V100M32"};
+    mix.push_back(p);
+  }
+  const std::vector<OpenbNode> two{OpenbNode{"t4", 32000, Quantity{64} << 30, 2, "T4"},
+                                   OpenbNode{"v100", 32000, Quantity{64} << 30, 2, "V100M32"}};
+  for (std::uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    const FillRun frag = run_fill(two, mix, PlacementPolicy::kFragAware, 1.0, seed);
+    CHECK(frag.failed == 0);  // each kind where it may go: all 4 fit
+  }
 }
 
 TEST_CASE("fill summary: mean, range and failed pods over the seeds, as JSON with the keys scripts read") {

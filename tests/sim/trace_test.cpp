@@ -214,7 +214,7 @@ TEST_CASE("trace native: skip_bad_rows skips and counts, keeping the first five 
 
 // ---- openb ---------------------------------------------------------------------------------
 
-TEST_CASE("trace openb: one pod per job, times, qos as tenant, gpu_spec ignored") {
+TEST_CASE("trace openb: one pod per job, times, qos as tenant, gpu_spec as the models it accepts") {
   const std::string text = kOpenbHeader +
                            "p1,4000,1024,1,500,,LS,Running,100,1100,150\n"
                            "p2,8000,2048,2,1000,V100M16|V100M32,BE,Running,50,60,\n"
@@ -227,6 +227,14 @@ TEST_CASE("trace openb: one pod per job, times, qos as tenant, gpu_spec ignored"
   CHECK(brief(jobs[0]) == "p2 [BE] @50 +10 main x1 2000 8000 2147483648");   // never scheduled
   CHECK(brief(jobs[1]) == "p3 [] @70 +1 main x1 0 1000 1048576");            // at least one second
   CHECK(brief(jobs[2]) == "p1 [LS] @100 +950 main x1 500 4000 1073741824");  // from scheduled
+  // gpu_spec: a required affinity on the node's GPU model label; none without it.
+  const auto& where = jobs[0].pod_sets[0].where;
+  REQUIRE(where.affinity.size() == 1);
+  REQUIRE(where.affinity[0].size() == 1);
+  CHECK(where.affinity[0][0].key == gpuq::kGpuModelLabel);
+  CHECK(where.affinity[0][0].op == gpuq::LabelOperator::kIn);
+  CHECK(where.affinity[0][0].values == std::vector<std::string>{"V100M16", "V100M32"});
+  CHECK(jobs[2].pod_sets[0].where.empty());
 }
 
 TEST_CASE("trace openb: a pod without its times is refused, or skipped and counted") {
@@ -406,7 +414,7 @@ TEST_CASE("trace: openb nodes as engine nodes") {
                                    "n.csv"),
       "gpu");
   REQUIRE(specs.size() == 2);
-  CHECK(brief(specs[0]) == "a gpu 8000 96000 1073741824 model=V100M32");
+  CHECK(brief(specs[0]) == "a gpu 8000 96000 1073741824 gpuq.io/gpu-model=V100M32");
   CHECK(brief(specs[1]) == "b gpu 0 32000 2147483648");  // no model: no label
 }
 

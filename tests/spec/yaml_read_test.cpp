@@ -94,6 +94,30 @@ job:
   CHECK(s.run.env.at("EPOCHS") == "3");
 }
 
+TEST_CASE("gpuModels: the GPU models a job accepts, a required affinity on the model label of every pod set") {
+  ResourceNames names;
+  JobKeys keys;
+  keys.id_required = false;
+  Path at;
+  const auto doc = yaml::parse_one(
+      "queue: q\ngpuModels: [V100M16, V100M32]\n"
+      "pods:\n  - {name: a, resources: {gpu: 1}}\n"
+      "  - name: b\n    resources: {gpu: 1}\n"
+      "    affinity: [[{key: zone, operator: In, values: [x]}], [{key: zone, operator: In, values: [y]}]]\n");
+  const Submission s = read_job(doc.root(), at, names, keys);
+  const NodeRequirement model{kGpuModelLabel, LabelOperator::kIn, {"V100M16", "V100M32"}};
+  REQUIRE(s.job.pod_sets[0].where.affinity.size() == 1);
+  CHECK(s.job.pod_sets[0].where.affinity[0] == std::vector<NodeRequirement>{model});
+  // Each of a pod set's own terms gets it: the model holds whichever term matches.
+  REQUIRE(s.job.pod_sets[1].where.affinity.size() == 2);
+  for (const auto& term : s.job.pod_sets[1].where.affinity) {
+    REQUIRE(term.size() == 2);
+    CHECK(term[1] == model);
+  }
+  CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\ngpuModels: []\n") ==
+        "f.yaml:3:12: gpuModels: is empty; list the GPU models the job accepts, or leave the key out");
+}
+
 TEST_CASE("errors name the field, its line and column, the value and what is allowed") {
   CHECK(job_error("queue: q\npods: [{resources: {gpu: lots}}]\n") ==
         "f.yaml:2:26: pods[0].resources.gpu: quantity \"lots\": not a number; use a number with an optional "
@@ -101,7 +125,7 @@ TEST_CASE("errors name the field, its line and column, the value and what is all
   CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\ngracePerod: 5\n") ==
         "f.yaml:3:1: gracePerod: unknown key; did you mean gracePeriod? allowed here: id, queue, name, owner, "
         "priority, pods, flavors, preemptible, exclusive, maxRuntime, gracePeriod, onNodeLoss, command, env, "
-        "workingDir, nodeSelector, affinity, tolerations");
+        "workingDir, nodeSelector, affinity, tolerations, gpuModels");
   CHECK(job_error("pods: [{resources: {gpu: 1}}]\n") == "f.yaml:1:1: queue: is required");
   // A check made on the typed values (spec/validate.hpp) is placed at its field too.
   CHECK(job_error("queue: q\npods:\n  - resources: {gpu: 1}\n    name: a/b\n") ==
