@@ -82,6 +82,9 @@ void add_submit(CLI::App& app, Context& ctx) {
   flag_opts.push_back(cmd->add_option("--toleration", o->flags.tolerations,
                                       "KEY=VALUE:EFFECT, KEY=VALUE, KEY:EFFECT or KEY (any value): "
                                       "tolerate a node taint (repeatable)"));
+  flag_opts.push_back(cmd->add_option("--gpu-model", o->flags.gpu_models,
+                                      "a GPU model the job accepts, as nodes label it (gpuq.io/gpu-model; "
+                                      "repeatable: any of them)"));
   flag_opts.push_back(
       cmd->add_option("--workdir", o->flags.workdir,
                       "working directory of the command; default: the current directory"));

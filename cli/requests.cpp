@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "api/to_proto.hpp"
+#include "spec/constraints.hpp"
 #include "spec/enums.hpp"
 #include "spec/quantity.hpp"
 #include "spec/yaml_read.hpp"
@@ -43,7 +44,8 @@ std::filesystem::path current_dir(const std::string& what) {
   return cwd;
 }
 
-// --node-selector and --toleration into the job's one pod set; the server checks the names.
+// --node-selector, --toleration and --gpu-model into the job's one pod set; the server checks
+// the names.
 NodeConstraints constraints_from_flags(const SubmitFlags& f) {
   NodeConstraints c;
   for (const std::string& kv : f.node_selector) {
@@ -72,6 +74,9 @@ NodeConstraints constraints_from_flags(const SubmitFlags& f) {
                        "\": expected KEY=VALUE:EFFECT, KEY=VALUE, KEY:EFFECT or KEY");
     c.tolerations.push_back(std::move(t));
   }
+  for (const std::string& m : f.gpu_models)
+    if (m.empty()) throw UsageError("--gpu-model \"\": name a GPU model (the node label gpuq.io/gpu-model)");
+  spec::require_gpu_models(c, f.gpu_models);
   return c;
 }
 

@@ -37,6 +37,7 @@ struct SubmitFlags {
   std::vector<std::string> node_selector;  // KEY=VALUE: a label every node of the job must have
   // KEY=VALUE:EFFECT, KEY=VALUE (every effect), KEY:EFFECT or KEY (operator Exists: any value)
   std::vector<std::string> tolerations;
+  std::vector<std::string> gpu_models;  // the GPU models it accepts (node label gpuq.io/gpu-model)
   std::string workdir;           // empty: the current directory when there is a command
   std::vector<std::string> command;
 };

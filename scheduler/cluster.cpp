@@ -1,8 +1,7 @@
 #include "scheduler/cluster.hpp"
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 
 #include "spec/constraints.hpp"
 #include "spec/quantity.hpp"

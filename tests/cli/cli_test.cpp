@@ -242,6 +242,24 @@ TEST_CASE("submit flags: --node-selector and --toleration become the pod set's c
         std::string::npos);
 }
 
+TEST_CASE("submit flags: --gpu-model, repeated, is a required affinity on the node's GPU model label") {
+  SubmitFlags f;
+  f.queue = "q";
+  f.gpus = "1";
+  f.gpu_models = {"V100M16", "V100M32"};
+  const v1::PodSet ps = submit_request_from_flags(f).spec().pod_sets(0);
+  REQUIRE(ps.affinity_size() == 1);
+  REQUIRE(ps.affinity(0).match_expressions_size() == 1);
+  const auto& r = ps.affinity(0).match_expressions(0);
+  CHECK(r.key() == "gpuq.io/gpu-model");
+  CHECK(r.operator_() == "In");
+  CHECK(std::vector<std::string>(r.values().begin(), r.values().end()) ==
+        std::vector<std::string>{"V100M16", "V100M32"});
+  f.gpu_models = {""};
+  CHECK(error_of([&] { submit_request_from_flags(f); }) ==
+        "--gpu-model \"\": name a GPU model (the node label gpuq.io/gpu-model)");
+}
+
 TEST_CASE("submit flags: the working directory is absolute, the current one by default") {
   const std::filesystem::path cwd = std::filesystem::current_path();
   SubmitFlags f;
