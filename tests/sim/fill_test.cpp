@@ -94,8 +94,11 @@ TEST_CASE("fill: a pod's gpu_spec is honoured by every policy: it goes only on n
     p.gpu_models = {"V100M32"};
     mix.push_back(p);
   }
-  const std::vector<OpenbNode> two{OpenbNode{"t4", 32000, Quantity{64} << 30, 2, "T4"},
-                                   OpenbNode{"v100", 32000, Quantity{64} << 30, 2, "V100M32"}};
+  // The V100 node first: were the model left out of the measure, the two empty nodes would tie
+  // and an any-model pod arriving first would go to the V100 (the lowest-numbered), leaving a
+  // V100-only pod without room.
+  const std::vector<OpenbNode> two{OpenbNode{"v100", 32000, Quantity{64} << 30, 2, "V100M32"},
+                                   OpenbNode{"t4", 32000, Quantity{64} << 30, 2, "T4"}};
   for (std::uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
     const FillRun frag = run_fill(two, mix, PlacementPolicy::kFragAware, 1.0, seed);
     CHECK(frag.failed == 0);  // each kind where it may go: all 4 fit
