@@ -208,7 +208,7 @@ Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
     QueueSpec out;
     out.name = QueueName(q.name());
     out.cohort = q.cohort();
-    if (q.weight() != 0) out.weight = q.weight();
+    if (q.has_weight()) out.weight = q.weight();
     {
       Path::Key k(at, "queueingStrategy");
       out.strategy = enum_or(q.queueing_strategy(), QueueingStrategy::kBestEffortFIFO, at);

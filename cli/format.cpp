@@ -506,7 +506,7 @@ std::string queues_table(const v1::ListQueuesResponse& r, bool wide) {
         std::to_string(q.running())};
     if (wide) {
       char weight[32];
-      std::snprintf(weight, sizeof weight, "%g", q.spec().weight() == 0 ? 1.0 : q.spec().weight());
+      std::snprintf(weight, sizeof weight, "%g", q.spec().has_weight() ? q.spec().weight() : 1.0);
       row.push_back(std::to_string(q.admitted()));
       row.push_back(std::to_string(q.preempting()));
       row.push_back(weight);
@@ -552,7 +552,7 @@ std::string queue_detail(const v1::QueueStatus& q) {
   std::snprintf(share, sizeof share, "%.4g", q.share());
   o << "Name:        " << escaped(s.name()) << "\n"
     << "Cohort:      " << escaped(or_dash(s.cohort())) << "\n"
-    << "Weight:      " << (s.weight() == 0 ? 1.0 : s.weight()) << "  Share: " << share << "\n"
+    << "Weight:      " << (s.has_weight() ? s.weight() : 1.0) << "  Share: " << share << "\n"
     << "Strategy:    " << (s.queueing_strategy().empty() ? "BestEffortFIFO" : s.queueing_strategy()) << "\n"
     << "Jobs:        " << q.pending() << " pending, " << q.admitted() << " admitted, " << q.running()
     << " running, " << q.preempting() << " preempting\n";

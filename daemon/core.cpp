@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -554,8 +555,11 @@ QueueStatus Core::queue_status(QueueIdx q) const {
       u.borrowed = std::max<Quantity>(0, u.used - u.nominal);
       s.usage.push_back(std::move(u));
     }
-    if (!quota.unlimited && row.present)
-      s.share = std::max(s.share, engine_->quotas().borrowing_share(q, static_cast<FlavorId>(f), nullptr));
+  }
+  if (!quota.unlimited) {
+    // Shown as a fraction of what the cohort lends (the engine's is per mille, as Kueue's).
+    const drf::Share share = engine_->quotas().borrowing_share(q, kNoFlavor, nullptr);
+    s.share = share.infinite ? std::numeric_limits<double>::infinity() : share.value / 1000.0;
   }
   s.counts = engine_->job_counts(q);
   return s;

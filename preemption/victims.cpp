@@ -7,17 +7,13 @@
 namespace gpuq::preemption {
 namespace {
 
-// Shares are ratios computed in double; two ways of computing the same ratio may differ in the
-// last bits, so comparisons allow for that (deterministically: the same inputs compare alike).
-constexpr double kShareEpsilon = 1e-12;
-
-bool passes(FairShareStrategy s, double preemptor_after, double target_before,
-            double target_after) {
+// Kueue's strategies (fairsharing/strategy.go), compared exactly as its CompareDRS does: the
+// shares are computed with Kueue's arithmetic, so what Kueue finds equal is equal here.
+bool passes(FairShareStrategy s, drf::Share preemptor_after, drf::Share target_before,
+            drf::Share target_after) {
   switch (s) {
-    case FairShareStrategy::kLessThanOrEqualToFinalShare:
-      return preemptor_after <= target_after + kShareEpsilon;
-    case FairShareStrategy::kLessThanInitialShare:
-      return preemptor_after < target_before - kShareEpsilon;
+    case FairShareStrategy::kLessThanOrEqualToFinalShare: return preemptor_after <= target_after;
+    case FairShareStrategy::kLessThanInitialShare: return preemptor_after < target_before;
   }
   return false;
 }
@@ -122,6 +118,22 @@ class Order {
   Later later_{own_};
 };
 
+// A run over a list already in the within-queue victim order.
+class VectorRun final : public Run {
+ public:
+  VectorRun(std::uint32_t queue, std::vector<Candidate> list) : queue_(queue), list_(std::move(list)) {}
+  std::uint32_t queue() const override { return queue_; }
+  std::optional<Candidate> next() override {
+    if (next_ == list_.size()) return std::nullopt;
+    return list_[next_++];
+  }
+
+ private:
+  std::uint32_t queue_;
+  std::vector<Candidate> list_;
+  std::size_t next_ = 0;
+};
+
 class Search {
  public:
   Search(const Preemptor& p, std::vector<Candidate> stopping, const std::vector<Run*>& runs,
@@ -130,7 +142,7 @@ class Search {
     std::sort(stopping_.begin(), stopping_.end(),
               [&](const Candidate& a, const Candidate& b) { return victim_before(a, b, p_.queue); });
     for (Run* r : runs) buffers_.emplace_back(r);
-    // In queue index order: fair sharing breaks equal shares by the lower index.
+    // In queue index order (the search's results do not depend on it).
     std::stable_sort(buffers_.begin(), buffers_.end(),
                      [](const Buffer& a, const Buffer& b) { return a.queue() < b.queue(); });
   }
@@ -147,105 +159,94 @@ class Search {
     return minimal(false, true, std::nullopt, false);
   }
 
+  // Kueue's fairPreemptions (README.md, "Fair-sharing mode"). borrowWithinCohort does not
+  // apply here, as in Kueue.
   std::vector<Target> fair() {
-    const auto bound = borrow_bound(p_);
     for (const Candidate& c : stopping_)
       if (take(c, PreemptReason::kInQueue)) return finish(true);
 
-    std::vector<Candidate> retry;
+    // The first strategy: each queue's candidates in order; those that fail wait for the second.
     std::vector<Group> groups;
-    for (Buffer& b : buffers_) groups.push_back(Group{&b, 0, false});
+    for (Buffer& b : buffers_) groups.push_back(Group{&b, b.queue()});
+    std::vector<std::vector<Candidate>> retry(groups.size());
     while (Group* g = pick(groups)) {
-      std::optional<Candidate> taken;
-      PreemptReason reason = PreemptReason::kFairShare;
-      if (g->buffer->queue() == p_.queue) {
-        taken = *g->buffer->at(g->next++);
-        reason = PreemptReason::kInQueue;
-      } else if (p_.within_nominal_after) {
-        taken = *g->buffer->at(g->next++);
-        reason = PreemptReason::kReclaim;
-      } else {
-        const double preemptor_after = world_.preemptor_share();
-        const double target_before = world_.share(g->buffer->queue());
-        while (!taken) {
-          const Candidate* at = g->buffer->at(g->next);
-          if (at == nullptr) break;
-          const Candidate c = *at;
-          ++g->next;
-          if (bound && c.priority < *bound) {
-            taken = c;
-            reason = PreemptReason::kReclaimWhileBorrowing;
-          } else if (passes(p_.fair.strategies.front(), preemptor_after, target_before,
-                            world_.share_without(c))) {
-            taken = c;
-          } else {
-            retry.push_back(c);
-          }
-        }
-      }
-      if (taken && take(*taken, reason)) return finish(true);
-    }
-    if (p_.fair.strategies.size() > 1) {
-      // The second strategy takes at most one candidate per queue, its first, in queue order.
-      std::map<std::uint32_t, Candidate> first;
-      for (const Candidate& c : retry) first.try_emplace(c.queue, c);
-      std::vector<Buffer> heads;
-      std::vector<SingleRun> singles;
-      singles.reserve(first.size());
-      for (const auto& [queue, c] : first) singles.push_back(SingleRun{c});
-      for (SingleRun& s : singles) heads.emplace_back(&s);
-      std::vector<Group> second;
-      for (Buffer& b : heads) second.push_back(Group{&b, 0, false});
-      while (Group* g = pick(second)) {
-        const Candidate c = *g->buffer->at(g->next++);
-        if (passes(p_.fair.strategies[1], world_.preemptor_share(), world_.share(c.queue),
-                   world_.share_without(c)) &&
-            take(c, PreemptReason::kFairShare))
+      const auto gi = static_cast<std::size_t>(g - groups.data());
+      if (g->queue == p_.queue || p_.within_nominal_after) {
+        // Its own queue by priority; another while the preemptor stays within its nominal
+        // without share checks.
+        const Candidate c = *g->head();
+        g->pop();
+        if (take(c, g->queue == p_.queue ? PreemptReason::kInQueue : PreemptReason::kReclaim))
           return finish(true);
+        continue;
       }
+      const drf::Share preemptor_after = world_.preemptor_share();
+      const drf::Share target_before = world_.share(g->queue);
+      while (const Candidate* at = g->head()) {
+        const Candidate c = *at;
+        g->pop();
+        if (passes(p_.fair.strategies.front(), preemptor_after, target_before,
+                   world_.share_without(c))) {
+          if (take(c, PreemptReason::kFairShare)) return finish(true);
+          break;  // the shares changed: pick again
+        }
+        retry[gi].push_back(c);
+      }
+    }
+    if (p_.fair.strategies.size() < 2) return finish(false);
+
+    // The second strategy (LessThanInitialShare, which does not depend on the candidate) looks
+    // at each queue once, at its first candidate that failed the first strategy.
+    std::vector<VectorRun> lists;
+    lists.reserve(retry.size());
+    for (std::size_t i = 0; i < retry.size(); ++i) lists.emplace_back(groups[i].queue, std::move(retry[i]));
+    std::vector<Buffer> second_buffers;
+    second_buffers.reserve(lists.size());
+    for (VectorRun& r : lists) second_buffers.emplace_back(&r);
+    std::vector<Group> second;
+    for (Buffer& b : second_buffers) second.push_back(Group{&b, b.queue()});
+    while (Group* g = pick(second)) {
+      const Candidate c = *g->head();
+      if (passes(p_.fair.strategies[1], world_.preemptor_share(), world_.share(g->queue),
+                 world_.share_without(c)) &&
+          take(c, PreemptReason::kFairShare))
+        return finish(true);
+      g->dropped = true;
     }
     return finish(false);
   }
 
  private:
+  // One queue's candidates as the fair search walks them.
   struct Group {
     Buffer* buffer;
+    std::uint32_t queue;
     std::size_t next = 0;
     bool dropped = false;
-  };
-
-  // A run of one candidate (the second fair-sharing strategy's).
-  class SingleRun final : public Run {
-   public:
-    explicit SingleRun(const Candidate& c) : c_(c) {}
-    std::uint32_t queue() const override { return c_.queue; }
-    std::optional<Candidate> next() override {
-      if (given_) return std::nullopt;
-      given_ = true;
-      return c_;
-    }
-
-   private:
-    Candidate c_;
-    bool given_ = false;
+    const Candidate* head() { return buffer->at(next); }
+    void pop() { ++next; }
   };
 
   bool from_other_queue(const Candidate& c) const { return c.queue != p_.queue && !c.preempting; }
 
-  // The queue with candidates left and the highest share now (ties: the lower queue index).
-  // Other queues that are no longer borrowing give up nothing more.
+  // Kueue's TargetClusterQueueOrdering over one flat cohort: the queue with the highest share
+  // now, the preemptor's own counted with the preemptor added. Queues without candidates left,
+  // and other queues that borrow nothing any more, drop out for good (shares only go down while
+  // victims are taken). Equal shares: the queue whose next candidate comes first in the victim
+  // order (so another queue before the preemptor's own).
   Group* pick(std::vector<Group>& groups) {
     Group* best = nullptr;
-    double best_share = 0;
+    drf::Share best_share;
     for (Group& g : groups) {
       if (g.dropped) continue;
-      const std::uint32_t q = g.buffer->queue();
-      if (g.buffer->at(g.next) == nullptr || (q != p_.queue && !world_.borrowing(q))) {
+      const Candidate* head = g.head();
+      if (head == nullptr || (g.queue != p_.queue && !world_.borrowing_any(g.queue))) {
         g.dropped = true;
         continue;
       }
-      const double s = world_.share(q);
-      if (best == nullptr || s > best_share + kShareEpsilon) {
+      const drf::Share s = g.queue == p_.queue ? world_.preemptor_share() : world_.share(g.queue);
+      if (best == nullptr || s > best_share ||
+          (s == best_share && victim_before(*head, *best->head(), p_.queue))) {
         best = &g;
         best_share = s;
       }
@@ -332,22 +333,6 @@ class Search {
   std::vector<Target> targets_;
 };
 
-// A run over a list already in the within-queue victim order.
-class VectorRun final : public Run {
- public:
-  VectorRun(std::uint32_t queue, std::vector<Candidate> list) : queue_(queue), list_(std::move(list)) {}
-  std::uint32_t queue() const override { return queue_; }
-  std::optional<Candidate> next() override {
-    if (next_ == list_.size()) return std::nullopt;
-    return list_[next_++];
-  }
-
- private:
-  std::uint32_t queue_;
-  std::vector<Candidate> list_;
-  std::size_t next_ = 0;
-};
-
 }  // namespace
 
 bool eligible(const Preemptor& p, const Candidate& c) {
@@ -377,7 +362,6 @@ bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preempt
   if (a_other != b_other) return a_other;
   if (a.priority != b.priority) return a.priority < b.priority;
   if (a.admitted_at != b.admitted_at) return a.admitted_at > b.admitted_at;
-  if (a.admission != b.admission) return a.admission > b.admission;
   return a.id < b.id;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "drf/share.hpp"
 #include "preemption/policy.hpp"
 
 namespace gpuq::preemption {
@@ -19,8 +20,7 @@ struct Candidate {
   std::int64_t submitted_at = 0;
   std::uint64_t submit_order = 0;  // tie-break between equal submission times
   std::int64_t admitted_at = 0;    // admission time: later is more recent
-  std::uint64_t admission = 0;     // admission sequence: higher is more recent at equal times
-  std::string_view id;             // unique: the last tie-break of every order
+  std::string_view id;             // unique: the last tie-break of every order (Kueue's UID)
   bool preempting = false;         // already stopping for another preemptor
 };
 
@@ -34,7 +34,8 @@ struct Preemptor {
   // Classic mode: the queue uses less than its nominal of every resource the preemptor needs
   // on the flavor tried (before the preemptor is added).
   bool under_nominal = false;
-  // Fair mode: the queue stays within its nominal with the preemptor added.
+  // Fair mode: the queue stays within its nominal with the preemptor added (Kueue's
+  // FairSharingPreemptWithinNominal, on by default).
   bool within_nominal_after = false;
 };
 
@@ -55,11 +56,13 @@ class World {
   virtual bool fits(bool allow_borrowing) = 0;
   // Whether the queue uses more than its nominal of a resource the preemptor needs.
   virtual bool borrowing(std::uint32_t queue) const = 0;
-  // Fair sharing: a queue's weighted share now; the preemptor's queue's with the preemptor
+  // Fair sharing: whether the queue uses more than its nominal of anything (Kueue's
+  // DRS.IsBorrowing); a queue's weighted share now; the preemptor's queue's with the preemptor
   // added; the candidate's queue's without the candidate.
-  virtual double share(std::uint32_t queue) const = 0;
-  virtual double preemptor_share() const = 0;
-  virtual double share_without(const Candidate& c) const = 0;
+  virtual bool borrowing_any(std::uint32_t queue) const = 0;
+  virtual drf::Share share(std::uint32_t queue) const = 0;
+  virtual drf::Share preemptor_share() const = 0;
+  virtual drf::Share share_without(const Candidate& c) const = 0;
 
  protected:
   ~World() = default;
@@ -71,8 +74,8 @@ class World {
 // victim only if it could have chosen that victim itself.
 bool eligible(const Preemptor& p, const Candidate& c);
 
-// The victim order: stopping first, other queues before the preemptor's own, lower priority,
-// most recently admitted, then id.
+// The victim order (Kueue's CandidatesOrdering): stopping first, other queues before the
+// preemptor's own, lower priority, most recently admitted, then id.
 bool victim_before(const Candidate& a, const Candidate& b, std::uint32_t preemptor_queue);
 
 // One queue's candidates in victim order (lower priority, most recently admitted, then id),

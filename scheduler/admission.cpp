@@ -28,7 +28,7 @@ std::uint64_t memo_key(std::uint64_t shape, FlavorId f, QueueIdx q) {
 
 struct Engine::HeadKey {
   std::uint8_t tier = 1;
-  double share = 0;
+  drf::Share share;
   std::int32_t neg_priority = 0;
   Time submitted = 0;
   const std::string* id = nullptr;
@@ -36,10 +36,27 @@ struct Engine::HeadKey {
 
 bool Engine::HeadKeyLess::operator()(const HeadKey& a, const HeadKey& b) const {
   if (a.tier != b.tier) return a.tier < b.tier;
-  if (a.share != b.share) return a.share < b.share;
+  if (a.share != b.share) return a.share < b.share;  // weight 0 and borrowing: last
   if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
   if (a.submitted != b.submitted) return a.submitted < b.submitted;
   return *a.id < *b.id;
+}
+
+// The classic DRF share of a queue without quotas (usage over the whole cluster's capacity), per
+// mille like Kueue's borrowing share, so that both kinds of queue compare on one scale.
+drf::Share Engine::unlimited_share(QueueIdx q, const ResourceVec* extra) const {
+  ResourceVec usage = queues_[q].usage_all_flavors;
+  if (extra != nullptr) usage += *extra;
+  const double s = drf::dominant_share(std::span<const Quantity>(usage.v),
+                                       std::span<const Quantity>(capacity_all_.v), 1.0);
+  return drf::weighted(s * 1000.0, quota_.queue(q).weight);
+}
+
+// The decayed usage history's part of a queue's share, on the same per-mille scale. A queue of
+// weight 0 counts its history unweighted (its share is infinite only while it borrows).
+double Engine::history_share(QueueIdx q) const {
+  const double w = quota_.queue(q).weight;
+  return 1000.0 * history_.share(q, basis_, w > 0 ? w : 1.0);
 }
 
 Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
@@ -49,10 +66,8 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   key.id = &job.spec.id.value;
   const auto& qq = quota_.queue(q);
   if (qq.unlimited) {
-    ResourceVec after = queues_[q].usage_all_flavors + job.total;
-    key.share = drf::dominant_share(std::span<const Quantity>(after.v),
-                                    std::span<const Quantity>(capacity_all_.v), qq.weight);
-    if (history_.enabled()) key.share += history_.share(q, basis_, qq.weight);
+    key.share = unlimited_share(q, &job.total);
+    if (history_.enabled()) key.share = key.share.plus(history_share(q));
     return key;
   }
   // The flavor the job would get: the first whose quota check passes now (as Kueue assigns
@@ -74,7 +89,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   if (chosen == kNoFlavor) chosen = job.candidates.front();
   if (quota_.within_nominal(q, chosen, job.total)) key.tier = 0;
   key.share = quota_.borrowing_share(q, chosen, &job.total);
-  if (history_.enabled()) key.share += history_.share(q, basis_, qq.weight);
+  if (history_.enabled()) key.share = key.share.plus(history_share(q));
   return key;
 }
 

@@ -206,8 +206,9 @@ class Engine {
     std::uint32_t job;
     auto operator<=>(const PendingKey&) const = default;
   };
-  // (priority, -admitted_at, UINT64_MAX - admission sequence, job): the victim order in a queue.
-  using HoldingKey = std::tuple<std::int32_t, std::int64_t, std::uint64_t, std::uint32_t>;
+  // (priority, -admitted_at, id, job): the victim order in a queue (Kueue's: lower priority, most
+  // recently admitted, then the workload's UID).
+  using HoldingKey = std::tuple<std::int32_t, std::int64_t, std::string, std::uint32_t>;
   struct QueueRec {
     QueueSpec spec;
     std::set<PendingKey> pending;
@@ -224,8 +225,8 @@ class Engine {
     // Jobs by owner (an owner with none has no entry), for the per-user limits.
     std::unordered_map<std::string, OwnerJobs> owners;
     // Admitted and Running jobs, in the order victims are taken within a queue: lower priority,
-    // then most recently admitted (time, then admission sequence), so a preemption walks only
-    // as far as it needs to (holding_key).
+    // then most recently admitted, then id, so a preemption walks only as far as it needs to
+    // (holding_key).
     std::set<HoldingKey> holding;
   };
   struct HeadKey;
@@ -264,6 +265,9 @@ class Engine {
   void admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out);
   HoldingKey holding_key(std::uint32_t j) const;
   bool borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const;
+  ResourceVec contested(const Job& job, FlavorId f) const;
+  drf::Share unlimited_share(QueueIdx q, const ResourceVec* extra) const;
+  double history_share(QueueIdx q) const;
 
   enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;

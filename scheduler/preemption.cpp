@@ -18,7 +18,9 @@ namespace gpuq {
 // undoes everything before it returns, and nothing else runs meanwhile.
 class Engine::VictimWorld final : public preemption::World {
  public:
-  VictimWorld(Engine& e, std::uint32_t j, FlavorId f) : e_(e), job_(e.jobs_[j]), f_(f) {}
+  // need: the resources the preemptor contends for (Engine::contested).
+  VictimWorld(Engine& e, std::uint32_t j, FlavorId f, const ResourceVec& need)
+      : e_(e), job_(e.jobs_[j]), f_(f), need_(need) {}
 
   void remove(const preemption::Candidate& c) override {
     Job& v = e_.jobs_[c.job];
@@ -52,13 +54,18 @@ class Engine::VictimWorld final : public preemption::World {
     return true;
   }
 
-  bool borrowing(std::uint32_t q) const override { return e_.borrowing_on(q, f_, job_.total); }
+  bool borrowing(std::uint32_t q) const override { return e_.borrowing_on(q, f_, need_); }
 
-  double share(std::uint32_t q) const override { return share_with(q, nullptr); }
+  bool borrowing_any(std::uint32_t q) const override {
+    return e_.quota_.queue(q).unlimited ? e_.queues_[q].usage_all_flavors != ResourceVec{}
+                                        : e_.quota_.borrowing_any(q);
+  }
 
-  double preemptor_share() const override { return share_with(job_.queue, &job_.total); }
+  drf::Share share(std::uint32_t q) const override { return share_with(q, nullptr); }
 
-  double share_without(const preemption::Candidate& c) const override {
+  drf::Share preemptor_share() const override { return share_with(job_.queue, &job_.total); }
+
+  drf::Share share_without(const preemption::Candidate& c) const override {
     if (c.preempting) return share(c.queue);
     const ResourceVec minus = ResourceVec{} - e_.jobs_[c.job].total;
     return share_with(c.queue, &minus);
@@ -66,18 +73,15 @@ class Engine::VictimWorld final : public preemption::World {
 
  private:
   // Kueue's borrowing share; for a queue without quotas, the classic DRF share.
-  double share_with(std::uint32_t q, const ResourceVec* extra) const {
-    const auto& qq = e_.quota_.queue(q);
-    if (!qq.unlimited) return e_.quota_.borrowing_share(q, f_, extra);
-    ResourceVec usage = e_.queues_[q].usage_all_flavors;
-    if (extra != nullptr) usage += *extra;
-    return drf::dominant_share(std::span<const Quantity>(usage.v),
-                               std::span<const Quantity>(e_.capacity_all_.v), qq.weight);
+  drf::Share share_with(std::uint32_t q, const ResourceVec* extra) const {
+    if (!e_.quota_.queue(q).unlimited) return e_.quota_.borrowing_share(q, f_, extra);
+    return e_.unlimited_share(q, extra);
   }
 
   Engine& e_;
   const Job& job_;
   FlavorId f_;
+  ResourceVec need_;
 };
 
 // Whether queue q uses more than its nominal, on flavor f, of a resource that `need` asks for.
@@ -98,7 +102,22 @@ bool Engine::borrowing_on(QueueIdx q, FlavorId f, const ResourceVec& need) const
 }
 
 Engine::HoldingKey Engine::holding_key(std::uint32_t j) const {
-  return {jobs_[j].spec.priority, -jobs_[j].admitted_at, UINT64_MAX - admission_seq_[j], j};
+  return {jobs_[j].spec.priority, -jobs_[j].admitted_at, jobs_[j].spec.id.value, j};
+}
+
+// The resources a preemption is for (Kueue's flavor-resources in Preempt mode): those of the
+// job's request that its queue's quota cannot give now on flavor f; when the quota gives them
+// all (the nodes lack room: gpuq also preempts for that), everything it asks.
+ResourceVec Engine::contested(const Job& job, FlavorId f) const {
+  ResourceVec need;
+  bool any = false;
+  if (f != kNoFlavor && !quota_.queue(job.queue).unlimited)
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (job.total[r] > 0 && quota_.headroom(job.queue, f, r) < job.total[r]) {
+        need[r] = job.total[r];
+        any = true;
+      }
+  return any ? need : job.total;
 }
 
 preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preempting) const {
@@ -109,7 +128,6 @@ preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preemptin
                                vj.spec.submitted_at,
                                vj.order,
                                vj.admitted_at,
-                               admission_seq_[v],
                                vj.spec.id.value,
                                preempting};
 }
@@ -120,9 +138,10 @@ preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preemptin
 // allowed by the preemptor's policy.
 class Engine::QueueRun final : public preemption::Run {
  public:
-  QueueRun(const Engine& e, const Job& job, QueueIdx q, FlavorId f, const preemption::Preemptor& p,
-           Time now)
-      : e_(e), job_(job), q_(q), f_(f), p_(p), now_(now), it_(e.queues_[q].holding.begin()),
+  QueueRun(const Engine& e, const Job& job, QueueIdx q, FlavorId f, const ResourceVec& need,
+           const preemption::Preemptor& p, Time now)
+      : e_(e), job_(job), q_(q), f_(f), need_(need), p_(p), now_(now),
+        it_(e.queues_[q].holding.begin()),
         end_(e.queues_[q].holding.end()),
         min_runtime_(e.queues_[q].spec.preemption.min_runtime),
         any_priority_(q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny) {}
@@ -137,7 +156,7 @@ class Engine::QueueRun final : public preemption::Run {
       const std::uint32_t v = std::get<3>(*it_);
       const Job& vj = e_.jobs_[v];
       if (vj.flavor != f_ || !vj.spec.preemptible || vj.admitted_cycle == e_.cycle_ ||
-          now_ - vj.admitted_at < min_runtime_ || now_ < vj.unevictable_until)
+          now_ - vj.admitted_at < min_runtime_ || now_ < vj.unevictable_until || !uses_need(vj))
         continue;
       preemption::Candidate c = e_.describe_candidate(v, false);
       if (!preemption::eligible(p_, c)) continue;
@@ -149,10 +168,18 @@ class Engine::QueueRun final : public preemption::Run {
   }
 
  private:
+  // Kueue takes only jobs that use a resource the preemption is for.
+  bool uses_need(const Job& vj) const {
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (need_[r] > 0 && vj.total[r] > 0) return true;
+    return false;
+  }
+
   const Engine& e_;
   const Job& job_;
   QueueIdx q_;
   FlavorId f_;
+  ResourceVec need_;
   const preemption::Preemptor& p_;
   Time now_;
   std::set<HoldingKey>::const_iterator it_, end_;
@@ -198,13 +225,17 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
   for (FlavorId f : job.candidates) {
     p.under_nominal = false;
     p.within_nominal_after = false;
+    const ResourceVec need = contested(job, f);
     if (f != kNoFlavor && !quota_.queue(job.queue).unlimited) {
       const auto& row = quota_.queue(job.queue).rows[f];
       const ResourceVec& used = quota_.usage(job.queue, f);
       p.under_nominal = true;
-      for (ResourceId r = 0; r < kMaxResources; ++r)
-        if (job.total[r] > 0 && row.listed[r] && used[r] >= row.nominal[r]) p.under_nominal = false;
-      p.within_nominal_after = quota_.within_nominal(job.queue, f, job.total);
+      p.within_nominal_after = true;
+      for (ResourceId r = 0; r < kMaxResources; ++r) {
+        if (need[r] <= 0 || !row.listed[r]) continue;
+        if (used[r] >= row.nominal[r]) p.under_nominal = false;
+        if (used[r] + job.total[r] > row.nominal[r]) p.within_nominal_after = false;
+      }
     }
     std::vector<QueueIdx> sources;
     if (p.policy.within_queue != WithinQueuePolicy::kNever) sources.push_back(job.queue);
@@ -217,13 +248,13 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
     runs.reserve(sources.size());
     for (QueueIdx q : sources) {
       // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
-      if (q != job.queue && !borrowing_on(q, f, job.total)) continue;
-      runs.emplace_back(*this, job, q, f, p, now);
+      if (q != job.queue && !borrowing_on(q, f, need)) continue;
+      runs.emplace_back(*this, job, q, f, need, p, now);
     }
     if (stopping.empty() && runs.empty()) continue;
     std::vector<preemption::Run*> run_list;
     for (QueueRun& r : runs) run_list.push_back(&r);
-    VictimWorld world(*this, j, f);
+    VictimWorld world(*this, j, f, need);
     auto targets = preemption::find_victims(p, std::move(stopping), run_list, world);
     if (targets.empty()) continue;
     commit_preemption(j, f, targets, now, out);

@@ -62,7 +62,7 @@ void QuotaBook::rebuild_cohorts() {
     auto [it, fresh] = ids.try_emplace(cohort_names_[q], static_cast<int>(cohorts_.size()));
     if (fresh)
       cohorts_.push_back(Cohort{cohort_names_[q], {}, std::vector<ResourceVec>(flavors_),
-                                std::vector<ResourceVec>(flavors_)});
+                                std::vector<ResourceVec>(flavors_), ResourceVec{}});
     qq.cohort = it->second;
     Cohort& c = cohorts_[it->second];
     c.members.push_back(q);
@@ -70,6 +70,7 @@ void QuotaBook::rebuild_cohorts() {
       const Row& row = qq.rows[f];
       if (!row.present) continue;
       c.lendable[f] += row.lendable;
+      c.lendable_total += row.lendable;
       for (std::size_t r = 0; r < kMaxResources; ++r)
         if (row.listed[r]) c.used[f].v[r] += std::max<Quantity>(0, qq.usage[f].v[r] - row.guaranteed.v[r]);
     }
@@ -163,20 +164,40 @@ void QuotaBook::charge(QueueIdx q, FlavorId f, const ResourceVec& d, int sign) {
   }
 }
 
-double QuotaBook::borrowing_share(QueueIdx q, FlavorId f, const ResourceVec* extra) const {
+drf::Share QuotaBook::borrowing_share(QueueIdx q, FlavorId f, const ResourceVec* extra) const {
   const QueueQuota& qq = queues_[q];
   const Cohort* c = cohort_of(q);
-  double best = 0;
+  if (c == nullptr) return {};  // no cohort: nothing to borrow (Kueue: a root has no share)
+  // Kueue sums what is borrowed over the flavors, per resource name, and divides by what the
+  // whole cohort lends of that resource over all its flavors.
+  ResourceVec borrowed;
+  bool any = false;
   for (FlavorId g : qq.order) {
     const Row& row = qq.rows[g];
     for (ResourceId r = 0; r < kMaxResources; ++r) {
       if (!row.listed[r]) continue;
-      Quantity u = qq.usage[g][r] + (extra && g == f ? (*extra)[r] : 0);
-      Quantity lendable = c ? c->lendable[g][r] : 0;
-      best = std::max(best, drf::borrowed_ratio(u, row.nominal[r], lendable));
+      const Quantity b = qq.usage[g][r] + (extra && g == f ? (*extra)[r] : 0) - row.nominal[r];
+      if (b > 0) {
+        borrowed[r] += b;
+        any = true;
+      }
     }
   }
-  return qq.weight == 1.0 ? best : best / qq.weight;
+  if (!any) return {};
+  double best = 0;
+  for (ResourceId r = 0; r < kMaxResources; ++r)
+    if (borrowed[r] > 0 && c->lendable_total[r] > 0)
+      best = std::max(best, drf::borrowed_permille(borrowed[r], c->lendable_total[r]));
+  return drf::weighted(best, qq.weight);
+}
+
+bool QuotaBook::borrowing_any(QueueIdx q) const {
+  const QueueQuota& qq = queues_[q];
+  if (qq.cohort < 0) return false;
+  for (FlavorId g : qq.order)
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (qq.rows[g].listed[r] && qq.usage[g][r] > qq.rows[g].nominal[r]) return true;
+  return false;
 }
 
 }  // namespace gpuq

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "drf/share.hpp"
 #include "scheduler/cluster.hpp"
 #include "scheduler/model.hpp"
 
@@ -53,6 +54,7 @@ class QuotaBook {
     std::vector<QueueIdx> members;
     std::vector<ResourceVec> lendable;  // by FlavorId: sum of the members' lendable quota
     std::vector<ResourceVec> used;      // by FlavorId: sum of max(0, usage - guaranteed)
+    ResourceVec lendable_total;         // lendable summed over all flavors (Kueue's DRS)
   };
 
   // Sets queue q's quota. flavors[i] is the id of spec.quotas[i].flavor.
@@ -83,9 +85,13 @@ class QuotaBook {
   // of this book stays the same (the admission cycle uses it to skip recomputing a heap key).
   std::uint64_t version() const { return version_; }
 
-  // Kueue's share: max over listed (f, r) of max(0, usage - nominal) / lendable(f, r) / weight,
-  // with `extra` added on flavor f first. Only for queues with quotas.
-  double borrowing_share(QueueIdx q, FlavorId f, const ResourceVec* extra) const;
+  // Kueue's DominantResourceShare, with `extra` added on flavor f first: per resource, what q
+  // uses above its nominal summed over its flavors, per mille of what the cohort lends of that
+  // resource over all flavors; the largest, over q's weight (drf::Share). 0 without a cohort.
+  // Only for queues with quotas.
+  drf::Share borrowing_share(QueueIdx q, FlavorId f, const ResourceVec* extra) const;
+  // Whether q uses more than its nominal of anything, on any flavor (Kueue: DRS.IsBorrowing).
+  bool borrowing_any(QueueIdx q) const;
 
  private:
   void charge(QueueIdx q, FlavorId f, const ResourceVec& d, int sign);

@@ -230,9 +230,11 @@ void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
     Path::Key k(at, "cohort");
     check_name(q.cohort, at);
   }
-  if (!(q.weight > 0) || !std::isfinite(q.weight)) {
+  // As Kueue: 0 is allowed (an infinite share while the queue borrows); any other weight is at
+  // least 1e-9.
+  if (!std::isfinite(q.weight) || q.weight < 0 || (q.weight > 0 && q.weight < 1e-9)) {
     Path::Key k(at, "weight");
-    fail(at, shown(q.weight) + " must be > 0");
+    fail(at, shown(q.weight) + " must be 0 (borrowers last) or a number from 0.000000001 up");
   }
   {
     Path::Key quotas(at, "quotas");
@@ -460,12 +462,17 @@ void validate(const SchedulingPolicy& p, Path& at) {
   }
   Path::Key st(at, "preemptionStrategies");
   const auto& s = p.fair_sharing.strategies;
+  // Kueue's valid sets: either one alone, or both with LessThanOrEqualToFinalShare first.
   if (s.empty() || s.size() > 2)
     fail(at, "lists " + count(s.size(), "strategy", "strategies") + "; list one or both of " +
                  one_of(enum_words<FairShareStrategy>()));
   if (s.size() == 2 && s[0] == s[1]) {
     Path::Index i(at, 1);
     fail(at, quoted(to_string(s[1])) + " is listed twice");
+  } else if (s.size() == 2 && s[0] != FairShareStrategy::kLessThanOrEqualToFinalShare) {
+    fail(at, std::string("[") + to_string(s[0]) + ", " + to_string(s[1]) +
+                 "] is not a valid order; with both, LessThanOrEqualToFinalShare comes first "
+                 "(as in Kueue)");
   }
 }
 

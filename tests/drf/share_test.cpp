@@ -5,7 +5,9 @@
 
 #include "drf/share.hpp"
 
-using gpuq::drf::borrowed_ratio;
+using gpuq::drf::borrowed_permille;
+using gpuq::drf::Share;
+using gpuq::drf::weighted;
 using gpuq::drf::dominant_share;
 using gpuq::drf::kInfiniteShare;
 
@@ -31,9 +33,23 @@ TEST_CASE("asking for a resource the cluster does not have is an infinite share"
   CHECK(dominant_share(some, cap, 1.0) == kInfiniteShare);
 }
 
-TEST_CASE("borrowed ratio counts only usage above nominal") {
-  CHECK(borrowed_ratio(4, 6, 10) == 0.0);
-  CHECK(borrowed_ratio(6, 6, 10) == 0.0);
-  CHECK(borrowed_ratio(8, 6, 10) == doctest::Approx(0.2));
-  CHECK(borrowed_ratio(8, 6, 0) == kInfiniteShare);
+TEST_CASE("Kueue's per-mille ratio, exactly as Kueue computes it") {
+  CHECK(borrowed_permille(2, 10) == 200.0);
+  CHECK(borrowed_permille(1, 3) == 1.0 * 1000.0 / 3.0);
+  // Equal fractions are equal, so Kueue's ties stay ties.
+  CHECK(borrowed_permille(2, 12) == borrowed_permille(1, 6));
+}
+
+TEST_CASE("shares order as Kueue's CompareDRS: weight 0 while borrowing is above everything") {
+  CHECK(weighted(0, 0) == Share{});         // weight 0, not borrowing: 0
+  CHECK(weighted(0, 2) == Share{});
+  CHECK(weighted(300, 2) == Share{false, 150});
+  CHECK(weighted(300, 1) == Share{false, 300});
+  const Share inf_small = weighted(1, 0), inf_big = weighted(2, 0);
+  CHECK(inf_small.infinite);
+  CHECK(inf_small > weighted(1e12, 1));     // above any finite share
+  CHECK(inf_big > inf_small);               // two of them: by the unweighted ratio
+  CHECK(weighted(100, 1) < weighted(300, 2));
+  CHECK(weighted(100, 1).plus(5) == Share{false, 105});
+  CHECK(inf_small.plus(5) == inf_small);    // history does not make infinite more or less
 }

@@ -307,7 +307,7 @@ TEST_CASE("apply: in file order; gpuqd's refusal stops it; a bad document applie
   r = gpuq_cmd(d, {"apply", "-f", file.string()});
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
-  CHECK(r.err.find("apply.yaml:6:13: queues[0].weight: \"-1\" must be > 0") != std::string::npos);
+  CHECK(r.err.find("apply.yaml:6:13: queues[0].weight: \"-1\" must be 0 (borrowers last)") != std::string::npos);
   CHECK(names_of(d, "queues", "queues") ==
         std::set<std::string>{"a", "b", "c", "prod", "research"});
 }

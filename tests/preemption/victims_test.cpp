@@ -47,17 +47,18 @@ class SmallWorld final : public World {
     const Queue& qq = queues.at(q);
     return qq.usage > qq.nominal;
   }
-  double share(std::uint32_t q) const override { return share_of(q, 0); }
-  double preemptor_share() const override { return share_of(preemptor_queue, need); }
-  double share_without(const Candidate& c) const override {
+  bool borrowing_any(std::uint32_t q) const override { return borrowing(q); }
+  drf::Share share(std::uint32_t q) const override { return share_of(q, 0); }
+  drf::Share preemptor_share() const override { return share_of(preemptor_queue, need); }
+  drf::Share share_without(const Candidate& c) const override {
     return share_of(c.queue, c.preempting ? 0 : -size.at(c.job));
   }
 
  private:
-  double share_of(std::uint32_t q, std::int64_t extra) const {
+  drf::Share share_of(std::uint32_t q, std::int64_t extra) const {
     const Queue& qq = queues.at(q);
     const auto borrowed = std::max<std::int64_t>(0, qq.usage + extra - qq.nominal);
-    return static_cast<double>(borrowed) / static_cast<double>(lendable) / qq.weight;
+    return drf::weighted(drf::borrowed_permille(borrowed, lendable), qq.weight);
   }
 };
 
@@ -70,7 +71,8 @@ Candidate cand(std::uint32_t job, std::uint32_t queue, std::int32_t priority, st
                bool preempting = false) {
   ids().reserve(1000);
   ids().push_back("j" + std::to_string(job));
-  return Candidate{job, queue, priority, 0, job, 0, admission, ids().back(), preempting};
+  return Candidate{job, queue, priority, 0, job, static_cast<std::int64_t>(admission), ids().back(),
+                   preempting};
 }
 
 std::vector<std::string> victims(const std::vector<Target>& targets) {

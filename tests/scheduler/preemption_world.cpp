@@ -233,35 +233,48 @@ std::string describe_world(const Engine& e, const std::vector<std::string>& ids)
   return out.str();
 }
 
-// Kueue's borrowing share of queue q (fair sharing), recomputed from the specs: the largest
-// max(0, usage - nominal) / (the cohort's lendable quota) over its flavors and listed resources,
-// divided by its weight. Only for queues with quotas in a cohort.
-double borrowing_share(const Engine& e, QueueIdx q, const UsageMap& usage) {
+// Kueue's DominantResourceShare of queue q (fair sharing), recomputed from the specs: per
+// resource, what q uses above its nominal summed over its flavors, per mille of what the cohort's
+// queues lend of it over all flavors; the largest, over q's weight. Only for queues with quotas
+// in a cohort.
+drf::Share borrowing_share(const Engine& e, QueueIdx q, const UsageMap& usage) {
   const QueueSpec& spec = e.queue_spec(q);
-  double best = 0;
+  ResourceVec borrowed, lendable;
   for (const FlavorQuota& fq : spec.quotas) {
     const FlavorId f = *e.flavor_id(fq.flavor);
     const Nominal nom = nominal_of(spec, fq.flavor);
     auto it = usage.find({q, f});
     const ResourceVec used = it == usage.end() ? ResourceVec{} : it->second;
-    for (ResourceId r = 0; r < kMaxResources; ++r) {
-      if (!nom.listed[r]) continue;
-      Quantity lendable = 0;
-      for (QueueIdx m = 0; m < e.queue_count(); ++m) {
-        const QueueSpec& ms = e.queue_spec(m);
-        if (ms.cohort != spec.cohort) continue;
-        for (const FlavorQuota& mq : ms.quotas)
-          if (mq.flavor == fq.flavor)
-            for (const auto& [mr, quota] : mq.resources)
-              if (mr == r)
-                lendable += quota.nominal - (quota.lending_limit ? std::max<Quantity>(0, quota.nominal - *quota.lending_limit) : 0);
-      }
-      const Quantity borrowed = used[r] - nom.nominal[r];
-      if (borrowed <= 0) continue;
-      best = std::max(best, lendable <= 0 ? 1e18 : static_cast<double>(borrowed) / static_cast<double>(lendable));
-    }
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (nom.listed[r] && used[r] > nom.nominal[r]) borrowed[r] += used[r] - nom.nominal[r];
   }
-  return best / spec.weight;
+  for (QueueIdx m = 0; m < e.queue_count(); ++m) {
+    const QueueSpec& ms = e.queue_spec(m);
+    if (ms.cohort != spec.cohort) continue;
+    for (const FlavorQuota& mq : ms.quotas)
+      for (const auto& [r, quota] : mq.resources)
+        lendable[r] += quota.lending_limit ? std::min(quota.nominal, *quota.lending_limit) : quota.nominal;
+  }
+  double best = 0;
+  for (ResourceId r = 0; r < kMaxResources; ++r)
+    if (borrowed[r] > 0 && lendable[r] > 0)
+      best = std::max(best, static_cast<double>(borrowed[r]) * 1000.0 / static_cast<double>(lendable[r]));
+  return drf::weighted(best, spec.weight);
+}
+
+bool borrowing_anything(const Engine& e, QueueIdx q, const UsageMap& usage) {
+  const QueueSpec& spec = e.queue_spec(q);
+  for (const auto& [key, used] : usage) {
+    if (key.first != q) continue;
+    if (spec.quotas.empty()) {
+      if (used != ResourceVec{}) return true;
+      continue;
+    }
+    const Nominal nom = nominal_of(spec, e.flavor_name(key.second));
+    for (ResourceId r = 0; r < kMaxResources; ++r)
+      if (nom.present && nom.listed[r] && used[r] > nom.nominal[r]) return true;
+  }
+  return false;
 }
 
 UsageMap quota_usage(const std::vector<const Job*>& js) {

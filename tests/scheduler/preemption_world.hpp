@@ -55,7 +55,9 @@ std::string describe_world(const Engine& e, const std::vector<std::string>& ids)
 
 using UsageMap = std::map<std::pair<QueueIdx, FlavorId>, ResourceVec>;
 // Kueue's borrowing share of queue q under fair sharing, recomputed from the specs.
-double borrowing_share(const Engine& e, QueueIdx q, const UsageMap& usage);
+drf::Share borrowing_share(const Engine& e, QueueIdx q, const UsageMap& usage);
+// Whether q uses more than its nominal of anything, on any flavor (Kueue's DRS.IsBorrowing).
+bool borrowing_anything(const Engine& e, QueueIdx q, const UsageMap& usage);
 // Usage per (queue, flavor) summed over the jobs holding quota.
 UsageMap quota_usage(const std::vector<const Job*>& js);
 

@@ -282,8 +282,8 @@ TEST_CASE("bad input: valid corner cases are accepted") {
            "LowerPriority, maxPriorityThreshold: -10}}}]\npending: [" +
                job("priority: -5, gracePeriod: 0, maxRuntime: 1") + "]\n");
   check_ok("every enum value",
-           "fairSharing: {enabled: false, preemptionStrategies: [LessThanInitialShare, "
-           "LessThanOrEqualToFinalShare]}\nplacement: spread\nqueues: [{name: q, queueingStrategy: "
+           "fairSharing: {enabled: false, preemptionStrategies: [LessThanOrEqualToFinalShare, "
+           "LessThanInitialShare]}\nplacement: spread\nqueues: [{name: q, queueingStrategy: "
            "StrictFIFO, preemption: {withinQueue: LowerOrNewerEqualPriority, reclaimWithinCohort: "
            "LowerPriority, borrowWithinCohort: {policy: Never}}}]\nnodes: [{name: a, flavor: f, "
            "capacity: {gpu: 0}, state: Down}, {name: b, flavor: f, capacity: {gpu: 255}, state: "

@@ -230,8 +230,12 @@ TEST_CASE("queues: flavors at most 16, limits need a cohort, weight > 0, names c
         "leave out lendingLimit");
   q = QueueSpec();
   q.name = QueueName("q");
-  q.weight = 0;
-  CHECK(queue_error(q) == "spec.weight: \"0\" must be > 0");
+  q.weight = 0;  // as in Kueue: an infinite share while the queue borrows
+  CHECK(queue_error(q) == "(accepted)");
+  q.weight = -1;
+  CHECK(queue_error(q) == "spec.weight: \"-1\" must be 0 (borrowers last) or a number from 0.000000001 up");
+  q.weight = 1e-10;
+  CHECK(queue_error(q).find("must be 0 (borrowers last)") != std::string::npos);
   q.weight = 1;
   q.cohort = "bad cohort";
   CHECK(queue_error(q).find("spec.cohort: \"bad cohort\" is not a name") == 0);
