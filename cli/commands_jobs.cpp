@@ -114,7 +114,7 @@ void add_submit(CLI::App& app, Context& ctx) {
 struct ListOptions {
   std::string queue, owner, output = "table";
   std::vector<std::string> states;
-  bool all = false;
+  bool all = false, finished = false;
   int limit = 0;
 };
 
@@ -124,7 +124,10 @@ int run_ls(Context& ctx, const ListOptions& o) {
   req.set_queue(o.queue);
   req.set_owner(o.owner);
   for (const auto& s : o.states) req.add_states(parse_state(s));
-  if (o.states.empty() && !o.all)
+  if (o.finished)
+    for (auto s : {v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED})
+      req.add_states(s);
+  if (o.states.empty() && !o.all && !o.finished)
     for (auto s : {v1::JOB_STATE_PENDING, v1::JOB_STATE_ADMITTED, v1::JOB_STATE_RUNNING,
                    v1::JOB_STATE_PREEMPTING})
       req.add_states(s);
@@ -152,8 +155,9 @@ int run_ls(Context& ctx, const ListOptions& o) {
   }
   std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
   if (jobs.empty())
-    ctx.out << (o.states.empty() && !o.all ? "No unfinished jobs (--all shows finished ones too)\n"
-                                           : "No jobs\n");
+    ctx.out << (o.finished ? "No finished jobs\n"
+                : o.states.empty() && !o.all ? "No unfinished jobs (--all shows finished ones too)\n"
+                                             : "No jobs\n");
   else
     ctx.out << jobs_table(jobs, f == OutputFormat::kWide, unix_now());
   return 0;
@@ -164,11 +168,16 @@ void add_ls(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("ls", "List jobs (unfinished ones unless --all or --state)");
   cmd->alias("list");
   cmd->add_option("-q,--queue", o->queue, "only this queue");
-  cmd->add_option("--state", o->states,
-                  "only these states (repeatable): pending, admitted, running, preempting, "
-                  "succeeded, failed, cancelled");
+  auto* states = cmd->add_option("--state", o->states,
+                                 "only these states (repeatable): pending, admitted, running, "
+                                 "preempting, succeeded, failed, cancelled");
   cmd->add_option("--owner", o->owner, "only this owner");
-  cmd->add_flag("-a,--all", o->all, "finished jobs too");
+  auto* all = cmd->add_flag("-a,--all", o->all, "finished jobs too");
+  cmd->add_flag("--finished", o->finished,
+                "only finished jobs (succeeded, failed, cancelled), as gpuqd's state file keeps "
+                "them (jobRetention)")
+      ->excludes(all)
+      ->excludes(states);
   cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   cmd->add_option("--limit", o->limit, "at most this many jobs; 0 (default): all")

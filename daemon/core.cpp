@@ -72,6 +72,7 @@ Result<void> Core::rebuild(Time now) {
   queue_specs_.clear();
   node_specs_.clear();
   unfinished_.clear();
+  forget_later_.clear();
   stale_.clear();
   batch_ = {};
   std::vector<QueueSpec> config_queues;
@@ -425,6 +426,10 @@ storage::Batch Core::close_turn(Time now) {
   ++metrics_.cycles;
   record_changes(engine_->take_events(), now);
   add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
+  if (config_.job_retention > 0 && now >= next_job_prune_) {
+    batch_.jobs_prune_before = now - config_.job_retention;
+    next_job_prune_ = now + 60;
+  }
   if (config_.audit_retention > 0 && now >= next_audit_prune_) {
     batch_.audit_prune_before = now - config_.audit_retention;
     next_audit_prune_ = now + 3600;
@@ -505,8 +510,20 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   }
   if (sink_)
     for (const auto& e : batch.events) sink_(e);
-  for (const auto& rec : batch.jobs)
-    if (is_finished(rec.state)) unfinished_.erase(rec.spec.id.value);
+  // A finished job, once written, lives on in the state file alone: the engine's memory is
+  // bounded by the unfinished jobs (Jobs.Get and List read finished ones from the file). Only
+  // jobs of this batch: one that ended in the turn running now is not written yet, and its
+  // events still need it.
+  std::erase_if(forget_later_, [&](const JobId& id) {
+    return engine_->forget(id) || engine_->job(id) == nullptr;
+  });
+  for (const auto& rec : batch.jobs) {
+    if (!is_finished(rec.state)) continue;
+    unfinished_.erase(rec.spec.id.value);
+    if (!engine_->forget(rec.spec.id) && engine_->job(rec.spec.id) != nullptr &&
+        is_finished(engine_->job(rec.spec.id)->state))
+      forget_later_.push_back(rec.spec.id);
+  }
 }
 
 Core::TurnResult Core::end_turn(Time now) {

@@ -32,6 +32,9 @@ struct CoreConfig {
   // Seconds an audit record is kept (config auditRetention); older ones are deleted, checked
   // at most once an hour, in a turn's transaction.
   Time audit_retention = 90 * 86400;
+  // Seconds a finished job's record (and events that old) stay in the state file (config
+  // jobRetention); 0: for ever. Pruned at most once a minute, a bounded number per turn.
+  Time job_retention = 0;
   // Queues and nodes from gpuqd's config, parsed into the Core's resource names: applied over
   // the file's before any job is restored (and written with the first turn). Throws on a bad
   // spec (the config was checked when loaded).
@@ -230,6 +233,9 @@ class Core {
   std::map<std::string, std::uint64_t> audit_refusals_left_out_;  // per user, since the last recorded
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
+  // Finished and written, but the engine still holds them (cancelled, processes still stopping):
+  // dropped from the engine once they have stopped (committed()).
+  std::vector<JobId> forget_later_;
   // A source binder's jobs as the state file had them at start, until the source reports them
   // again (they keep their number and times) or syncs without them (they end).
   std::unordered_map<std::string, storage::JobRecord> stale_;
@@ -244,6 +250,7 @@ class Core {
   std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()
   Time last_checkpoint_ = 0;  // of the usage history
   Time next_audit_prune_ = 0;
+  Time next_job_prune_ = 0;
   bool checkpoint_due_ = false;
 };
 

@@ -146,6 +146,13 @@ class Engine {
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // Room for this many more jobs (a restart restoring a million jobs rehashes nothing).
   void reserve_jobs(std::size_t more);
+  // Drops a job that ended and holds nothing any more from memory, so that the engine's memory
+  // is bounded by its live jobs: job() no longer finds it, its slot is used again, and its id is
+  // free again here (a front end that keeps finished jobs elsewhere refuses the id itself). False,
+  // changing nothing, for an unknown or unfinished job, or one whose processes still stop
+  // (draining: ask again once they have).
+  bool forget(const JobId& id);
+  std::size_t job_slots() const { return jobs_.size(); }  // live and free, for tests
   Result<void> cancel(const JobId& id, Time now);
   Result<void> observe(const BinderFact& fact, Time now);
   // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).
@@ -333,6 +340,7 @@ class Engine {
   std::unordered_map<std::string, QueueIdx> queue_ids_;
 
   std::vector<Job> jobs_;
+  std::vector<std::uint32_t> free_jobs_;  // slots of forgotten jobs, used again (last freed first)
   boost::unordered_flat_map<std::string, std::uint32_t> job_ids_;  // open addressing: a million inserts at start-up
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
   std::set<std::uint32_t> preempting_;  // victims still stopping

@@ -1,6 +1,7 @@
 // Job intake: checking and storing a submitted job, and restoring a running one on its placement.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -94,13 +95,36 @@ void Engine::reserve_jobs(std::size_t more) {
 }
 
 std::uint32_t Engine::store_job(Job job) {
-  auto j = static_cast<std::uint32_t>(jobs_.size());
   job.order = next_order_++;
-  job_ids_.emplace(job.spec.id.value, j);
   if (config_.placement == PlacementPolicy::kFragAware) count_shapes(job);
-  jobs_.push_back(std::move(job));
-  admission_seq_.push_back(0);
+  std::uint32_t j;
+  if (!free_jobs_.empty()) {
+    j = free_jobs_.back();
+    free_jobs_.pop_back();
+    jobs_[j] = std::move(job);
+    admission_seq_[j] = 0;
+  } else {
+    j = static_cast<std::uint32_t>(jobs_.size());
+    jobs_.push_back(std::move(job));
+    admission_seq_.push_back(0);
+  }
+  job_ids_.emplace(jobs_[j].spec.id.value, j);
   return j;
+}
+
+bool Engine::forget(const JobId& id) {
+  auto it = job_ids_.find(id.value);
+  if (it == job_ids_.end()) return false;
+  const std::uint32_t j = it->second;
+  if (!is_finished(jobs_[j].state) || jobs_[j].draining) return false;
+  job_ids_.erase(it);
+  // Destroyed and made anew, so every string and vector gives its memory back (a move-assigned
+  // string may keep its buffer).
+  std::destroy_at(&jobs_[j]);
+  std::construct_at(&jobs_[j]);
+  jobs_[j].state = JobState::kCancelled;  // a free slot: ended, and in no index
+  free_jobs_.push_back(j);
+  return true;
 }
 
 void Engine::count_shapes(const Job& job) {

@@ -101,11 +101,16 @@ CREATE INDEX audit_by_time ON audit(at);
 CREATE INDEX audit_by_user ON audit(user, seq);
 )sql";
 
+// v5. Finished jobs by when they ended, for pruning them (jobRetention) without a scan.
+constexpr const char* kV5 = R"sql(
+CREATE INDEX jobs_by_finished ON jobs(finished_at) WHERE state >= 4;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}};
-  static_assert(kSchemaVersion == 4, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}};
+  static_assert(kSchemaVersion == 5, "add the new step to migrations()");
   return steps;
 }
 

@@ -128,7 +128,7 @@ class SqliteStore final : public Store {
   std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
   Stmt begin_, begin_read_, commit_, rollback_;
   Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_, put_token_;
-  Stmt put_audit_, prune_audit_;
+  Stmt put_audit_, prune_audit_, prune_jobs_, prune_events_;
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
@@ -176,6 +176,14 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&put_token_, kPutToken},
       {&put_audit_, kPutAudit},
       {&prune_audit_, kPruneAudit},
+      // jobRetention: the oldest finished jobs, and events in the oldest window, never the last
+      // job or event (their numbers are where the next ones count on from).
+      {&prune_jobs_,
+       "DELETE FROM jobs WHERE number IN (SELECT number FROM jobs WHERE state >= 4 AND "
+       "finished_at < ?1 ORDER BY finished_at LIMIT ?2) AND number < (SELECT MAX(number) FROM jobs)"},
+      {&prune_events_,
+       "DELETE FROM events WHERE seq IN (SELECT seq FROM (SELECT seq, at FROM events ORDER BY seq "
+       "LIMIT ?2) WHERE at < ?1) AND seq < (SELECT MAX(seq) FROM events)"},
       {&all_queues_, "SELECT spec FROM queues ORDER BY name"},
       {&all_nodes_, "SELECT spec FROM nodes ORDER BY name"},
       {&all_history_, "SELECT queue, at, average FROM usage_history ORDER BY queue"},
@@ -360,6 +368,16 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     s.bind(7, e.reason);
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
+  }
+  if (batch.jobs_prune_before > 0) {
+    Stmt::Reset rj(prune_jobs_);
+    prune_jobs_.bind(1, batch.jobs_prune_before);
+    prune_jobs_.bind(2, std::int64_t{kJobPruneBatch});
+    if (prune_jobs_.step() != SQLITE_DONE) return failed("commit: pruning finished jobs (jobRetention)");
+    Stmt::Reset re(prune_events_);
+    prune_events_.bind(1, batch.jobs_prune_before);
+    prune_events_.bind(2, std::int64_t{3 * kJobPruneBatch});
+    if (prune_events_.step() != SQLITE_DONE) return failed("commit: pruning events (jobRetention)");
   }
   auto history = write_history_rows(put_history_, batch.history, [&](const std::string& queue) {
     return failed("commit: writing the usage history of queue " + queue);

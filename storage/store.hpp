@@ -22,7 +22,8 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
+inline constexpr int kJobPruneBatch = 10000;
 
 
 struct JobRecord {
@@ -108,9 +109,13 @@ struct Batch {
   std::vector<TokenRecord> tokens;     // by id (created or revoked)
   std::vector<AuditRecord> audit;      // appended, in order
   Time audit_prune_before = 0;         // > 0: audit records older than this go (retention)
+  // > 0: finished jobs that ended before this go, and events older than it (jobRetention); at
+  // most kJobPruneBatch jobs and 3x as many events per commit.
+  Time jobs_prune_before = 0;
   bool empty() const {
     return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() &&
-           events.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0;
+           events.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0 &&
+           jobs_prune_before == 0;
   }
 };
 

@@ -216,6 +216,16 @@ TEST_CASE("ls follows pages, hides finished jobs unless --all, stops at --limit,
   CHECK(listed_ids(gpuq_cmd(d, {"ls", "-o", "json"})) == unfinished);
   // --all: the cancelled ones too.
   CHECK(listed_ids(gpuq_cmd(d, {"ls", "--all", "-o", "json"})) == all);
+  // --finished: those alone, read from the state file (gpuqd's engine no longer holds them), and
+  // each still shown whole.
+  CHECK(listed_ids(gpuq_cmd(d, {"ls", "--finished", "-o", "json"})) ==
+        std::set<std::string>(cancelled.begin(), cancelled.end()));
+  r = gpuq_cmd(d, {"show", "p500"});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("Cancelled") != std::string::npos);
+  r = gpuq_cmd(d, {"ls", "--finished", "--all"});
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("excludes") != std::string::npos);
   // --limit across a page boundary: 1000, then 50 of the next page.
   CHECK(
       listed_ids(gpuq_cmd(d, {"ls", "--all", "--queue", "paged", "--limit", "1050", "-o", "json"}))

@@ -278,3 +278,51 @@ TEST_CASE("a job whose processes were lost is requeued or failed, by its node-lo
   CHECK(e.cluster().node(1).used.is_zero());
   CHECK(e.observe(JobLost{JobId("drop"), "lost"}, 2).code() == ErrorCode::kFailedPrecondition);
 }
+
+TEST_CASE("a forgotten job leaves the engine: its slot is used again, so memory follows live jobs") {
+  EngineConfig config;
+  config.stops_confirmed = true;
+  Engine e(config);
+  REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(4))), 0).ok());
+  REQUIRE(e.submit(job("run", "a", res(gpus(4))), 0).ok());
+  REQUIRE(e.submit(job("wait", "a", res(gpus(4))), 0).ok());
+  REQUIRE(admitted_ids(e.schedule(0)) == std::vector<std::string>{"run"});
+  // Unfinished jobs, and a cancelled one whose processes still stop, are kept.
+  CHECK_FALSE(e.forget(JobId("run")));
+  CHECK_FALSE(e.forget(JobId("wait")));
+  CHECK_FALSE(e.forget(JobId("nobody")));
+  REQUIRE(e.cancel(JobId("run"), 1).ok());
+  CHECK_FALSE(e.forget(JobId("run")));
+  REQUIRE(e.job(JobId("run"))->draining);
+  REQUIRE(e.observe(JobStopped{JobId("run")}, 2).ok());
+  CHECK(e.forget(JobId("run")));
+  CHECK(e.job(JobId("run")) == nullptr);
+  CHECK_FALSE(e.forget(JobId("run")));
+  CHECK(e.cancel(JobId("run"), 3).code() == ErrorCode::kNotFound);
+  CHECK(e.job(JobId("wait"))->state == JobState::kPending);
+  CHECK(admitted_ids(e.schedule(3)) == std::vector<std::string>{"wait"});
+
+  // A stream of short jobs, each forgotten once it ended: two slots are enough for all of them,
+  // and the ids are free again (the daemon refuses a reused id from its own records).
+  REQUIRE(e.cancel(JobId("wait"), 4).ok());
+  REQUIRE(e.observe(JobStopped{JobId("wait")}, 4).ok());
+  REQUIRE(e.forget(JobId("wait")));
+  const std::size_t slots = e.job_slots();
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = "short-" + std::to_string(i % 10);
+    REQUIRE(e.submit(job(id, "a", res(gpus(i % 2 == 0 ? 4 : 2))), 10 + i).ok());
+    REQUIRE(admitted_ids(e.schedule(10 + i)) == std::vector<std::string>{id});
+    REQUIRE(e.observe(JobFinished{JobId(id), i % 3 == 0 ? 1 : 0, {}}, 10 + i).ok());
+    REQUIRE(e.forget(JobId(id)));
+  }
+  CHECK(e.job_slots() == slots);
+  CHECK(e.cluster().node(0).used.is_zero());
+  CHECK(e.quotas().usage(0, *e.flavor_id("h100")).is_zero());
+  // A job in a reused slot starts clean: no attempts, preemptions or reason of the slot's last job.
+  REQUIRE(e.submit(job("fresh", "a", res(gpus(1))), 2000).ok());
+  const Job* fresh = e.job(JobId("fresh"));
+  CHECK(fresh->attempts == 0);
+  CHECK(fresh->end_reason.empty());
+  CHECK(fresh->state == JobState::kPending);
+}

@@ -235,3 +235,41 @@ TEST_CASE("a queue without guardrails or roles is stored and read back without t
   REQUIRE(closed->submitters);
   CHECK(closed->submitters->empty());
 }
+
+TEST_CASE("jobRetention: finished jobs that ended before the cutoff go, with old events; the rest stay") {
+  TempDir dir;
+  ResourceNames names;
+  auto store = open_ok(dir.file("s.db"), names);
+  Batch b;
+  b.queues = {make_queue(names)};
+  // 1, 2: ended long ago; 3: ended after the cutoff; 4: unfinished, submitted long ago; 5: the
+  // newest, ended long ago (kept: the highest number is where numbering goes on from).
+  for (std::uint64_t n = 1; n <= 5; ++n) {
+    JobRecord j = make_job(n, "ml-train", n == 4 ? JobState::kPending : JobState::kSucceeded);
+    if (n != 4) j.finished_at = n == 3 ? 9000 : 100 + static_cast<Time>(n);
+    b.jobs.push_back(j);
+  }
+  for (std::uint64_t s = 1; s <= 6; ++s) b.events.push_back(make_event(s, "job-1", std::nullopt, JobState::kPending));
+  b.events.back().at = 100;  // the last event is old too, and stays
+  REQUIRE(store->commit(b).ok());
+
+  Batch prune;
+  prune.jobs_prune_before = 5004;  // events 1..3 (at 5001..5003) are older
+  CHECK_FALSE(prune.empty());
+  REQUIRE(store->commit(prune).ok());
+  auto has = [&](const std::string& id) { return store->has_job(id).value(); };
+  CHECK_FALSE(has("job-1"));
+  CHECK_FALSE(has("job-2"));
+  CHECK(has("job-3"));
+  CHECK(has("job-4"));
+  CHECK(has("job-5"));
+  auto evs = store->events_after(0, 10);
+  REQUIRE(evs.ok());
+  std::vector<std::uint64_t> seqs;
+  for (const auto& e : *evs) seqs.push_back(e.seq);
+  CHECK(seqs == std::vector<std::uint64_t>{4, 5, 6});
+  auto l = store->load();
+  REQUIRE(l.ok());
+  CHECK(l->last_job_number == 5);
+  CHECK(l->unfinished.size() == 1);
+}
