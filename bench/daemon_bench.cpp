@@ -260,6 +260,105 @@ void restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   d.stop(SIGTERM);
 }
 
+// Memory that does not grow with history: `jobs` jobs submitted and cancelled (finished) through
+// the none binder by 16 callback clients, gpuqd's RSS sampled as they go; then, on a fresh gpuqd,
+// RSS with `live` unfinished jobs (16 running, the rest pending). The ratio is the claim.
+void churn(const std::string& gpuqd, const fs::path& dir, long jobs, long live) {
+  constexpr int kClients = 16;
+  auto rss_mib = [](int pid) { return gpuq::bench::status_kib(pid, "VmRSS:") / 1024.0; };
+  GpuqdChild d = start(gpuqd, dir, dir / "churn.db");
+  auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
+  std::atomic<long> next{0}, done{0}, errors{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = kClients;
+  struct Client {
+    std::unique_ptr<v1::Jobs::Stub> stub;
+    std::unique_ptr<grpc::ClientContext> ctx;
+    v1::SubmitJobRequest submit;
+    v1::SubmitJobResponse submitted;
+    v1::CancelJobRequest cancel;
+    v1::CancelJobResponse cancelled;
+  };
+  std::vector<std::unique_ptr<Client>> all;
+  std::function<void(Client&)> send = [&](Client& cl) {
+    const long i = next++;
+    if (i >= jobs) {
+      std::lock_guard lock(mu);
+      if (--running == 0) cv.notify_one();
+      return;
+    }
+    cl.ctx = std::make_unique<grpc::ClientContext>();
+    cl.submit.Clear();
+    cl.submit.mutable_spec()->set_id("c" + std::to_string(i));
+    cl.submit.mutable_spec()->set_queue("team");
+    (*cl.submit.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
+    cl.submit.mutable_spec()->add_command("true");
+    cl.stub->async()->Submit(cl.ctx.get(), &cl.submit, &cl.submitted, [&, p = &cl, i](grpc::Status st) {
+      if (!st.ok()) {
+        ++errors;
+        send(*p);
+        return;
+      }
+      p->ctx = std::make_unique<grpc::ClientContext>();
+      p->cancel.set_id("c" + std::to_string(i));
+      p->stub->async()->Cancel(p->ctx.get(), &p->cancel, &p->cancelled, [&, p](grpc::Status st2) {
+        if (!st2.ok()) ++errors;
+        ++done;
+        send(*p);
+      });
+    });
+  };
+  const auto t0 = Clock::now();
+  for (int c = 0; c < kClients; ++c) {
+    all.push_back(std::make_unique<Client>());
+    all.back()->stub = v1::Jobs::NewStub(c % 8 == 0 ? grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()) : channel);
+  }
+  for (auto& cl : all) send(*cl);
+  std::printf("churn    jobs finished, gpuqd RSS MiB:");
+  for (long mark = jobs / 10;; mark += jobs / 10) {
+    std::unique_lock lock(mu);
+    if (cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return running == 0; })) break;
+    lock.unlock();
+    if (done >= mark) {
+      std::printf(" %ld: %.0f;", done.load(), rss_mib(d.pid));
+      std::fflush(stdout);
+    } else {
+      mark -= jobs / 10;
+    }
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double rss_churn = rss_mib(d.pid);
+  const double hwm_churn = gpuq::bench::status_kib(d.pid, "VmHWM:") / 1024.0;
+  std::printf("\nchurn    %ld jobs submitted and cancelled in %.0f s (%.0f jobs/s, errors %ld); gpuqd RSS %.0f MiB, "
+              "peak %.0f MiB, state file %.0f MiB\n",
+              jobs, wall, static_cast<double>(jobs) / wall, errors.load(), rss_churn, hwm_churn,
+              static_cast<double>(fs::file_size(dir / "churn.db")) / (1 << 20));
+  d.stop(SIGTERM);
+
+  GpuqdChild l = start(gpuqd, dir, dir / "live.db");
+  auto stub = v1::Jobs::NewStub(grpc::CreateChannel(l.address, grpc::InsecureChannelCredentials()));
+  long live_errors = 0;
+  for (long i = 0; i < live; ++i) {
+    v1::SubmitJobRequest r;
+    r.mutable_spec()->set_id("l" + std::to_string(i));
+    r.mutable_spec()->set_queue("team");
+    (*r.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
+    r.mutable_spec()->add_command("true");
+    grpc::ClientContext ctx;
+    v1::SubmitJobResponse resp;
+    if (!stub->Submit(&ctx, r, &resp).ok()) ++live_errors;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double rss_live = rss_mib(l.pid);
+  std::printf("churn    %ld live jobs (16 running, the rest pending; errors %ld): gpuqd RSS %.0f MiB\n", live,
+              live_errors, rss_live);
+  std::printf("churn    RSS after %ld finished jobs / RSS with %ld live jobs = %.2f\n", jobs, live,
+              rss_churn / rss_live);
+  l.stop(SIGTERM);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -279,6 +378,11 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"unix", "tcp"}));
   app.add_option("--restart-jobs", restart_jobs, "pending jobs in the state file for the restart run (0: skip)");
+  long churn_jobs = 0, churn_live = 10'000;
+  app.add_option("--churn-jobs", churn_jobs,
+                 "jobs to submit and cancel for the memory run (e.g. 1000000; 0: skip), then RSS with --churn-live "
+                 "live jobs");
+  app.add_option("--churn-live", churn_live, "unfinished jobs for the memory run's comparison");
   app.add_option("--apply-labels", apply_labels, "labels on the node applied 20 times in the apply run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
       ->check(CLI::IsMember({"callback", "sync"}));
@@ -299,6 +403,7 @@ int main(int argc, char** argv) {
   g_transport = "unix";
   if (apply_labels > 0 && g_server.empty()) apply_nodes(gpuqd, dir, apply_labels, 20);
   if (restart_jobs > 0) restart(gpuqd, dir, restart_jobs);
+  if (churn_jobs > 0) churn(gpuqd, dir, churn_jobs, churn_live);
   std::error_code ec;
   if (!keep) fs::remove_all(dir, ec);
   return 0;
