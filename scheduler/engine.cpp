@@ -5,6 +5,7 @@
 #include "scheduler/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "spec/quantity.hpp"
 
@@ -37,8 +38,8 @@ std::optional<QueueIdx> Engine::queue_index(const QueueName& name) const {
 
 Result<void> Engine::apply_queue(const QueueSpec& spec) {
   if (spec.name.empty()) return Error{"queue: name is empty"};
-  if (!(spec.weight > 0))
-    return Error{"queue \"" + spec.name.value + "\": weight must be > 0"};
+  if (!(spec.weight >= 0) || !std::isfinite(spec.weight))
+    return Error{"queue \"" + spec.name.value + "\": weight must be 0 or more"};
   std::vector<FlavorId> flavors;
   for (const FlavorQuota& fq : spec.quotas) {
     if (fq.flavor.empty()) return Error{"queue \"" + spec.name.value + "\": quota flavor is empty"};
