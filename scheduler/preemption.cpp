@@ -144,15 +144,20 @@ class Engine::QueueRun final : public preemption::Run {
         it_(e.queues_[q].holding.begin()),
         end_(e.queues_[q].holding.end()),
         min_runtime_(e.queues_[q].spec.preemption.min_runtime),
-        any_priority_(q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny) {}
+        any_priority_(q != job.queue && p.policy.reclaim_within_cohort == ReclaimPolicy::kAny),
+        // Only LowerOrNewerEqualPriority takes jobs of the preemptor's own priority.
+        equal_too_(q == job.queue &&
+                   p.policy.within_queue == WithinQueuePolicy::kLowerOrNewerEqualPriority) {}
 
   std::uint32_t queue() const override { return q_; }
 
   std::optional<preemption::Candidate> next() override {
     for (; it_ != end_; ++it_) {
-      // Ordered by priority: past the preemptor's, only `Any` (or an equal priority under
-      // LowerOrNewerEqualPriority) can still yield candidates.
-      if (!any_priority_ && std::get<0>(*it_) > job_.spec.priority) break;
+      // Ordered by priority: from the preemptor's on, only `Any` (or an equal priority under
+      // LowerOrNewerEqualPriority) can still yield candidates; the rest is never walked.
+      if (!any_priority_ && (std::get<0>(*it_) > job_.spec.priority ||
+                             (std::get<0>(*it_) == job_.spec.priority && !equal_too_)))
+        break;
       const std::uint32_t v = std::get<3>(*it_);
       const Job& vj = e_.jobs_[v];
       if (vj.flavor != f_ || !vj.spec.preemptible || vj.admitted_cycle == e_.cycle_ ||
@@ -185,6 +190,7 @@ class Engine::QueueRun final : public preemption::Run {
   std::set<HoldingKey>::const_iterator it_, end_;
   Time min_runtime_;
   bool any_priority_;
+  bool equal_too_;
 };
 
 // Jobs already stopping, from the same queues and under the same rules: waiting for them frees

@@ -76,9 +76,10 @@ TEST_CASE("limits without a cohort are refused with the field named") {
   auto r = e.apply_queue(queue("solo", "", "h100", {{kGpu, gpus(5), gpus(1)}}));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().find("borrowingLimit") != std::string::npos);
-  auto w = e.apply_queue(queue("w", "", "h100", {{kGpu, gpus(5)}}, 0.0));
+  CHECK(e.apply_queue(queue("w0", "", "h100", {{kGpu, gpus(5)}}, 0.0)).ok());  // Kueue's weight 0
+  auto w = e.apply_queue(queue("w", "", "h100", {{kGpu, gpus(5)}}, -1.0));
   REQUIRE_FALSE(w.ok());
-  CHECK(w.error().find("weight") != std::string::npos);
+  CHECK(w.error().find("weight must be 0 or more") != std::string::npos);
 }
 
 TEST_CASE("the cohort pool is the sum of lendable quota and is never over-drawn") {
