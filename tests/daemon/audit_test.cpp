@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "daemon/core.hpp"
+#include "tests/daemon/core_fixture.hpp"
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
 
@@ -16,22 +17,12 @@ namespace {
 constexpr Time kT0 = 1'700'000'000;
 
 CoreConfig audit_config(const std::string& file, Time retention) {
-  CoreConfig c;
-  c.state_file = file;
+  CoreConfig c = one_node_core(file);
   c.audit_retention = retention;
-  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& queues, std::vector<NodeSpec>& nodes) {
-    queues = {unlimited_queue("a")};
-    nodes = {node("n", "h100", res(gpus(8)))};
-  };
   return c;
 }
 
-std::unique_ptr<Core> open_audit_core(const CoreConfig& c, Time now) {
-  auto core = Core::open(c, now);
-  INFO((core.ok() ? std::string() : core.error()));
-  REQUIRE(core.ok());
-  return std::move(core).value();
-}
+std::unique_ptr<Core> open_audit_core(const CoreConfig& c, Time now) { return open_core(c, now); }
 
 storage::AuditRecord call(const std::string& user, const std::string& action, const std::string& target) {
   return storage::AuditRecord{0, 0, user, "unix:uid=1000,pid=1", action, target, "OK"};

@@ -12,6 +12,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/core.hpp"
+#include "tests/daemon/core_fixture.hpp"
 #include "daemon/loop.hpp"
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
@@ -33,22 +34,10 @@ constexpr Time kT0 = 1'700'000'000;
 // Three quota-less queues (c stays idle) sharing one 8-GPU node; the none binder runs what is
 // admitted at once.
 CoreConfig config_for(const std::string& file, Time half_life = kHalfLife) {
-  CoreConfig c;
+  CoreConfig c = one_node_core(file, {"a", "b", "c"});
   c.engine.usage_half_life = half_life;
-  c.state_file = file;
   c.usage_checkpoint_interval = 60;
-  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& queues, std::vector<NodeSpec>& nodes) {
-    queues = {unlimited_queue("a"), unlimited_queue("b"), unlimited_queue("c")};
-    nodes = {node("n", "h100", res(gpus(8)))};
-  };
   return c;
-}
-
-std::unique_ptr<Core> open_core(const CoreConfig& c, Time now) {
-  auto core = Core::open(c, now);
-  INFO((core.ok() ? std::string() : core.error()));
-  REQUIRE(core.ok());
-  return std::move(core).value();
 }
 
 void submit(Core& core, const std::string& id, const std::string& queue, Quantity gpu, Time now) {

@@ -4,6 +4,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/core.hpp"
+#include "tests/daemon/core_fixture.hpp"
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
 
@@ -16,21 +17,9 @@ namespace {
 constexpr Time kT0 = 1'700'000'000;
 
 CoreConfig retention_config(const std::string& file, Time retention) {
-  CoreConfig c;
-  c.state_file = file;
+  CoreConfig c = one_node_core(file);
   c.job_retention = retention;
-  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& queues, std::vector<NodeSpec>& nodes) {
-    queues = {unlimited_queue("a")};
-    nodes = {node("n", "h100", res(gpus(8)))};
-  };
   return c;
-}
-
-std::unique_ptr<Core> open_core(const CoreConfig& c, Time now) {
-  auto core = Core::open(c, now);
-  INFO((core.ok() ? std::string() : core.error()));
-  REQUIRE(core.ok());
-  return std::move(core).value();
 }
 
 void submit(Core& core, const std::string& id, Time now) {
