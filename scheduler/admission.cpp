@@ -59,12 +59,48 @@ double Engine::history_share(QueueIdx q) const {
   return 1000.0 * history_.share(q, basis_, w > 0 ? w : 1.0);
 }
 
+// A job's request as far as its admission goes: its queue, pod sets (shape: counts, sizes,
+// constraints, exclusive), flavors and whether it may borrow.
+std::uint64_t Engine::request_hash(const Job& job) const {
+  std::uint64_t h = memo_key(job.shape, static_cast<FlavorId>(job.spec.preemptible), job.queue);
+  for (FlavorId f : job.candidates) h = memo_key(h, f, job.queue);
+  return h;
+}
+
+bool Engine::same_request(const Job& a, const Job& b) const {
+  if (a.queue != b.queue || a.shape != b.shape || a.total != b.total || a.candidates != b.candidates ||
+      a.spec.exclusive != b.spec.exclusive || a.spec.preemptible != b.spec.preemptible ||
+      a.spec.pod_sets.size() != b.spec.pod_sets.size())
+    return false;
+  for (std::size_t i = 0; i < a.spec.pod_sets.size(); ++i) {
+    const PodSet& x = a.spec.pod_sets[i];
+    const PodSet& y = b.spec.pod_sets[i];
+    if (x.count != y.count || x.per_pod != y.per_pod || !(x.where == y.where)) return false;
+  }
+  return true;
+}
+
 Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   HeadKey key;
   key.neg_priority = -job.spec.priority;
   key.submitted = job.spec.submitted_at;
   key.id = &job.spec.id.value;
   const auto& qq = quota_.queue(q);
+  // The rest depends on the queue, the job's total and flavors and the quota book alone (and the
+  // usage history, fixed within a cycle): the same request at the same quota version has it.
+  const bool use_memo = !qq.unlimited && config_.admission_memo;
+  const std::uint64_t memo = use_memo ? memo_key(request_hash(job), 0, q) : 0;
+  if (use_memo) {
+    auto it = key_memo_.find(memo);
+    if (it != key_memo_.end() && it->second.version == quota_.version()) {
+      const Job& seen = jobs_[it->second.job];
+      if (seen.queue == job.queue && seen.total == job.total && seen.candidates == job.candidates) {
+        key.tier = it->second.tier;
+        key.share = it->second.share;
+        return key;
+      }
+    }
+  }
   if (qq.unlimited) {
     key.share = unlimited_share(q, &job.total);
     if (history_.enabled()) key.share = key.share.plus(history_share(q));
@@ -90,6 +126,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   if (quota_.within_nominal(q, chosen, job.total)) key.tier = 0;
   key.share = quota_.borrowing_share(q, chosen, &job.total);
   if (history_.enabled()) key.share = key.share.plus(history_share(q));
+  if (use_memo) key_memo_[memo] = KeyMemo{static_cast<std::uint32_t>(&job - jobs_.data()), quota_.version(), key.tier, key.share};
   return key;
 }
 
@@ -173,6 +210,8 @@ bool Engine::none_can_fit(QueueIdx q) const {
 
 bool Engine::run_pass(Time now, std::vector<Decision>& out) {
   placement_failed_.clear();
+  key_memo_.clear();
+  failed_requests_.clear();
   ++last_cycle_.passes;
   drf::IndexedHeap<HeadKey, HeadKeyLess> order;
   std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
@@ -226,15 +265,36 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         rekey(q, jobs_[next->job]);
       continue;
     }
-    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
-    if (outcome == AdmitOutcome::kAdmitted) {
+    // A job of this queue with the same request and no lower priority failed in this pass, and
+    // since then the pass has only taken capacity: quota and room have only shrunk, and the
+    // per-pass memos of placement and victim search answer for it as they did. It fails the
+    // same way, and is passed over as that one was (its reason is that one's).
+    const std::uint64_t request = request_hash(jobs_[j]);
+    AdmitOutcome outcome = AdmitOutcome::kDidNotFit;
+    bool memo_hit = false;
+    if (auto f = failed_requests_.find(request); config_.admission_memo && f != failed_requests_.end()) {
+      const Job& seen = jobs_[f->second];
+      const Job& job = jobs_[j];
+      memo_hit = same_request(seen, job) &&
+                 (job.spec.priority < seen.spec.priority ||
+                  (job.spec.priority == seen.spec.priority &&
+                   std::tie(seen.spec.submitted_at, seen.order) < std::tie(job.spec.submitted_at, job.order)));
+      if (memo_hit) {
+        jobs_[j].wait = seen.wait;
+        ++last_cycle_.passed_over;
+      }
+    }
+    if (!memo_hit) outcome = try_admit(j, now, /*commit=*/true);
+    if (!memo_hit && outcome == AdmitOutcome::kAdmitted) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
       again = again || gang_failed;
-    } else if (try_preempt(j, now, out)) {
+    } else if (!memo_hit && try_preempt(j, now, out)) {
       // Victims' quota was released: a job passed over earlier in this pass may fit now.
       again = again || failed;
+      failed_requests_.clear();
     } else {
+      if (!memo_hit) failed_requests_[request] = j;
       failed = true;
       gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
       if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {

@@ -37,6 +37,9 @@ struct EngineConfig : SchedulingPolicy {
   // that its processes are gone (JobStopped or JobFinished). Off (scenarios, the none binder):
   // they are free at once.
   bool stops_confirmed = false;
+  // The admission walk's per-pass memos of failed requests and head keys (admission.cpp): the
+  // same decisions and events without them, only slower (tests compare the two).
+  bool admission_memo = true;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -125,6 +128,7 @@ struct CycleStats {
   std::uint64_t queues_dropped = 0;  // queues left early: none of their jobs could fit
   std::uint64_t decisions = 0;
   std::uint64_t admitted = 0;
+  std::uint64_t passed_over = 0;  // decisions answered by the pass's memo of failed requests
 };
 
 class Engine {
@@ -368,6 +372,21 @@ class Engine {
   // Per pass: (queue, shape) -> the highest priority whose victim search found nothing. A job of
   // the same shape and no higher priority has no more candidates, so it would find nothing too.
   std::unordered_map<std::uint64_t, std::int32_t> preemption_failed_;
+  // Per pass, exact memos of the admission walk over a queue's backlog (admission.cpp): the head
+  // key of a request (queue, total, flavors) at a quota version, and the job that last failed
+  // (admission and victim search) with a request, so a later job of the same queue with the same
+  // request and no higher priority is passed over as it was, untried, while the pass has only
+  // taken capacity (cleared when a preemption releases quota).
+  struct KeyMemo {
+    std::uint32_t job;
+    std::uint64_t version;
+    std::uint8_t tier;
+    drf::Share share;
+  };
+  mutable std::unordered_map<std::uint64_t, KeyMemo> key_memo_;
+  std::unordered_map<std::uint64_t, std::uint32_t> failed_requests_;
+  bool same_request(const Job& a, const Job& b) const;
+  std::uint64_t request_hash(const Job& job) const;
   CycleStats last_cycle_;
 };
 

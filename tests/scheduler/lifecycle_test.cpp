@@ -326,3 +326,24 @@ TEST_CASE("a forgotten job leaves the engine: its slot is used again, so memory 
   CHECK(fresh->end_reason.empty());
   CHECK(fresh->state == JobState::kPending);
 }
+
+TEST_CASE("the admission memo passes over a backlog of the same request untried, deciding the same") {
+  for (const bool memo : {true, false}) {
+    CAPTURE(memo);
+    EngineConfig config;
+    config.admission_memo = memo;
+    Engine e(config);
+    REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(16)}})).ok());
+    REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+    REQUIRE(e.submit(job("small", "a", res(gpus(3))), 0).ok());
+    REQUIRE(admitted_ids(e.schedule(0)) == std::vector<std::string>{"small"});
+    // 5 GPUs free: none of the 8-GPU jobs fits, the 1-GPU job behind them does.
+    for (int i = 0; i < 50; ++i) REQUIRE(e.submit(job("big-" + std::to_string(i), "a", res(gpus(8))), 1).ok());
+    REQUIRE(e.submit(job("one", "a", res(gpus(1))), 2).ok());
+    CHECK(admitted_ids(e.schedule(3)) == std::vector<std::string>{"one"});
+    CHECK(e.last_cycle().decisions == 51);
+    CHECK(e.last_cycle().passed_over == (memo ? 49u : 0u));
+    // The jobs passed over say why, as the one tried did.
+    CHECK(e.pending_reason(*e.job(JobId("big-30"))) == e.pending_reason(*e.job(JobId("big-0"))));
+  }
+}

@@ -216,4 +216,49 @@ TEST_CASE("variant directory names") {
   CHECK(variant_slug("+++") == "variant");
 }
 
+
+TEST_CASE("the admission memo changes nothing: the same outputs with and without it, under overload") {
+  // Overloaded traces (backlogs grow, the memo answers most decisions), pack and frag-aware,
+  // with priority preemption and reclaim in one cohort, and without a cohort.
+  // Quota-less queues too (the classic DRF share; no head-key memo there).
+  for (const auto& [seed, load, policy, cohort, quotas] :
+       {std::tuple{1, 1.3, PlacementPolicy::kPack, true, true},
+        std::tuple{2, 1.6, PlacementPolicy::kFragAware, true, true},
+        std::tuple{3, 1.2, PlacementPolicy::kSpread, false, true},
+        std::tuple{4, 2.0, PlacementPolicy::kPack, false, true},
+        std::tuple{5, 1.5, PlacementPolicy::kPack, false, false}}) {
+    CAPTURE(seed);
+    SynthOptions s;
+    s.jobs = 1500;
+    s.gpus = 64;
+    s.queues = 4;
+    s.load = load;
+    s.seed = static_cast<std::uint64_t>(seed);
+    auto jobs = parse_trace(synth_trace(s), "synth.csv", TraceFormat::kNative);
+    assign_queues(jobs, QueueRule::kTrace, {});
+    std::vector<NodeSpec> nodes;
+    for (int i = 0; i < 8; ++i) nodes.push_back(node("n" + std::to_string(i), 8));
+    std::vector<QueueSpec> queues;
+    for (int q = 0; q < 4; ++q) {
+      QueueSpec spec = queue("q" + std::to_string(q), true);
+      FlavorQuota fq;
+      fq.flavor = "default";
+      fq.resources.push_back({kGpu, ResourceQuota{16 * kMilliPerGpu, std::nullopt, std::nullopt}});
+      if (quotas) spec.quotas.push_back(fq);
+      if (cohort) {
+        spec.cohort = "all";
+        spec.preemption.reclaim_within_cohort = ReclaimPolicy::kAny;
+      }
+      queues.push_back(spec);
+    }
+    auto in = input(jobs, nodes, queues);
+    in.config.placement = policy;
+    const ReplayResult with = run_replay(in);
+    in.config.admission_memo = false;
+    const ReplayResult without = run_replay(in);
+    CHECK(jobs_csv(in, with) == jobs_csv(in, without));
+    CHECK(boost::json::serialize(with.summary) == boost::json::serialize(without.summary));
+  }
+}
+
 }  // namespace gpuq::sim
