@@ -230,6 +230,47 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     rekey(q, jobs_[cursor[q]->job]);
   }
   preemption_failed_.clear();
+  // A queue's head in a pass is its first job whose request has not failed in the pass: a job
+  // of the same queue with the same request and no higher priority (a repeat) is passed over,
+  // untried, with the reason of the job that failed. While the pass only takes capacity (quota
+  // and room shrink) it would fail the same way, the per-pass memos of placement and victim
+  // search answering for it as they did; after a preemption released quota, the pass that
+  // follows (`again`) tries it afresh. With the admission memo, the repeats are jumped over
+  // through the queue's index by request; without it (or with many distinct requests) they are
+  // walked one by one: the same heads either way.
+  auto is_repeat = [&](const Job& job) {
+    auto f = failed_requests_.find(job.request);
+    if (f == failed_requests_.end()) return false;
+    const Job& seen = jobs_[f->second];
+    return same_request(seen, job) &&
+           (job.spec.priority < seen.spec.priority ||
+            (job.spec.priority == seen.spec.priority &&
+             std::tie(seen.spec.submitted_at, seen.order) < std::tie(job.spec.submitted_at, job.order)));
+  };
+  // `at`: the key of the job just decided (no longer pending if it was admitted or booked).
+  auto next_viable = [&](QueueIdx q, const PendingKey& at) {
+    constexpr std::size_t kJumpRequests = 64;
+    QueueRec& rec = queues_[q];
+    if (failed_requests_.empty()) return rec.pending.upper_bound(at);
+    if (!config_.admission_memo || rec.by_request.size() > kJumpRequests) {
+      auto next = rec.pending.upper_bound(at);
+      for (; next != rec.pending.end() && is_repeat(jobs_[next->job]); ++next) {
+        Job& job = jobs_[next->job];
+        job.wait = jobs_[failed_requests_.at(job.request)].wait;
+        ++last_cycle_.passed_over;
+      }
+      return next;
+    }
+    const PendingKey* best = nullptr;
+    for (const auto& [request, jobs] : rec.by_request) {
+      // Every job of a failed request after `it` is a repeat (no higher priority, later in the
+      // queue; the request is a 64-bit hash, trusted as the placement memo's is).
+      if (failed_requests_.count(request) > 0) continue;
+      auto first = jobs.upper_bound(at);
+      if (first != jobs.end() && (best == nullptr || *first < *best)) best = &*first;
+    }
+    return best == nullptr ? rec.pending.end() : rec.pending.find(*best);
+  };
   bool gang_failed = false;
   bool failed = false;  // some job was passed over in this pass
   bool again = false;
@@ -249,6 +290,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       }
     }
     auto next = std::next(it);
+    const PendingKey decided = *it;
     ++last_cycle_.decisions;
     // A job whose owner is at the queue's maxRunningJobsPerUser is passed over, under either
     // strategy: it is held by its owner's jobs, not by room, so another user's job may go (as
@@ -258,6 +300,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       wait = {};
       wait.cycle = cycle_;
       wait.user_limit = true;
+      next = next_viable(q, *it);
       cursor[q] = next;
       if (next == pending.end())
         order.erase(q);
@@ -265,36 +308,17 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         rekey(q, jobs_[next->job]);
       continue;
     }
-    // A job of this queue with the same request and no lower priority failed in this pass, and
-    // since then the pass has only taken capacity: quota and room have only shrunk, and the
-    // per-pass memos of placement and victim search answer for it as they did. It fails the
-    // same way, and is passed over as that one was (its reason is that one's).
-    const std::uint64_t request = request_hash(jobs_[j]);
-    AdmitOutcome outcome = AdmitOutcome::kDidNotFit;
-    bool memo_hit = false;
-    if (auto f = failed_requests_.find(request); config_.admission_memo && f != failed_requests_.end()) {
-      const Job& seen = jobs_[f->second];
-      const Job& job = jobs_[j];
-      memo_hit = same_request(seen, job) &&
-                 (job.spec.priority < seen.spec.priority ||
-                  (job.spec.priority == seen.spec.priority &&
-                   std::tie(seen.spec.submitted_at, seen.order) < std::tie(job.spec.submitted_at, job.order)));
-      if (memo_hit) {
-        jobs_[j].wait = seen.wait;
-        ++last_cycle_.passed_over;
-      }
-    }
-    if (!memo_hit) outcome = try_admit(j, now, /*commit=*/true);
-    if (!memo_hit && outcome == AdmitOutcome::kAdmitted) {
+    const std::uint64_t request = jobs_[j].request;
+    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
+    if (outcome == AdmitOutcome::kAdmitted) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
       again = again || gang_failed;
-    } else if (!memo_hit && try_preempt(j, now, out)) {
+    } else if (try_preempt(j, now, out)) {
       // Victims' quota was released: a job passed over earlier in this pass may fit now.
       again = again || failed;
-      failed_requests_.clear();
     } else {
-      if (!memo_hit) failed_requests_[request] = j;
+      failed_requests_.try_emplace(request, j);
       failed = true;
       gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
       if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
@@ -312,6 +336,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         continue;
       }
     }
+    next = next_viable(q, decided);
     cursor[q] = next;
     if (next == pending.end())
       order.erase(q);

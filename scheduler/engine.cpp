@@ -69,8 +69,15 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
   queues_[it->second].spec = spec;
   quota_.set_queue(it->second, spec, flavors);
   // Candidate flavors of pending jobs depend on the queue's quota list.
-  for (const PendingKey& k : queues_[it->second].pending)
-    jobs_[k.job].candidates = candidate_flavors(it->second, jobs_[k.job].spec);
+  // (Its request changes with them: re-indexed.)
+  QueueRec& rec = queues_[it->second];
+  rec.by_request.clear();
+  for (const PendingKey& k : rec.pending) {
+    Job& job = jobs_[k.job];
+    job.candidates = candidate_flavors(it->second, job.spec);
+    job.request = request_hash(job);
+    rec.by_request[job.request].insert(k);
+  }
   return Ok();
 }
 

@@ -37,8 +37,9 @@ struct EngineConfig : SchedulingPolicy {
   // that its processes are gone (JobStopped or JobFinished). Off (scenarios, the none binder):
   // they are free at once.
   bool stops_confirmed = false;
-  // The admission walk's per-pass memos of failed requests and head keys (admission.cpp): the
-  // same decisions and events without them, only slower (tests compare the two).
+  // The admission walk's shortcuts (admission.cpp): head keys memoized by request, and jumping
+  // over the jobs whose request already failed in the pass instead of visiting each to pass it
+  // over. The same decisions and events without them, only slower (tests compare the two).
   bool admission_memo = true;
 };
 
@@ -77,6 +78,7 @@ struct Job {
   bool constrained = false;       // some pod set has node constraints (PodSet::where)
   std::uint64_t pending_since = 0;  // cycles that had run when it last became pending
   std::vector<FlavorId> candidates;  // flavors to try, in order
+  std::uint64_t request = 0;         // while pending: Engine::request_hash, its by_request key
   FlavorId flavor = kNoFlavor;       // while admitted
   std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
   Time admitted_at = 0;
@@ -223,6 +225,9 @@ class Engine {
   struct QueueRec {
     QueueSpec spec;
     std::set<PendingKey> pending;
+    // The same jobs by request (Engine::request_hash), each in queue order: a pass jumps over
+    // the jobs of a request that already failed in it (admission.cpp).
+    std::unordered_map<std::uint64_t, std::set<PendingKey>> by_request;
     ResourceVec usage_all_flavors;  // for the classic DRF share of quota-less queues
     std::size_t admitted = 0;
     // What the pending jobs need at the least, so a cycle can leave the queue as soon as none of
@@ -372,11 +377,11 @@ class Engine {
   // Per pass: (queue, shape) -> the highest priority whose victim search found nothing. A job of
   // the same shape and no higher priority has no more candidates, so it would find nothing too.
   std::unordered_map<std::uint64_t, std::int32_t> preemption_failed_;
-  // Per pass, exact memos of the admission walk over a queue's backlog (admission.cpp): the head
-  // key of a request (queue, total, flavors) at a quota version, and the job that last failed
+  // Per pass, memos of the admission walk over a queue's backlog (admission.cpp): the head key
+  // of a request (queue, total, flavors) at a quota version, and the first job that failed
   // (admission and victim search) with a request, so a later job of the same queue with the same
-  // request and no higher priority is passed over as it was, untried, while the pass has only
-  // taken capacity (cleared when a preemption releases quota).
+  // request and no higher priority is passed over as it was, untried (the next pass tries it
+  // again).
   struct KeyMemo {
     std::uint32_t job;
     std::uint64_t version;

@@ -244,6 +244,8 @@ void Engine::add_pending(std::uint32_t j) {
   Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
   q.pending.insert(pending_key(j));
+  job.request = request_hash(job);
+  q.by_request[job.request].insert(pending_key(j));
   count_owner(job, +1, 0);
   job.pending_since = cycle_;
   q.constrained += job.constrained ? 1 : 0;
@@ -259,6 +261,10 @@ void Engine::remove_pending(std::uint32_t j) {
   const Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
   q.pending.erase(pending_key(j));
+  if (auto it = q.by_request.find(job.request); it != q.by_request.end()) {
+    it->second.erase(pending_key(j));
+    if (it->second.empty()) q.by_request.erase(it);
+  }
   count_owner(job, -1, 0);
   q.constrained -= job.constrained ? 1 : 0;
   if (job.smallest_gpu_pod == 0) {
