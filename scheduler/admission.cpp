@@ -263,7 +263,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     }
     const PendingKey* best = nullptr;
     for (const auto& [request, jobs] : rec.by_request) {
-      // Every job of a failed request after `it` is a repeat (no higher priority, later in the
+      // Every job of a failed request after `at` is a repeat (no higher priority, later in the
       // queue; the request is a 64-bit hash, trusted as the placement memo's is).
       if (failed_requests_.count(request) > 0) continue;
       auto first = jobs.upper_bound(at);
