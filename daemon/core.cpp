@@ -520,9 +520,9 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   for (const auto& rec : batch.jobs) {
     if (!is_finished(rec.state)) continue;
     unfinished_.erase(rec.spec.id.value);
-    if (!engine_->forget(rec.spec.id) && engine_->job(rec.spec.id) != nullptr &&
-        is_finished(engine_->job(rec.spec.id)->state))
-      forget_later_.push_back(rec.spec.id);
+    if (!engine_->forget(rec.spec.id))
+      if (const Job* live = engine_->job(rec.spec.id); live != nullptr && live->draining)
+        forget_later_.push_back(rec.spec.id);
   }
 }
 

@@ -89,7 +89,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   // The rest depends on the queue, the job's total and flavors and the quota book alone (and the
   // usage history, fixed within a cycle): the same request at the same quota version has it.
   const bool use_memo = !qq.unlimited && config_.admission_memo;
-  const std::uint64_t memo = use_memo ? memo_key(request_hash(job), 0, q) : 0;
+  const std::uint64_t memo = use_memo ? memo_key(job.request, 0, q) : 0;
   if (use_memo) {
     auto it = key_memo_.find(memo);
     if (it != key_memo_.end() && it->second.version == quota_.version()) {
@@ -271,12 +271,19 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     }
     return best == nullptr ? rec.pending.end() : rec.pending.find(*best);
   };
+  // The queue's next head, or the queue leaves the pass.
+  auto advance = [&](QueueIdx q, std::set<PendingKey>::iterator next) {
+    cursor[q] = next;
+    if (next == queues_[q].pending.end())
+      order.erase(q);
+    else
+      rekey(q, jobs_[next->job]);
+  };
   bool gang_failed = false;
   bool failed = false;  // some job was passed over in this pass
   bool again = false;
   while (!order.empty()) {
     const QueueIdx q = order.top();
-    auto& pending = queues_[q].pending;
     auto it = cursor[q];
     const std::uint32_t j = it->job;
     // Other queues' admissions since this key was computed may have used up the cohort pool
@@ -289,7 +296,6 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         continue;
       }
     }
-    auto next = std::next(it);
     const PendingKey decided = *it;
     ++last_cycle_.decisions;
     // A job whose owner is at the queue's maxRunningJobsPerUser is passed over, under either
@@ -300,12 +306,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       wait = {};
       wait.cycle = cycle_;
       wait.user_limit = true;
-      next = next_viable(q, *it);
-      cursor[q] = next;
-      if (next == pending.end())
-        order.erase(q);
-      else
-        rekey(q, jobs_[next->job]);
+      advance(q, next_viable(q, decided));
       continue;
     }
     const std::uint64_t request = jobs_[j].request;
@@ -336,12 +337,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         continue;
       }
     }
-    next = next_viable(q, decided);
-    cursor[q] = next;
-    if (next == pending.end())
-      order.erase(q);
-    else
-      rekey(q, jobs_[next->job]);
+    advance(q, next_viable(q, decided));
   }
   return again;
 }

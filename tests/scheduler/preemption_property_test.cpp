@@ -188,44 +188,6 @@ void check_links(const Engine& e, Tracker& t, const std::vector<const Job*>& js,
   }
 }
 
-// 8. The policies allow this victim for this preemptor.
-void check_policy(const Engine& e, const Preemption& p, const Job& v, const Job& by, Time now,
-                  const Tracker& t) {
-  const QueueSpec& vq = e.queue_spec(v.queue);
-  const QueueSpec& pq = e.queue_spec(by.queue);
-  const PreemptionSpec& pol = pq.preemption;
-  REQUIRE(v.spec.preemptible);
-  REQUIRE(now - t.admitted_at.at(v.spec.id.value) >= vq.preemption.min_runtime);
-  REQUIRE(v.admitted_at == t.admitted_at.at(v.spec.id.value));
-  if (v.queue == by.queue) {
-    REQUIRE(p.reason == PreemptReason::kInQueue);
-    switch (pol.within_queue) {
-      case WithinQueuePolicy::kNever: FAIL("withinQueue: Never, yet a job of the queue was taken"); break;
-      case WithinQueuePolicy::kLowerPriority: REQUIRE(v.spec.priority < by.spec.priority); break;
-      case WithinQueuePolicy::kLowerOrNewerEqualPriority:
-        REQUIRE((v.spec.priority < by.spec.priority ||
-                 (v.spec.priority == by.spec.priority &&
-                  std::tie(by.spec.submitted_at, by.order) < std::tie(v.spec.submitted_at, v.order))));
-        break;
-    }
-    return;
-  }
-  REQUIRE(p.reason != PreemptReason::kInQueue);
-  REQUIRE_FALSE(pq.cohort.empty());
-  REQUIRE(vq.cohort == pq.cohort);
-  switch (pol.reclaim_within_cohort) {
-    case ReclaimPolicy::kNever: FAIL("reclaimWithinCohort: Never, yet another queue's job was taken"); break;
-    case ReclaimPolicy::kLowerPriority: REQUIRE(v.spec.priority < by.spec.priority); break;
-    case ReclaimPolicy::kAny: break;
-  }
-  if (p.reason == PreemptReason::kReclaimWhileBorrowing) {
-    REQUIRE(pol.borrow_within_cohort == BorrowWithinCohortPolicy::kLowerPriority);
-    REQUIRE(v.spec.priority < by.spec.priority);
-    if (pol.borrow_max_priority_threshold) REQUIRE(v.spec.priority <= *pol.borrow_max_priority_threshold);
-  }
-  if (p.reason == PreemptReason::kFairShare) REQUIRE(e.config().fair_sharing.enabled);
-}
-
 // One random run; returns its transcript. With `check`, checks everything after every cycle.
 std::string run(std::uint64_t seed, bool check) {
   Rng w(seed);
@@ -545,7 +507,7 @@ std::string run(std::uint64_t seed, bool check) {
       REQUIRE(v.flavor == by.flavor);
       REQUIRE(p.queue == v.spec.queue);
       REQUIRE(p.grace_period == v.spec.grace_period);
-      check_policy(e, p, v, by, now, t);
+      check_policy(e, p, v, by, now, t.admitted_at.at(v.spec.id.value));
       // FairShare (either strategy) is the promise that the preemptor's queue, with the preemptor
       // admitted and all its victims gone, has at most the share the victim's queue had before
       // the victim went; checked once the preemptor is booked (close_group).

@@ -1,4 +1,6 @@
 // Random worlds for the preemption property test, and what it recomputes from specs.
+#include <doctest/doctest.h>
+
 #include "tests/scheduler/preemption_world.hpp"
 
 #include <algorithm>
@@ -282,6 +284,44 @@ UsageMap quota_usage(const std::vector<const Job*>& js) {
   for (const Job* j : js)
     if (holds_quota(*j)) out[{j->queue, j->flavor}] += j->total;
   return out;
+}
+
+// The policies allow this victim for this preemptor (the property test's check 8).
+void check_policy(const Engine& e, const Preemption& p, const Job& v, const Job& by, Time now,
+                  Time admitted_at) {
+  const QueueSpec& vq = e.queue_spec(v.queue);
+  const QueueSpec& pq = e.queue_spec(by.queue);
+  const PreemptionSpec& pol = pq.preemption;
+  REQUIRE(v.spec.preemptible);
+  REQUIRE(now - admitted_at >= vq.preemption.min_runtime);
+  REQUIRE(v.admitted_at == admitted_at);
+  if (v.queue == by.queue) {
+    REQUIRE(p.reason == PreemptReason::kInQueue);
+    switch (pol.within_queue) {
+      case WithinQueuePolicy::kNever: FAIL("withinQueue: Never, yet a job of the queue was taken"); break;
+      case WithinQueuePolicy::kLowerPriority: REQUIRE(v.spec.priority < by.spec.priority); break;
+      case WithinQueuePolicy::kLowerOrNewerEqualPriority:
+        REQUIRE((v.spec.priority < by.spec.priority ||
+                 (v.spec.priority == by.spec.priority &&
+                  std::tie(by.spec.submitted_at, by.order) < std::tie(v.spec.submitted_at, v.order))));
+        break;
+    }
+    return;
+  }
+  REQUIRE(p.reason != PreemptReason::kInQueue);
+  REQUIRE_FALSE(pq.cohort.empty());
+  REQUIRE(vq.cohort == pq.cohort);
+  switch (pol.reclaim_within_cohort) {
+    case ReclaimPolicy::kNever: FAIL("reclaimWithinCohort: Never, yet another queue's job was taken"); break;
+    case ReclaimPolicy::kLowerPriority: REQUIRE(v.spec.priority < by.spec.priority); break;
+    case ReclaimPolicy::kAny: break;
+  }
+  if (p.reason == PreemptReason::kReclaimWhileBorrowing) {
+    REQUIRE(pol.borrow_within_cohort == BorrowWithinCohortPolicy::kLowerPriority);
+    REQUIRE(v.spec.priority < by.spec.priority);
+    if (pol.borrow_max_priority_threshold) REQUIRE(v.spec.priority <= *pol.borrow_max_priority_threshold);
+  }
+  if (p.reason == PreemptReason::kFairShare) REQUIRE(e.config().fair_sharing.enabled);
 }
 
 }  // namespace gpuq::test

@@ -47,6 +47,10 @@ bool borrowing(const Nominal& n, const ResourceVec& used, const ResourceVec& nee
 // `need` asks for.
 bool within_nominal(const Nominal& n, const ResourceVec& used, const ResourceVec& need);
 
+// The policies allow victim v, admitted at `admitted_at`, for preemptor `by` (REQUIREs).
+void check_policy(const Engine& e, const Preemption& p, const Job& v, const Job& by, Time now,
+                  Time admitted_at);
+
 // One cycle's decisions and events as text (the determinism check compares these).
 std::string serialize(Time now, const std::vector<Decision>& ds, const std::vector<Event>& events);
 
