@@ -154,7 +154,10 @@ class Search {
     if (!others) return minimal(false, true, std::nullopt, false);
     if (auto bound = borrow_bound(p_))
       return minimal(true, true, bound, /*drop_at_bound=*/!p_.under_nominal);
-    if (p_.under_nominal)
+    // Without borrowing, the preemptor must end within its nominal, and only its own queue's
+    // jobs lower its usage: with none of them to take, a search that would end above it is not
+    // run (it would take and give back every other queue's candidate, one by one, for nothing).
+    if (p_.under_nominal && (p_.within_nominal_after || own_has_candidates()))
       if (auto t = minimal(true, false, std::nullopt, false); !t.empty()) return t;
     return minimal(false, true, std::nullopt, false);
   }
@@ -228,6 +231,12 @@ class Search {
   };
 
   bool from_other_queue(const Candidate& c) const { return c.queue != p_.queue && !c.preempting; }
+
+  bool own_has_candidates() {
+    for (Buffer& b : buffers_)
+      if (b.queue() == p_.queue) return b.at(0) != nullptr;
+    return false;
+  }
 
   // Kueue's TargetClusterQueueOrdering over one flat cohort: the queue with the highest share
   // now, the preemptor's own counted with the preemptor added. Queues without candidates left,

@@ -34,8 +34,9 @@ struct Preemptor {
   // Classic mode: the queue uses less than its nominal of every resource the preemptor needs
   // on the flavor tried (before the preemptor is added).
   bool under_nominal = false;
-  // Fair mode: the queue stays within its nominal with the preemptor added (Kueue's
-  // FairSharingPreemptWithinNominal, on by default).
+  // The queue stays within its nominal of those resources with the preemptor added. Fair mode:
+  // Kueue's FairSharingPreemptWithinNominal (on by default). Classic mode: without it, a reclaim
+  // that must not borrow can only succeed by taking jobs of the preemptor's own queue.
   bool within_nominal_after = false;
 };
 

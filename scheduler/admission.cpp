@@ -143,6 +143,7 @@ std::vector<Decision> Engine::schedule(Time now) {
     next.keep_allowed(std::move(frag_));
     frag_ = std::move(next);
     frag_dirty_ = false;
+    if (config_.placement == PlacementPolicy::kFragAware) ++epoch_;  // placements may differ now
   }
   std::vector<Decision> out;
   last_cycle_ = {};
@@ -310,12 +311,29 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       continue;
     }
     const std::uint64_t request = jobs_[j].request;
-    const AdmitOutcome outcome = try_admit(j, now, /*commit=*/true);
+    AdmitOutcome outcome = AdmitOutcome::kDidNotFit;
+    bool preempted = false;
+    if (const KeptFailure* kept = kept_failure(j, now)) {
+      outcome = kept->outcome;
+      jobs_[j].wait = kept->wait;
+      jobs_[j].wait.cycle = cycle_;
+      ++last_cycle_.kept;
+    } else {
+      const std::uint64_t before = raw_stamp();
+      outcome = try_admit(j, now, /*commit=*/true);
+      if (outcome != AdmitOutcome::kAdmitted) {
+        preempted = try_preempt(j, now, out);
+        if (!preempted) {
+          undone_ += raw_stamp() - before;  // the attempt left the world as it found it
+          keep_failure(j, outcome);
+        }
+      }
+    }
     if (outcome == AdmitOutcome::kAdmitted) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
       again = again || gang_failed;
-    } else if (try_preempt(j, now, out)) {
+    } else if (preempted) {
       // Victims' quota was released: a job passed over earlier in this pass may fit now.
       again = again || failed;
     } else {
@@ -340,6 +358,33 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     advance(q, next_viable(q, decided));
   }
   return again;
+}
+
+// Kept failures. A pending job that failed (admission, then victim search) fails again, with
+// the same reason, while nothing its attempt read has changed: the quota book, the nodes (pods
+// taken and released, node specs and states), the jobs holding resources and the engine's
+// settings (epoch_: queue and node updates, binder facts, cancellations, bookings turned into
+// admissions, a fragmentation model rebuilt), and the time, where the search passed over a
+// candidate too young to preempt (minRuntime) or one whose stop was refused a moment ago. A
+// search that passed over a job admitted in this cycle is not kept: that job is a candidate
+// from the next cycle on. Under overload most cycles change nothing a waiting head could use
+// (a job arrives; one finishes where no head fits), and each head would otherwise repeat its
+// victim search, the cycle's main cost. The job is still visited and decided as before, so
+// the walk, its order and its events are the same (replay_test compares with and without).
+const Engine::KeptFailure* Engine::kept_failure(std::uint32_t j, Time now) const {
+  if (!config_.admission_memo) return nullptr;
+  auto it = kept_failures_.find(j);
+  if (it == kept_failures_.end() || it->second.stamp != world_stamp() || now >= it->second.until)
+    return nullptr;
+  return &it->second;
+}
+
+void Engine::keep_failure(std::uint32_t j, AdmitOutcome outcome) {
+  if (!config_.admission_memo || !search_limit_.keep) {
+    kept_failures_.erase(j);
+    return;
+  }
+  kept_failures_[j] = KeptFailure{world_stamp(), search_limit_.until, outcome, jobs_[j].wait};
 }
 
 Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {

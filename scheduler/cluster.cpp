@@ -42,6 +42,7 @@ void Cluster::index_remove(NodeIdx n) {
 }
 
 Result<NodeIdx> Cluster::upsert(const NodeSpec& spec, FlavorId flavor, QueueIdx dedicated) {
+  ++changes_;
   if (spec.capacity[kGpu] % kMilliPerGpu != 0)
     return Error{"node \"" + spec.name + "\": gpu capacity " +
                  format_quantity(spec.capacity[kGpu], UnitScale::kMilli) +
@@ -101,6 +102,7 @@ std::uint64_t Cluster::next_nodes_version() {
 }
 
 void Cluster::set_state(NodeIdx n, NodeState s) {
+  ++changes_;
   index_remove(n);
   nodes_[n].state = s;
   index_add(n);
@@ -169,6 +171,7 @@ void Cluster::index_moved(NodeIdx n, int whole_before, const std::vector<std::ui
 
 PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclusive,
                       PlacementPolicy policy, std::optional<std::uint8_t> gpu_hint) {
+  ++changes_;
   Node& node = nodes_[n];
   const int whole_before = node.whole_free;
   PodSlot slot;
@@ -216,6 +219,7 @@ PodSlot Cluster::take(NodeIdx n, const ResourceVec& pod, QueueIdx q, bool exclus
 }
 
 void Cluster::release(const PodSlot& slot) {
+  ++changes_;
   Node& node = nodes_[slot.node];
   const int whole_before = node.whole_free;
   for (auto g : slot.gpus) {
@@ -229,6 +233,7 @@ void Cluster::release(const PodSlot& slot) {
 }
 
 void Cluster::retake(const PodSlot& slot) {
+  ++changes_;
   Node& node = nodes_[slot.node];
   const int whole_before = node.whole_free;
   for (auto g : slot.gpus) {
@@ -259,6 +264,7 @@ void Cluster::count_domain_free(NodeIdx n, Quantity delta) {
 
 void Cluster::set_domains(std::vector<std::vector<std::uint32_t>> node_domain,
                           const std::vector<std::size_t>& domains_per_level) {
+  ++changes_;
   node_domain_ = std::move(node_domain);
   domain_free_.assign(domains_per_level.size(), {});
   for (std::size_t l = 0; l < domains_per_level.size(); ++l) domain_free_[l].resize(domains_per_level[l]);

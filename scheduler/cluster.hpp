@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scheduler/model.hpp"
+#include "scheduler/node_set.hpp"
 #include "spec/result.hpp"
 
 namespace gpuq {
@@ -74,6 +75,9 @@ class Cluster {
   // Changes whenever a node is added or its spec (labels, taints) is replaced; unique across
   // clusters, so a cache keyed by it is never taken for another cluster's.
   std::uint64_t nodes_version() const { return nodes_version_; }
+  // Counts every change to the nodes (pods taken and released included), so that the engine can
+  // tell that the cluster is as it was: equal counts, nothing changed in between.
+  std::uint64_t changes() const { return changes_; }
   const Node& node(NodeIdx n) const { return nodes_[n]; }
   std::size_t size() const { return nodes_.size(); }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -98,7 +102,7 @@ class Cluster {
 
   // The free-capacity index of one flavor, over schedulable nodes only.
   struct FreeIndex {
-    std::vector<std::set<NodeIdx>> by_whole_free;  // [k] = nodes with k wholly free GPUs
+    std::vector<NodeSet> by_whole_free;  // [k] = nodes with k wholly free GPUs
     std::set<std::tuple<std::int16_t, NodeIdx, std::uint8_t>> partial;  // (free milli, node, gpu)
   };
   const FreeIndex* index(FlavorId f) const { return f < index_.size() ? &index_[f] : nullptr; }
@@ -127,6 +131,7 @@ class Cluster {
   static std::uint64_t next_nodes_version();
   std::vector<Node> nodes_;
   std::uint64_t nodes_version_ = next_nodes_version();
+  std::uint64_t changes_ = 0;
   std::unordered_map<std::string, NodeIdx> by_name_;
   std::vector<FreeIndex> index_;
   std::vector<std::vector<std::uint32_t>> node_domain_;                          // [level][node]

@@ -37,6 +37,7 @@ std::optional<QueueIdx> Engine::queue_index(const QueueName& name) const {
 }
 
 Result<void> Engine::apply_queue(const QueueSpec& spec) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   if (spec.name.empty()) return Error{"queue: name is empty"};
   if (!(spec.weight >= 0) || !std::isfinite(spec.weight))
     return Error{"queue \"" + spec.name.value + "\": weight must be 0 or more"};
@@ -92,6 +93,7 @@ Engine::QueueJobCounts Engine::job_counts(QueueIdx q) const {
 }
 
 Result<void> Engine::remove_queue(const QueueName& name) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   auto q = queue_index(name);
   if (!q) return Error{"queue \"" + name.value + "\" does not exist", ErrorCode::kNotFound};
   const QueueRec& rec = queues_[*q];
@@ -114,6 +116,7 @@ Result<void> Engine::remove_queue(const QueueName& name) {
 }
 
 Result<void> Engine::set_usage_history(const QueueName& queue, const ResourceVec& average, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   auto q = queue_index(queue);
   if (!q) return Error{"queue \"" + queue.value + "\" does not exist", ErrorCode::kNotFound};
   if (!history_.enabled())
@@ -150,6 +153,7 @@ Result<QueueIdx> Engine::resolve_dedicated(const NodeSpec& spec) {
 }
 
 Result<void> Engine::upsert_node(const NodeSpec& spec, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   if (spec.name.empty()) return Error{"node: name is empty"};
   if (spec.flavor.empty()) return Error{"node \"" + spec.name + "\": flavor is empty"};
   for (ResourceId r = 0; r < kMaxResources; ++r)
@@ -207,6 +211,7 @@ ResourceVec Engine::usable_capacity(FlavorId f, QueueIdx q) const {
 }
 
 Result<void> Engine::set_node_state(const std::string& name, NodeState state, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   auto n = cluster_.find(name);
   if (!n) return Error{"node \"" + name + "\" does not exist", ErrorCode::kNotFound};
   bool was_down = cluster_.node(*n).state == NodeState::kDown;

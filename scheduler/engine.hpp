@@ -2,8 +2,10 @@
 // The scheduling engine: commands in, decisions and events out. Pure and deterministic: no
 // clock (time is an argument), no I/O, no threads. The same commands in the same order give the
 // same decisions and events, byte for byte.
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,9 +39,10 @@ struct EngineConfig : SchedulingPolicy {
   // that its processes are gone (JobStopped or JobFinished). Off (scenarios, the none binder):
   // they are free at once.
   bool stops_confirmed = false;
-  // The admission walk's shortcuts (admission.cpp): head keys memoized by request, and jumping
-  // over the jobs whose request already failed in the pass instead of visiting each to pass it
-  // over. The same decisions and events without them, only slower (tests compare the two).
+  // The admission walk's shortcuts (admission.cpp): head keys memoized by request, jumping over
+  // the jobs whose request already failed in the pass instead of visiting each to pass it over,
+  // and failures kept across cycles while nothing they depend on changed. The same decisions and
+  // events without them, only slower (tests compare the two).
   bool admission_memo = true;
 };
 
@@ -131,6 +134,7 @@ struct CycleStats {
   std::uint64_t decisions = 0;
   std::uint64_t admitted = 0;
   std::uint64_t passed_over = 0;  // decisions answered by the pass's memo of failed requests
+  std::uint64_t kept = 0;  // decisions answered by a failure kept from an earlier cycle
 };
 
 class Engine {
@@ -376,7 +380,23 @@ class Engine {
   std::unordered_set<std::uint64_t> placement_failed_;
   // Per pass: (queue, shape) -> the highest priority whose victim search found nothing. A job of
   // the same shape and no higher priority has no more candidates, so it would find nothing too.
-  std::unordered_map<std::uint64_t, std::int32_t> preemption_failed_;
+  // What a failed victim search's answer depends on besides the world (world_stamp): the
+  // candidates it passed over for a time (minRuntime, a refused stop's retry) or for having been
+  // admitted in this cycle. It holds until `until`, and not past this cycle unless `keep`.
+  struct SearchLimit {
+    Time until = std::numeric_limits<Time>::max();
+    bool keep = true;
+    void merge(const SearchLimit& o) {
+      until = std::min(until, o.until);
+      keep = keep && o.keep;
+    }
+  };
+  SearchLimit search_limit_;  // of the last try_preempt
+  struct FailedSearch {
+    std::int32_t priority;
+    SearchLimit limit;
+  };
+  std::unordered_map<std::uint64_t, FailedSearch> preemption_failed_;
   // Per pass, memos of the admission walk over a queue's backlog (admission.cpp): the head key
   // of a request (queue, total, flavors) at a quota version, and the first job that failed
   // (admission and victim search) with a request, so a later job of the same queue with the same
@@ -393,6 +413,24 @@ class Engine {
   bool same_request(const Job& a, const Job& b) const;
   std::uint64_t request_hash(const Job& job) const;
   CycleStats last_cycle_;
+
+  // Across cycles (admission.cpp, "Kept failures"): a pending job's last failure (admission and
+  // victim search), kept with the world it failed in. The world is the quota book, the nodes and
+  // what else decides admissions (epoch_); a failed attempt changes them and undoes its changes,
+  // and undone_ counts those, so world_stamp() moves exactly when something real changed.
+  struct KeptFailure {
+    std::uint64_t stamp = 0;
+    Time until = 0;
+    AdmitOutcome outcome = AdmitOutcome::kDidNotFit;
+    WaitReason wait;
+  };
+  boost::unordered_flat_map<std::uint32_t, KeptFailure> kept_failures_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t undone_ = 0;
+  std::uint64_t raw_stamp() const { return quota_.version() + cluster_.changes() + epoch_; }
+  std::uint64_t world_stamp() const { return raw_stamp() - undone_; }
+  const KeptFailure* kept_failure(std::uint32_t j, Time now) const;
+  void keep_failure(std::uint32_t j, AdmitOutcome outcome);
 };
 
 }  // namespace gpuq

@@ -113,6 +113,7 @@ std::uint32_t Engine::store_job(Job job) {
 }
 
 bool Engine::forget(const JobId& id) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end()) return false;
   const std::uint32_t j = it->second;
@@ -147,6 +148,7 @@ Result<void> Engine::submit(JobSpec spec, Time now) {
 }
 
 Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   const std::string who = "job \"" + spec.id.value + "\": ";
   auto made = make_job(std::move(spec));
   if (!made) {

@@ -7,6 +7,7 @@
 namespace gpuq {
 
 Result<void> Engine::cancel(const JobId& id, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
@@ -30,6 +31,7 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
 }
 
 Result<void> Engine::observe(const BinderFact& fact, Time now) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
   if (const auto* lost = std::get_if<NodeLost>(&fact)) {
     auto n = cluster_.find(lost->node);
     if (!n) return Error{"node \"" + lost->node + "\" does not exist", ErrorCode::kNotFound};
@@ -259,6 +261,7 @@ void Engine::add_pending(std::uint32_t j) {
 
 void Engine::remove_pending(std::uint32_t j) {
   const Job& job = jobs_[j];
+  kept_failures_.erase(j);
   QueueRec& q = queues_[job.queue];
   q.pending.erase(pending_key(j));
   if (auto it = q.by_request.find(job.request); it != q.by_request.end()) {

@@ -139,8 +139,8 @@ preemption::Candidate Engine::describe_candidate(std::uint32_t v, bool preemptin
 class Engine::QueueRun final : public preemption::Run {
  public:
   QueueRun(const Engine& e, const Job& job, QueueIdx q, FlavorId f, const ResourceVec& need,
-           const preemption::Preemptor& p, Time now)
-      : e_(e), job_(job), q_(q), f_(f), need_(need), p_(p), now_(now),
+           const preemption::Preemptor& p, Time now, SearchLimit& limit)
+      : e_(e), job_(job), q_(q), f_(f), need_(need), p_(p), now_(now), limit_(limit),
         it_(e.queues_[q].holding.begin()),
         end_(e.queues_[q].holding.end()),
         min_runtime_(e.queues_[q].spec.preemption.min_runtime),
@@ -160,9 +160,20 @@ class Engine::QueueRun final : public preemption::Run {
         break;
       const std::uint32_t v = std::get<3>(*it_);
       const Job& vj = e_.jobs_[v];
-      if (vj.flavor != f_ || !vj.spec.preemptible || vj.admitted_cycle == e_.cycle_ ||
-          now_ - vj.admitted_at < min_runtime_ || now_ < vj.unevictable_until || !uses_need(vj))
+      if (vj.flavor != f_ || !vj.spec.preemptible || !uses_need(vj)) continue;
+      // Passed over for now only: a search that fails without them may not fail later.
+      if (vj.admitted_cycle == e_.cycle_) {
+        limit_.keep = false;
         continue;
+      }
+      if (now_ - vj.admitted_at < min_runtime_) {
+        limit_.until = std::min(limit_.until, vj.admitted_at + min_runtime_);
+        continue;
+      }
+      if (now_ < vj.unevictable_until) {
+        limit_.until = std::min(limit_.until, vj.unevictable_until);
+        continue;
+      }
       preemption::Candidate c = e_.describe_candidate(v, false);
       if (!preemption::eligible(p_, c)) continue;
       ++it_;
@@ -187,6 +198,7 @@ class Engine::QueueRun final : public preemption::Run {
   ResourceVec need_;
   const preemption::Preemptor& p_;
   Time now_;
+  SearchLimit& limit_;
   std::set<HoldingKey>::const_iterator it_, end_;
   Time min_runtime_;
   bool any_priority_;
@@ -214,10 +226,12 @@ std::vector<preemption::Candidate> Engine::stopping_candidates(const std::vector
 bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) {
   Job& job = jobs_[j];
   const QueueSpec& spec = queues_[job.queue].spec;
+  search_limit_ = {};
   if (!spec.preemption.enabled()) return false;
   const std::uint64_t memo = job.shape * 0x9e3779b97f4a7c15ULL ^ job.queue;
   if (auto it = preemption_failed_.find(memo);
-      it != preemption_failed_.end() && job.spec.priority <= it->second) {
+      it != preemption_failed_.end() && job.spec.priority <= it->second.priority) {
+    search_limit_ = it->second.limit;
     job.wait.preemption_found_nothing = true;
     return false;
   }
@@ -255,7 +269,7 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
     for (QueueIdx q : sources) {
       // Borrowing only goes down while victims are taken: a queue not borrowing now gives none.
       if (q != job.queue && !borrowing_on(q, f, need)) continue;
-      runs.emplace_back(*this, job, q, f, need, p, now);
+      runs.emplace_back(*this, job, q, f, need, p, now, search_limit_);
     }
     if (stopping.empty() && runs.empty()) continue;
     std::vector<preemption::Run*> run_list;
@@ -267,8 +281,11 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
     preemption_failed_.clear();  // quota was released: earlier failures may succeed now
     return true;
   }
-  auto [it, fresh] = preemption_failed_.try_emplace(memo, job.spec.priority);
-  if (!fresh) it->second = std::max(it->second, job.spec.priority);
+  auto [it, fresh] = preemption_failed_.try_emplace(memo, FailedSearch{job.spec.priority, search_limit_});
+  if (!fresh) {
+    it->second.priority = std::max(it->second.priority, job.spec.priority);
+    it->second.limit.merge(search_limit_);
+  }
   job.wait.preemption_found_nothing = true;
   return false;
 }
@@ -483,6 +500,7 @@ void Engine::drop_reservation(std::uint32_t j, Time now) {
 // Every victim has stopped: the preemptor is admitted where it was booked.
 void Engine::admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out) {
   Job& job = jobs_[j];
+  ++epoch_;  // a victim candidate from the next cycle on; quota and nodes do not change
   job.reserved = false;
   reserved_.erase(j);
   job.admitted_at = now;

@@ -184,6 +184,7 @@ TEST_CASE("reclaim: only while the preemptor fits within nominal, only from borr
   Preemptor p = preemptor(0, 0);
   p.policy.reclaim_within_cohort = ReclaimPolicy::kAny;
   p.under_nominal = true;
+  p.within_nominal_after = true;  // 0 + 4 <= 4
   // j1 (queue 1, newest) is taken: queue 1 is at 3 <= 4 now, so j2 (queue 1) is skipped; queue
   // 2 never borrowed, so j3 is not taken: 3 free < 4, nothing fits, nothing is preempted.
   CHECK(find_victims(p, {cand(1, 1, 0, 9), cand(2, 1, 0, 8), cand(3, 2, 0, 7)}, w).empty());
@@ -194,6 +195,31 @@ TEST_CASE("reclaim: only while the preemptor fits within nominal, only from borr
   // Not under nominal: no reclaim; only its own queue's lower-priority jobs (none here).
   p.under_nominal = false;
   CHECK(find_victims(p, {cand(1, 1, 0, 9)}, w).empty());
+}
+
+TEST_CASE("reclaim: a preemptor that would end above its nominal is not searched for without its own jobs") {
+  SmallWorld w;
+  w.preemptor_queue = 0;
+  w.queues[0] = {2, 4, 1};  // under nominal, but 2 + 4 > 4: no reclaim can keep it within
+  w.queues[1] = {8, 4, 1};  // borrowing 4
+  w.size = {{1, 2}, {2, 2}, {3, 2}};
+  w.need = 4;
+  Preemptor p = preemptor(0, 5);
+  p.policy.reclaim_within_cohort = ReclaimPolicy::kAny;
+  p.policy.within_queue = WithinQueuePolicy::kLowerPriority;
+  p.under_nominal = true;
+  p.within_nominal_after = false;
+  // Only queue 1's jobs: the reclaim without borrowing is skipped (no fits() at all), and the
+  // fallback takes only its own queue's jobs (none): nothing, as the full search would find.
+  CHECK(find_victims(p, {cand(1, 1, 0, 9), cand(2, 1, 0, 8)}, w).empty());
+  CHECK(w.fits_calls == 0);
+  CHECK(w.queues[1].usage == 8);
+  // With a job of its own queue to take, the reclaim is searched: j3 (own) brings it to
+  // 0 + 4 <= 4, j1 makes the room.
+  w.free = 0;
+  auto t = find_victims(p, {cand(1, 1, 0, 9), cand(2, 1, 0, 8), cand(3, 0, 0, 7)}, w);
+  CHECK(w.fits_calls > 0);
+  CHECK(victims(t) == std::vector<std::string>{"j1:Reclaim", "j3:InQueue"});
 }
 
 TEST_CASE("borrowWithinCohort: below the threshold while borrowing, above it only as reclaim") {
