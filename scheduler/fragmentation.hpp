@@ -3,7 +3,9 @@
 // of FGD (Weng et al., USENIX ATC 2023; sim/FGD.md). Given the workload's typical pod shapes and
 // their popularity, a node's fragmentation is the expected free milli-GPU that a pod drawn from
 // that mix could not use there: all of its free GPU when the pod does not fit at all (or asks
-// for no GPU), and the GPUs with less free than the pod asks per GPU when it does. The
+// for no GPU), and the GPUs with less free than the pod asks per GPU when it does. gpuq adds the
+// free GPU that the node's free CPU cannot feed at the mix's average CPU per GPU (FGD's measure
+// does not see CPU running out while GPUs are free; fragmentation.cpp). The
 // fragmentation-aware placement puts a pod where this grows least. Pure; memory is not part of
 // the measure (as in FGD).
 #include <array>
@@ -71,8 +73,9 @@ class FragModel {
   // The constraint sets of the shapes; [0] is none. A node's `allowed` mask says which it meets.
   const std::vector<NodeConstraints>& where() const { return where_; }
   // Expected free milli-GPU of a node that a pod of the mix could not use: all of it for a pod
-  // whose constraints the node does not meet (bit s.where of `allowed` clear). gpu_free holds
-  // the free milli of each GPU (0..1000).
+  // whose constraints the node does not meet (bit s.where of `allowed` clear); plus the free
+  // milli-GPU beyond what cpu_free feeds at the mix's CPU per milli-GPU. gpu_free holds the free
+  // milli of each GPU (0..1000).
   double fragmentation(Quantity cpu_free, const std::vector<std::int16_t>& gpu_free,
                        std::uint64_t allowed = ~std::uint64_t{0}) const;
   // The same for a node state, remembered: nodes in the same state cost one evaluation. Not
@@ -108,6 +111,7 @@ class FragModel {
  private:
   double measure(Quantity cpu_free, const std::int16_t* gpu_free, int gpus, std::uint64_t allowed) const;
   std::vector<PodShape> shapes_;
+  double cpu_per_milli_ = 0;  // CPU milli per milli-GPU the mix's GPU pods ask (0: none ask CPU)
   std::vector<NodeConstraints> where_{NodeConstraints{}};
   mutable boost::unordered_flat_map<NodeFreeState, double, NodeFreeStateHash> memo_;
   mutable std::vector<std::uint64_t> allowed_;  // by node; 0: not asked

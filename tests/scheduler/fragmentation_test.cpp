@@ -69,9 +69,10 @@ TEST_CASE("fragmentation: free GPU a pod of the mix could not use, weighted by t
   CHECK(m.fragmentation(8000, {400, 300}) == doctest::Approx(700));
   FragModel with_cpu({whole, cpu_only});
   CHECK(with_cpu.fragmentation(8000, {1000}) == doctest::Approx(2.0 / 3 * 1000));
-  // Without the CPU a pod needs, its GPUs are stranded for it.
+  // Without the CPU a pod needs, its GPUs are stranded for it: 2000; and 8000 CPU feeds only
+  // 500 milli-GPU at the mix's 16 CPU milli per milli-GPU, so 1500 more are starved.
   FragModel needs_cpu({PodShape{16000, 1, 1000, 1}});
-  CHECK(needs_cpu.fragmentation(8000, {1000, 1000}) == doctest::Approx(2000));
+  CHECK(needs_cpu.fragmentation(8000, {1000, 1000}) == doctest::Approx(2000 + 1500));
   NodeFreeState state, reordered;
   REQUIRE(state.assign(8000, {1000, 500}));
   REQUIRE(reordered.assign(8000, {500, 1000}));
@@ -80,6 +81,33 @@ TEST_CASE("fragmentation: free GPU a pod of the mix could not use, weighted by t
   CHECK(m.fragmentation(state) == doctest::Approx(250));  // measured, then remembered
   CHECK(m.fragmentation(reordered) == doctest::Approx(250));
   CHECK_FALSE(state.assign(0, std::vector<std::int16_t>(17, 1000)));
+}
+
+TEST_CASE("fragmentation: free GPU that the node's free CPU cannot feed counts, though one pod still fits") {
+  // The mix asks 4 CPU milli per milli-GPU (pods that ask no GPU do not count in that ratio).
+  const FragModel m({PodShape{4000, 1, 1000, 1}, PodShape{32000, 0, 0, 1}});
+  // One pod of the GPU type fits (no fragment for it) but 4000 CPU feeds only one of the two
+  // free GPUs: 1000 starved, besides the CPU-only type's 2000 (all free GPU, weight 0.5).
+  CHECK(m.fragmentation(4000, {1000, 1000}) == doctest::Approx(1000 + 0.5 * 2000));
+  CHECK(m.fragmentation(8000, {1000, 1000}) == doctest::Approx(0.5 * 2000));  // CPU enough
+  // A mix whose GPU pods ask no CPU has no such term.
+  const FragModel no_cpu({PodShape{0, 1, 1000, 1}});
+  CHECK(no_cpu.fragmentation(0, {1000, 1000}) == doctest::Approx(0));
+}
+
+TEST_CASE("frag-aware: a CPU-only pod goes where the CPU left still feeds the free GPUs") {
+  // Both nodes fit one pod of the mix afterwards, so FGD's measure alone ties them (and the tie
+  // goes to node 0); on node 0 the 6000 CPU left would feed 1500 of its 2000 free milli-GPU.
+  Cluster c;
+  REQUIRE(c.upsert(node("tight", "h100", res(gpus(2), 10000)), 0, kNoQueue).ok());
+  REQUIRE(c.upsert(node("roomy", "h100", res(gpus(2), 16000)), 0, kNoQueue).ok());
+  Topology topology;
+  const FragModel mix({PodShape{4000, 1, 1000, 1}});
+  std::vector<PodSet> cpu_only{PodSet{"main", 1, res(0, 4000)}};
+  PlacementRequest frag{0, 0, false, &cpu_only, PlacementPolicy::kFragAware, &mix};
+  auto placed = place(c, topology, frag);
+  REQUIRE(placed);
+  CHECK(placed->front().node == 1);
 }
 
 TEST_CASE("the typical mix keeps the most frequent shapes until they cover 95% of the pods") {
