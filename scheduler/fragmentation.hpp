@@ -68,6 +68,15 @@ class FragModel {
   static FragModel typical(const std::vector<PodShape>& pods, std::vector<NodeConstraints> where = {},
                            double coverage = 0.95);
 
+  // The same mix measured as the FGD paper does, without the CPU term (for reports that compare
+  // with the paper's fragmentation numbers).
+  FragModel as_published() const {
+    FragModel m = *this;
+    m.cpu_per_milli_ = 0;
+    m.memo_.clear();
+    return m;
+  }
+
   bool empty() const { return shapes_.empty(); }
   const std::vector<PodShape>& shapes() const { return shapes_; }
   // The constraint sets of the shapes; [0] is none. A node's `allowed` mask says which it meets.

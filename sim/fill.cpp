@@ -89,12 +89,13 @@ FillRun run_fill(const std::vector<OpenbNode>& nodes, const std::vector<OpenbPod
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   double frag = 0;
+  const FragModel published = model.as_published();  // frag_ratio: FGD's own measure
   for (NodeIdx i = 0; i < cluster.size(); ++i) {
     const Node& n = cluster.node(i);
     run.allocated_milli += n.used[kGpu];
     const std::uint64_t allowed = model.allowed(
         i, cluster.nodes_version(), [&](const NodeConstraints& where) { return cluster.allows(i, where); });
-    frag += model.fragmentation(n.capacity[kCpu] - n.used[kCpu], n.gpu_free, allowed);
+    frag += published.fragmentation(n.capacity[kCpu] - n.used[kCpu], n.gpu_free, allowed);
   }
   run.alloc_ratio = static_cast<double>(run.allocated_milli) / static_cast<double>(run.capacity_milli);
   run.frag_ratio = frag / static_cast<double>(run.capacity_milli);

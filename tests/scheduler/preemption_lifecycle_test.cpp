@@ -174,3 +174,50 @@ TEST_CASE("with stops confirmed, a victim cancelled while stopping ends Cancelle
   CHECK(e.job(JobId("low"))->state == JobState::kCancelled);  // not requeued
   CHECK(admitted_ids(e.schedule(14)) == std::vector<std::string>{"high"});
 }
+
+TEST_CASE("a failure is kept across cycles while nothing changes, and tried again when something does") {
+  for (bool memo : {true, false}) {
+    CAPTURE(memo);
+    EngineConfig config;
+    config.admission_memo = memo;
+    Engine e(config);
+    QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
+    q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+    q.preemption.min_runtime = 100;
+    REQUIRE(e.apply_queue(q).ok());
+    REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+    JobSpec keep = job("keep", "q", res(gpus(4)), 1, 0);
+    keep.preemptible = false;
+    REQUIRE(e.submit(keep, 0).ok());
+    REQUIRE(e.submit(job("young", "q", res(gpus(4)), 1, 0), 0).ok());
+    REQUIRE(admitted_ids(e.schedule(0)).size() == 2);
+    REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
+    CHECK(e.schedule(10).empty());  // young is protected until 100; keep is not preemptible
+    const std::string reason = e.pending_reason(*e.job(JobId("high")));
+    // Nothing changed: the same decision from the kept failure, not another search.
+    CHECK(e.schedule(20).empty());
+    CHECK(e.last_cycle().decisions == 1);
+    CHECK(e.last_cycle().kept == (memo ? 1u : 0u));
+    CHECK(e.pending_reason(*e.job(JobId("high"))) == reason);
+    // A job arriving changes nothing high's attempt read: still kept.
+    REQUIRE(e.submit(job("late", "q", res(gpus(8)), 1, 0), 30).ok());
+    CHECK(e.schedule(30).empty());
+    CHECK(e.last_cycle().kept == (memo ? 1u : 0u));
+    // Time: young becomes a candidate at 100, and the kept failure holds only until then.
+    CHECK(preempted_ids(e.schedule(100)) == std::vector<std::string>{"young by high InQueue"});
+  }
+}
+
+TEST_CASE("a kept failure is tried again once room is freed") {
+  Engine e;
+  REQUIRE(e.apply_queue(queue("q", "", "h100", {{kGpu, gpus(8)}})).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(e.submit(job("first", "q", res(gpus(6)), 1, 0), 0).ok());
+  REQUIRE(admitted_ids(e.schedule(0)).size() == 1);
+  REQUIRE(e.submit(job("second", "q", res(gpus(4)), 1, 0), 1).ok());
+  CHECK(e.schedule(1).empty());
+  CHECK(e.schedule(2).empty());
+  CHECK(e.last_cycle().kept == 1);
+  REQUIRE(e.observe(JobFinished{JobId("first"), 0, {}}, 3).ok());
+  CHECK(admitted_ids(e.schedule(3)) == std::vector<std::string>{"second"});
+}
