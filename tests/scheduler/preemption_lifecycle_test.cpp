@@ -24,6 +24,22 @@ Engine full_node() {
   return e;
 }
 
+// One 8-GPU node; a queue that preempts lower priorities, but not jobs younger than 100 s;
+// `keep` (4 GPUs, not preemptible) runs from time 0.
+Engine min_runtime_node(EngineConfig config = {}) {
+  Engine e(config);
+  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
+  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+  q.preemption.min_runtime = 100;
+  REQUIRE(e.apply_queue(q).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  JobSpec keep = job("keep", "q", res(gpus(4)), 1, 0);
+  keep.preemptible = false;
+  REQUIRE(e.submit(keep, 0).ok());
+  REQUIRE(e.schedule(0).size() == 1);
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("a victim is stopped with its grace period; the preemptor waits, then runs where it was booked") {
@@ -136,16 +152,7 @@ TEST_CASE("a job admitted in a cycle is not a victim in that same cycle") {
 }
 
 TEST_CASE("minRuntime protects a young job; preemptible false protects any job") {
-  Engine e;
-  QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
-  q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-  q.preemption.min_runtime = 100;
-  REQUIRE(e.apply_queue(q).ok());
-  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
-  JobSpec keep = job("keep", "q", res(gpus(4)), 1, 0);
-  keep.preemptible = false;
-  REQUIRE(e.submit(keep, 0).ok());
-  REQUIRE(e.schedule(0).size() == 1);
+  Engine e = min_runtime_node();
   REQUIRE(e.submit(job("young", "q", res(gpus(4)), 1, 0), 50).ok());
   REQUIRE(e.schedule(50).size() == 1);
   REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 60).ok());
@@ -180,17 +187,9 @@ TEST_CASE("a failure is kept across cycles while nothing changes, and tried agai
     CAPTURE(memo);
     EngineConfig config;
     config.admission_memo = memo;
-    Engine e(config);
-    QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
-    q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-    q.preemption.min_runtime = 100;
-    REQUIRE(e.apply_queue(q).ok());
-    REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
-    JobSpec keep = job("keep", "q", res(gpus(4)), 1, 0);
-    keep.preemptible = false;
-    REQUIRE(e.submit(keep, 0).ok());
+    Engine e = min_runtime_node(config);
     REQUIRE(e.submit(job("young", "q", res(gpus(4)), 1, 0), 0).ok());
-    REQUIRE(admitted_ids(e.schedule(0)).size() == 2);
+    REQUIRE(admitted_ids(e.schedule(0)).size() == 1);
     REQUIRE(e.submit(job("high", "q", res(gpus(4)), 1, 10), 10).ok());
     CHECK(e.schedule(10).empty());  // young is protected until 100; keep is not preemptible
     const std::string reason = e.pending_reason(*e.job(JobId("high")));
