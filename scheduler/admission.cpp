@@ -367,10 +367,11 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
 // admissions, a fragmentation model rebuilt), and the time, where the search passed over a
 // candidate too young to preempt (minRuntime) or one whose stop was refused a moment ago. A
 // search that passed over a job admitted in this cycle is not kept: that job is a candidate
-// from the next cycle on. Under overload most cycles change nothing a waiting head could use
-// (a job arrives; one finishes where no head fits), and each head would otherwise repeat its
-// victim search, the cycle's main cost. The job is still visited and decided as before, so
-// the walk, its order and its events are the same (replay_test compares with and without).
+// from the next cycle on. Where cycles repeat on an unchanged cluster (a burst of submissions
+// into a full one, a periodic cycle), each head would otherwise repeat its placement and victim
+// search; a cycle with a job finished or admitted moves the stamp, so a replay where nearly
+// every cycle has one gains little (BENCHMARKS.md). The job is still visited and decided as
+// before, so the walk, its order and its events are the same (replay_test compares).
 const Engine::KeptFailure* Engine::kept_failure(std::uint32_t j, Time now) const {
   if (!config_.admission_memo) return nullptr;
   auto it = kept_failures_.find(j);
