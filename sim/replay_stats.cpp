@@ -15,8 +15,8 @@ Timeline::Timeline(std::size_t series, std::size_t sampled, std::size_t points, 
       next_sample_(start),
       level_(series, 0.0),
       integral_(series, std::vector<double>(2 * points_, 0.0)),
-      sum_(sampled, std::vector<double>(2 * points_, 0.0)),
-      count_(sampled, std::vector<std::uint32_t>(2 * points_, 0)) {}
+      sampled_level_(sampled, 0.0),
+      sampled_integral_(sampled, std::vector<double>(2 * points_, 0.0)) {}
 
 void Timeline::grow() {
   auto halve = [](auto& v) {
@@ -25,8 +25,7 @@ void Timeline::grow() {
     std::fill(v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), 0);
   };
   for (auto& s : integral_) halve(s);
-  for (auto& s : sum_) halve(s);
-  for (auto& c : count_) halve(c);
+  for (auto& s : sampled_integral_) halve(s);
   width_ *= 2;
 }
 
@@ -40,16 +39,13 @@ void Timeline::advance(Time now) {
     const Time end = std::min(now, start_ + (static_cast<Time>(b) + 1) * width_);
     const auto dt = static_cast<double>(end - t);
     for (std::size_t s = 0; s < level_.size(); ++s) integral_[s][b] += level_[s] * dt;
+    for (std::size_t s = 0; s < sampled_level_.size(); ++s) sampled_integral_[s][b] += sampled_level_[s] * dt;
     t = end;
   }
   now_ = now;
 }
 
-void Timeline::sample(std::size_t sampled, double value) {
-  const auto b = std::min(static_cast<std::size_t>((now_ - start_) / width_), 2 * points_ - 1);
-  sum_[sampled][b] += value;
-  ++count_[sampled][b];
-}
+void Timeline::sample(std::size_t sampled, double value) { sampled_level_[sampled] = value; }
 
 void Timeline::sampled_now() { next_sample_ = now_ + std::max<Time>(1, width_ / 2); }
 
@@ -60,13 +56,10 @@ double Timeline::total(std::size_t series) const {
 }
 
 double Timeline::sample_mean(std::size_t sampled) const {
+  if (now_ == start_) return sampled_level_[sampled];  // no time has passed: the value as sampled
   double sum = 0;
-  std::uint64_t n = 0;
-  for (std::size_t b = 0; b < sum_[sampled].size(); ++b) {
-    sum += sum_[sampled][b];
-    n += count_[sampled][b];
-  }
-  return n ? sum / static_cast<double>(n) : 0.0;
+  for (double x : sampled_integral_[sampled]) sum += x;
+  return sum / static_cast<double>(now_ - start_);
 }
 
 Timeline::Output Timeline::finish() const {
@@ -79,7 +72,7 @@ Timeline::Output Timeline::finish() const {
   const std::size_t n = (used + step - 1) / step;
   const Time width = width_ * static_cast<Time>(step);
   out.series.assign(integral_.size(), std::vector<double>(n, 0.0));
-  out.sampled.assign(sum_.size(), std::vector<double>(n, 0.0));
+  out.sampled.assign(sampled_integral_.size(), std::vector<double>(n, 0.0));
   for (std::size_t i = 0; i < n; ++i) {
     const Time from = start_ + static_cast<Time>(i) * width;
     const Time to = std::min(now_, from + width);
@@ -90,14 +83,10 @@ Timeline::Output Timeline::finish() const {
       for (std::size_t k = i * step; k < std::min((i + 1) * step, 2 * points_); ++k) v += integral_[s][k];
       out.series[s][i] = v / covered;
     }
-    for (std::size_t s = 0; s < sum_.size(); ++s) {
+    for (std::size_t s = 0; s < sampled_integral_.size(); ++s) {
       double v = 0;
-      std::uint32_t c = 0;
-      for (std::size_t k = i * step; k < std::min((i + 1) * step, 2 * points_); ++k) {
-        v += sum_[s][k];
-        c += count_[s][k];
-      }
-      out.sampled[s][i] = c > 0 ? v / c : (i > 0 ? out.sampled[s][i - 1] : 0.0);
+      for (std::size_t k = i * step; k < std::min((i + 1) * step, 2 * points_); ++k) v += sampled_integral_[s][k];
+      out.sampled[s][i] = to > from ? v / covered : sampled_level_[s];
     }
   }
   return out;

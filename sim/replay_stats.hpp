@@ -22,19 +22,21 @@ class Timeline {
   // Moves the clock to `now` (>= the last time), integrating the current levels.
   void advance(Time now);
   void add(std::size_t series, double delta) { level_[series] += delta; }
-  // A point sample of a sampled series at the current time.
+  // A sampled series' value from the current time on (until the next sample): sampled series
+  // are weighted by time as the others are, so a busy hour with many events counts no more
+  // than a quiet hour with none.
   void sample(std::size_t sampled, double value);
-  // When the next point sample is due (every half bucket).
+  // When the next sample is due (every half bucket).
   Time next_sample_at() const { return next_sample_; }
   void sampled_now();
-  // Over the whole run: a series' integral (level x seconds), a sampled series' mean.
+  // Over the whole run: a series' integral (level x seconds), a sampled series' time-weighted mean.
   double total(std::size_t series) const;
   double sample_mean(std::size_t sampled) const;
 
   struct Output {
     std::vector<double> t;                    // bucket starts
     std::vector<std::vector<double>> series;  // averages per bucket
-    std::vector<std::vector<double>> sampled; // sample means per bucket (last value when none)
+    std::vector<std::vector<double>> sampled; // time-weighted means per bucket
   };
   Output finish() const;
 
@@ -45,8 +47,8 @@ class Timeline {
   Time next_sample_;
   std::vector<double> level_;
   std::vector<std::vector<double>> integral_;  // [series][bucket]
-  std::vector<std::vector<double>> sum_;       // [sampled][bucket]
-  std::vector<std::vector<std::uint32_t>> count_;
+  std::vector<double> sampled_level_;                  // the last sample of each sampled series
+  std::vector<std::vector<double>> sampled_integral_;  // [sampled][bucket]
 };
 
 // What the replay loop measured, beyond the per-job outcomes.
