@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 
 #include <boost/dynamic_bitset.hpp>
 
@@ -19,22 +18,13 @@ class NodeSet {
 
   class iterator {
    public:
-    using iterator_category = std::forward_iterator_tag;
     using value_type = std::uint32_t;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const value_type*;
-    using reference = value_type;
     iterator() = default;
     iterator(const Bits* bits, Bits::size_type at) : bits_(bits), at_(at) {}
     value_type operator*() const { return static_cast<value_type>(at_); }
     iterator& operator++() {
       at_ = bits_->find_next(at_);
       return *this;
-    }
-    iterator operator++(int) {
-      iterator before = *this;
-      ++*this;
-      return before;
     }
     bool operator==(const iterator& o) const { return at_ == o.at_; }
 
@@ -56,9 +46,7 @@ class NodeSet {
       --count_;
     }
   }
-  bool contains(std::uint32_t n) const { return n < bits_.size() && bits_.test(n); }
-  bool empty() const { return count_ == 0; }
-  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }  // counted: bits_.none() would scan every word
   iterator begin() const { return {&bits_, count_ == 0 ? Bits::npos : bits_.find_first()}; }
   iterator end() const { return {&bits_, Bits::npos}; }
 

@@ -13,10 +13,9 @@ Timeline::Timeline(std::size_t series, std::size_t sampled, std::size_t points, 
       start_(start),
       now_(start),
       next_sample_(start),
-      level_(series, 0.0),
-      integral_(series, std::vector<double>(2 * points_, 0.0)),
-      sampled_level_(sampled, 0.0),
-      sampled_integral_(sampled, std::vector<double>(2 * points_, 0.0)) {}
+      plain_(series),
+      level_(series + sampled, 0.0),
+      integral_(series + sampled, std::vector<double>(2 * points_, 0.0)) {}
 
 void Timeline::grow() {
   auto halve = [](auto& v) {
@@ -25,7 +24,6 @@ void Timeline::grow() {
     std::fill(v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), 0);
   };
   for (auto& s : integral_) halve(s);
-  for (auto& s : sampled_integral_) halve(s);
   width_ *= 2;
 }
 
@@ -39,13 +37,12 @@ void Timeline::advance(Time now) {
     const Time end = std::min(now, start_ + (static_cast<Time>(b) + 1) * width_);
     const auto dt = static_cast<double>(end - t);
     for (std::size_t s = 0; s < level_.size(); ++s) integral_[s][b] += level_[s] * dt;
-    for (std::size_t s = 0; s < sampled_level_.size(); ++s) sampled_integral_[s][b] += sampled_level_[s] * dt;
     t = end;
   }
   now_ = now;
 }
 
-void Timeline::sample(std::size_t sampled, double value) { sampled_level_[sampled] = value; }
+void Timeline::sample(std::size_t sampled, double value) { level_[plain_ + sampled] = value; }
 
 void Timeline::sampled_now() { next_sample_ = now_ + std::max<Time>(1, width_ / 2); }
 
@@ -56,10 +53,9 @@ double Timeline::total(std::size_t series) const {
 }
 
 double Timeline::sample_mean(std::size_t sampled) const {
-  if (now_ == start_) return sampled_level_[sampled];  // no time has passed: the value as sampled
-  double sum = 0;
-  for (double x : sampled_integral_[sampled]) sum += x;
-  return sum / static_cast<double>(now_ - start_);
+  const std::size_t s = plain_ + sampled;
+  if (now_ == start_) return level_[s];  // no time has passed: the value as sampled
+  return total(s) / static_cast<double>(now_ - start_);
 }
 
 Timeline::Output Timeline::finish() const {
@@ -71,8 +67,8 @@ Timeline::Output Timeline::finish() const {
   const std::size_t step = used > points_ ? 2 : 1;
   const std::size_t n = (used + step - 1) / step;
   const Time width = width_ * static_cast<Time>(step);
-  out.series.assign(integral_.size(), std::vector<double>(n, 0.0));
-  out.sampled.assign(sampled_integral_.size(), std::vector<double>(n, 0.0));
+  out.series.assign(plain_, std::vector<double>(n, 0.0));
+  out.sampled.assign(integral_.size() - plain_, std::vector<double>(n, 0.0));
   for (std::size_t i = 0; i < n; ++i) {
     const Time from = start_ + static_cast<Time>(i) * width;
     const Time to = std::min(now_, from + width);
@@ -81,12 +77,10 @@ Timeline::Output Timeline::finish() const {
     for (std::size_t s = 0; s < integral_.size(); ++s) {
       double v = 0;
       for (std::size_t k = i * step; k < std::min((i + 1) * step, 2 * points_); ++k) v += integral_[s][k];
-      out.series[s][i] = v / covered;
-    }
-    for (std::size_t s = 0; s < sampled_integral_.size(); ++s) {
-      double v = 0;
-      for (std::size_t k = i * step; k < std::min((i + 1) * step, 2 * points_); ++k) v += sampled_integral_[s][k];
-      out.sampled[s][i] = to > from ? v / covered : sampled_level_[s];
+      if (s < plain_)
+        out.series[s][i] = v / covered;
+      else
+        out.sampled[s - plain_][i] = to > from ? v / covered : level_[s];
     }
   }
   return out;

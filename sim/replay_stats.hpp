@@ -45,10 +45,11 @@ class Timeline {
   std::size_t points_;
   Time start_, width_ = 1, now_;
   Time next_sample_;
+  // Series [0, plain_) are moved by add(); the sampled ones after them are set by sample(). Both
+  // kinds are integrated alike.
+  std::size_t plain_;
   std::vector<double> level_;
   std::vector<std::vector<double>> integral_;  // [series][bucket]
-  std::vector<double> sampled_level_;                  // the last sample of each sampled series
-  std::vector<std::vector<double>> sampled_integral_;  // [sampled][bucket]
 };
 
 // What the replay loop measured, beyond the per-job outcomes.
