@@ -19,7 +19,7 @@ RUN apt-get update \
       libboost1.81-dev libboost-json1.81-dev libboost-graph1.81-dev \
       libyaml-dev libcli11-dev \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-      libsqlite3-dev libspdlog-dev libssl-dev \
+      libsqlite3-dev libspdlog-dev libssl-dev prometheus-cpp-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -58,6 +58,7 @@ FROM debian:12-slim
 #   libyaml-0-2         libyaml-0.so.2
 #   libsqlite3-0        libsqlite3.so.0
 #   libspdlog1.10       libspdlog.so.1.10
+#   libprometheus-cpp-core1.0 libprometheus-cpp-core.so.1.0 (gpuqd)
 #   libfmt9             libfmt.so.9
 #   zlib1g              libz.so.1
 #   (libc6, libstdc++6, libgcc-s1: already in debian:12-slim)
@@ -68,6 +69,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libre2-9 libc-ares2 \
       libssl3 libboost-json1.81.0 libyaml-0-2 libsqlite3-0 libspdlog1.10 libfmt9 zlib1g \
+      libprometheus-cpp-core1.0 \
       ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 

@@ -97,8 +97,8 @@ std::string loop_metrics(int http_port) {
   };
   char out[160];
   std::snprintf(out, sizeof out, "turns %.0f, commits %.0f (%.2f s), cycles %.2f s", value("gpuq_turns_total"),
-                value("gpuq_store_commits_total"), value("gpuq_store_commit_seconds_total"),
-                value("gpuq_cycle_seconds_total"));
+                value("gpuq_store_commits_total"), value("gpuq_store_commit_duration_seconds_sum"),
+                value("gpuq_cycle_duration_seconds_sum"));
   return out;
 }
 

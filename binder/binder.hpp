@@ -9,7 +9,9 @@
 // local executor (binder/local) and, later, the Kubernetes binder implement the same interface.
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 #include <variant>
@@ -20,6 +22,20 @@
 namespace gpuq::binder {
 
 using Report = std::function<void(const BinderFact&)>;
+
+// Counts a binder's own failures by kind (bind_failed, evict_failed, pod_lost, ...) for
+// /metrics (gpuq_binder_errors_total{kind}). Set once before start(); then called from any
+// thread (the function it calls must be thread-safe).
+class ErrorCounter {
+ public:
+  void set(std::function<void(std::string_view)> count) { count_ = std::move(count); }
+  void operator()(std::string_view kind) const {
+    if (count_) count_(kind);
+  }
+
+ private:
+  std::function<void(std::string_view)> count_;
+};
 
 // A binder that is also where jobs and nodes come from (the kubernetes binder: pods and nodes
 // are the API's) reports these besides its BinderFacts; the Core applies each in a turn.
@@ -48,6 +64,8 @@ using SourceReport = std::function<void(SourceFact)>;
 class Binder {
  public:
   virtual ~Binder() = default;
+  // Where it counts its own failures (the Core sets it before start()).
+  ErrorCounter& errors() { return *errors_; }
   // Starts an admitted job's pods where the engine placed them (nodes, GPU indices), running
   // what its record says (command, environment, working directory, max runtime, grace period).
   virtual void bind(const Admission& admission, const storage::JobRecord& job) = 0;
@@ -126,6 +144,10 @@ class Binder {
   // waits (engine thread), for it to show its owner.
   virtual Time status_interval() const { return 0; }
   virtual void waiting(std::vector<std::pair<JobId, std::string>> reasons) { (void)reasons; }
+
+ protected:
+  // Shared with the binder's inner state, which its threads reach after the binder is gone.
+  std::shared_ptr<ErrorCounter> errors_ = std::make_shared<ErrorCounter>();
 };
 
 // No processes: an admitted job is running at once and a stopped job has stopped at once. The

@@ -18,6 +18,7 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
   } else {
     binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) { observe(fact, bind_now_); });
   }
+  binder_->errors().set([this](std::string_view kind) { metrics_.binder_error(kind); });
   config_.engine.stops_confirmed = binder_->confirms_stops();
   placing_ = !binder_->is_source();
 }
@@ -31,7 +32,11 @@ void Core::start_binder(std::function<void(const BinderFact&)> post,
 }
 
 void Core::observe(const BinderFact& fact, Time now) {
+  if (std::holds_alternative<NodeLost>(fact)) metrics_.binder_error("node_lost");
+  if (std::holds_alternative<JobLost>(fact)) metrics_.binder_error("job_lost");
+  if (std::holds_alternative<StopRefused>(fact)) metrics_.binder_error("stop_refused");
   if (auto r = engine_->observe(fact, now); !r) {
+    metrics_.binder_error("fact_refused");
     spdlog::warn("event=binder_fact_refused error=\"{}\"", r.error());
     if (const auto* refused = std::get_if<StopRefused>(&fact)) binder_->must_stop(refused->job);
     return;
@@ -356,19 +361,14 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     }
     batch_.events.push_back(std::move(e));
     changed.insert(ev.job.value);
-    if (ev.to == JobState::kAdmitted) {
-      ++metrics_.admissions;
-      if (job) {
-        const double wait = static_cast<double>(ev.at - job->spec.submitted_at);
-        ++metrics_.wait_count;
-        metrics_.wait_sum += wait;
-        for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
-          if (wait <= CoreMetrics::kWaitBuckets[b]) ++metrics_.wait_buckets[b];
-      }
-    } else if (ev.to == JobState::kPreempting) {
-      ++metrics_.preemptions;
-    } else if (is_finished(ev.to)) {
-      ++metrics_.finished;
+    if (job && ev.to == JobState::kAdmitted) {
+      metrics_.admitted(job->spec.queue.value, static_cast<double>(ev.at - job->spec.submitted_at));
+    } else if (job && ev.to == JobState::kPreempting) {
+      const Job* by = engine_->job(job->preempted_by);
+      metrics_.preempted(job->spec.queue.value, by ? by->spec.queue.value : std::string(),
+                         to_string(job->preempt_reason));
+    } else if (job && is_finished(ev.to)) {
+      metrics_.finished(job->spec.queue.value, to_string(ev.to));
     }
     spdlog::info("event=job_state job={} from={} to={} reason=\"{}\"", ev.job.value,
                  ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
@@ -421,9 +421,7 @@ storage::Batch Core::close_turn(Time now) {
     if (decisions.empty()) break;
     bind(decisions, now);
   }
-  metrics_.last_cycle_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  metrics_.cycle_seconds_total += metrics_.last_cycle_seconds;
-  ++metrics_.cycles;
+  metrics_.cycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   record_changes(engine_->take_events(), now);
   add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
   if (config_.job_retention > 0 && now >= next_job_prune_) {
@@ -494,6 +492,7 @@ Core::TurnResult Core::write(const storage::Batch& batch) {
     out.ok = false;
     out.error = r.error();
   }
+  metrics_.commit(out.commit_seconds, out.ok);
   return out;
 }
 
@@ -554,6 +553,29 @@ const storage::JobRecord& Core::listed(const storage::JobRecord& stored) const {
   return stored;
 }
 
+Quantity Core::lent(QueueIdx q, FlavorId f, ResourceId r) const {
+  const QuotaBook& book = engine_->quotas();
+  const QuotaBook::Cohort* cohort = book.cohort_of(q);
+  if (cohort == nullptr) return 0;
+  // What member m could lend now: its unused nominal, within its lendingLimit.
+  auto idle = [&](QueueIdx m) -> Quantity {
+    const auto& quota = book.queue(m);
+    if (f >= quota.rows.size() || !quota.rows[f].present || f >= quota.usage.size()) return 0;
+    const auto& row = quota.rows[f];
+    return std::min(row.lendable[r], std::max<Quantity>(0, row.nominal[r] - quota.usage[f][r]));
+  };
+  Quantity borrowed = 0, lendable = 0;
+  for (QueueIdx m : cohort->members) {
+    const auto& quota = book.queue(m);
+    const Quantity nominal = f < quota.rows.size() && quota.rows[f].present ? quota.rows[f].nominal[r] : 0;
+    if (f < quota.usage.size()) borrowed += std::max<Quantity>(0, quota.usage[f][r] - nominal);
+    lendable += idle(m);
+  }
+  if (lendable == 0 || borrowed == 0) return 0;
+  return static_cast<Quantity>(static_cast<long double>(idle(q)) * static_cast<long double>(std::min(borrowed, lendable)) /
+                               static_cast<long double>(lendable));
+}
+
 QueueStatus Core::queue_status(QueueIdx q) const {
   QueueStatus s;
   s.spec = engine_->queue_spec(q);
@@ -570,6 +592,7 @@ QueueStatus Core::queue_status(QueueIdx q) const {
       u.used = used[r];
       u.nominal = listed ? row.nominal[r] : 0;
       u.borrowed = std::max<Quantity>(0, u.used - u.nominal);
+      u.lent = lent(q, static_cast<FlavorId>(f), r);
       s.usage.push_back(std::move(u));
     }
   }

@@ -5,7 +5,6 @@
 // lets the binder act on the decisions, writes everything the turn changed in one transaction,
 // and only then are the turn's requests answered. A failed write answers them UNAVAILABLE and
 // rebuilds the engine from the file, so the state is exactly what is on disk.
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "binder/binder.hpp"
+#include "daemon/metrics.hpp"
 #include "daemon/submit_limits.hpp"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
@@ -44,20 +44,6 @@ struct CoreConfig {
   std::function<std::unique_ptr<binder::Binder>(binder::Report)> make_binder;
 };
 
-// Counters for /metrics (engine thread; read through Loop::run_sync).
-struct CoreMetrics {
-  static constexpr std::array<double, 9> kWaitBuckets = {1, 5, 15, 60, 300, 900, 3600, 14400, 86400};
-  std::uint64_t admissions = 0;   // transitions to Admitted
-  std::uint64_t preemptions = 0;  // transitions to Preempting
-  std::uint64_t finished = 0;     // Succeeded, Failed or Cancelled
-  std::array<std::uint64_t, kWaitBuckets.size()> wait_buckets{};  // admission wait, cumulative
-  std::uint64_t wait_count = 0;
-  double wait_sum = 0;
-  std::uint64_t cycles = 0;  // end-of-turn scheduling rounds
-  double cycle_seconds_total = 0;
-  double last_cycle_seconds = 0;
-};
-
 // A queue as the API shows it: its spec, and its live usage, share and job counts.
 struct QueueStatus {
   struct Usage {
@@ -66,6 +52,9 @@ struct QueueStatus {
     Quantity used = 0;
     Quantity nominal = 0;
     Quantity borrowed = 0;  // max(0, used - nominal)
+    // Its unused lendable quota that other members of its cohort use now: the cohort's
+    // borrowing split over the members by what each could lend (unused, within lendingLimit).
+    Quantity lent = 0;
   };
   QueueSpec spec;
   std::vector<Usage> usage;  // per (flavor, resource) with a quota or in use
@@ -164,12 +153,14 @@ class Core {
   const storage::JobRecord& listed(const storage::JobRecord& stored) const;
   std::string reason(const storage::JobRecord& r) const;
   QueueStatus queue_status(QueueIdx q) const;
+  Quantity lent(QueueIdx q, FlavorId f, ResourceId r) const;  // QueueStatus::Usage::lent
   std::vector<QueueStatus> queues() const;
   Result<QueueStatus> queue(const std::string& name) const;
   std::vector<NodeStatus> nodes() const;
   Result<NodeStatus> node(const std::string& name) const;
   std::uint64_t last_event_seq() const { return last_event_seq_; }
-  const CoreMetrics& metrics() const { return metrics_; }
+  // Recorded into on the engine thread (and the writer's: write()); rendered from any.
+  Metrics& metrics() { return metrics_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
 
   // The fair-share usage history (daemon/history.cpp; empty or no-ops when usageHalfLife is 0).
@@ -246,7 +237,7 @@ class Core {
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
-  CoreMetrics metrics_;
+  Metrics metrics_;
   std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()
   Time last_checkpoint_ = 0;  // of the usage history
   Time next_audit_prune_ = 0;

@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
 
   if (socket) socket->serve(server.get());
 
-  daemon::HttpServer http([&] { return daemon::render_metrics(loop); }, [&] {
+  daemon::HttpServer http([&] { return core.value()->metrics().render(loop); }, [&] {
     return true;  // serving gRPC means the state is loaded
   });
   try {

@@ -1,80 +1,172 @@
 #include "daemon/metrics.hpp"
 
-#include <sstream>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <vector>
+
+#include "daemon/loop.hpp"
+#include "spec/quantity.hpp"
 
 namespace gpuq::daemon {
+
+namespace pm = prometheus;
+
 namespace {
 
-void help(std::ostringstream& out, const char* name, const char* type, const char* text) {
-  out << "# HELP " << name << " " << text << "\n# TYPE " << name << " " << type << "\n";
+// Bucket bounds, seconds. Waits run from a second to a day (Kueue's admission_wait_time has
+// the same span); a cycle is sub-millisecond when little is pending; a commit is an fsync.
+const pm::Histogram::BucketBoundaries kWaitBuckets = {1, 5, 15, 60, 300, 900, 3600, 14400, 86400};
+const pm::Histogram::BucketBoundaries kCycleBuckets = {0.0001, 0.0005, 0.001, 0.005, 0.01,
+                                                       0.05,   0.1,    0.5,   1,     5};
+const pm::Histogram::BucketBoundaries kCommitBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                        0.05,   0.1,   0.25,   0.5,   1,    2.5};
+
+// Base units to the resource's own: GPUs and cores (not thousandths), bytes.
+double natural(Quantity q, ResourceId r) {
+  return scale_of(r) == UnitScale::kMilli ? static_cast<double>(q) / 1000.0
+                                          : static_cast<double>(q);
 }
 
-// One sample without labels, with its HELP and TYPE lines.
-template <class V>
-void scalar(std::ostringstream& out, const char* name, const char* type, const char* text, V value) {
-  help(out, name, type, text);
-  out << name << " " << value << "\n";
+pm::Family<pm::Counter>& counters(pm::Registry& r, const char* name, const char* help) {
+  return pm::BuildCounter().Name(name).Help(help).Register(r);
+}
+
+pm::Family<pm::Histogram>& histograms(pm::Registry& r, const char* name, const char* help) {
+  return pm::BuildHistogram().Name(name).Help(help).Register(r);
 }
 
 }  // namespace
 
-std::string render_metrics(Loop& loop) {
+struct Metrics::Impl {
+  pm::Registry registry;
+  pm::Family<pm::Counter>& admitted =
+      counters(registry, "gpuq_admitted_jobs_total", "Jobs admitted, per queue.");
+  pm::Family<pm::Counter>& preempted = counters(
+      registry, "gpuq_preempted_jobs_total",
+      "Jobs preempted, per queue (the victim's), preempting queue and reason (InQueue, Reclaim, "
+      "ReclaimWhileBorrowing, FairShare).");
+  pm::Family<pm::Counter>& finished =
+      counters(registry, "gpuq_finished_jobs_total",
+               "Jobs that ended, per queue and state (Succeeded, Failed, Cancelled).");
+  pm::Family<pm::Histogram>& wait = histograms(registry, "gpuq_admission_wait_time_seconds",
+                                               "Time from submission to admission, per queue.");
+  pm::Histogram& cycle = histograms(registry, "gpuq_cycle_duration_seconds",
+                                    "One scheduling cycle (the end of a turn of the engine loop).")
+                             .Add({}, kCycleBuckets);
+  pm::Histogram& commit = histograms(registry, "gpuq_store_commit_duration_seconds",
+                                     "One store transaction (write and fsync).")
+                              .Add({}, kCommitBuckets);
+  pm::Family<pm::Counter>& binder_errors =
+      counters(registry, "gpuq_binder_errors_total", "Failures of the binder's own, by kind.");
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  // The kinds every binder can have start at 0 (a family without series is not shown at all).
+  for (const char* kind : {"node_lost", "job_lost", "stop_refused", "fact_refused"})
+    impl_->binder_errors.Add({{"kind", kind}});
+}
+Metrics::~Metrics() = default;
+
+void Metrics::admitted(const std::string& queue, double wait_seconds) {
+  impl_->admitted.Add({{"queue", queue}}).Increment();
+  impl_->wait.Add({{"queue", queue}}, kWaitBuckets).Observe(wait_seconds);
+}
+
+void Metrics::preempted(const std::string& queue, const std::string& preempting_queue,
+                        std::string_view reason) {
+  impl_->preempted
+      .Add({{"queue", queue},
+            {"preempting_queue", preempting_queue},
+            {"reason", std::string(reason)}})
+      .Increment();
+}
+
+void Metrics::finished(const std::string& queue, std::string_view state) {
+  impl_->finished.Add({{"queue", queue}, {"state", std::string(state)}}).Increment();
+}
+
+void Metrics::cycle(double seconds) { impl_->cycle.Observe(seconds); }
+
+void Metrics::commit(double seconds, bool ok) {
+  if (ok) impl_->commit.Observe(seconds);
+}
+
+void Metrics::binder_error(std::string_view kind) {
+  impl_->binder_errors.Add({{"kind", std::string(kind)}}).Increment();
+}
+
+std::string Metrics::render(Loop& loop) {
   std::vector<QueueStatus> queues;
   ResourceNames names;
   std::uint64_t last_seq = 0;
-  CoreMetrics m;
   loop.run_sync([&](Core& c) {
     queues = c.queues();
     names = c.names();
     last_seq = c.last_event_seq();
-    m = c.metrics();
   });
   const TurnStats s = loop.stats();
-  std::ostringstream out;
-  auto per_queue = [&](const char* name, const char* text, auto value) {
-    help(out, name, "gauge", text);
-    for (const auto& q : queues) out << name << "{queue=\"" << q.spec.name.value << "\"} " << value(q) << "\n";
+
+  pm::Registry now;  // this scrape's reads
+  auto gauge = [&](const char* name, const char* help) -> pm::Family<pm::Gauge>& {
+    return pm::BuildGauge().Name(name).Help(help).Register(now);
   };
-  per_queue("gpuq_queue_pending_jobs", "Pending jobs per queue.", [](const auto& q) { return q.counts.pending; });
-  per_queue("gpuq_queue_admitted_jobs", "Admitted (not yet running) jobs per queue.",
-            [](const auto& q) { return q.counts.admitted; });
-  per_queue("gpuq_queue_running_jobs", "Running jobs per queue.", [](const auto& q) { return q.counts.running; });
-  per_queue("gpuq_queue_preempting_jobs", "Jobs being preempted per queue.",
-            [](const auto& q) { return q.counts.preempting; });
-  per_queue("gpuq_queue_weighted_share", "The queue's weighted share (fair-share order).",
-            [](const auto& q) { return q.share; });
-  for (const auto& [metric, text, field] :
-       {std::tuple{"gpuq_queue_usage", "Usage per flavor and resource, base units.", 0},
-        std::tuple{"gpuq_queue_nominal", "Nominal quota per flavor and resource, base units.", 1},
-        std::tuple{"gpuq_queue_borrowed", "Borrowed per flavor and resource, base units.", 2}}) {
-    help(out, metric, "gauge", text);
-    for (const auto& q : queues)
-      for (const auto& u : q.usage)
-        out << metric << "{queue=\"" << q.spec.name.value << "\",flavor=\"" << u.flavor << "\",resource=\""
-            << names.name(u.resource) << "\"} " << (field == 0 ? u.used : field == 1 ? u.nominal : u.borrowed)
-            << "\n";
+  auto& pending = gauge("gpuq_pending_jobs", "Pending jobs per queue.");
+  auto& active = gauge("gpuq_admitted_active_jobs",
+                       "Admitted jobs not yet finished (admitted or running), per queue.");
+  auto& running = gauge("gpuq_running_jobs", "Running jobs per queue.");
+  auto& preempting = gauge("gpuq_preempting_jobs", "Jobs being preempted (stopping), per queue.");
+  auto& share = gauge("gpuq_queue_weighted_share",
+                      "The queue's weighted share of what its cohort lends (fair-share order).");
+  auto& usage =
+      gauge("gpuq_queue_resource_usage", "Usage per flavor and resource (GPUs, cores, bytes).");
+  auto& nominal = gauge("gpuq_queue_nominal_quota", "Nominal quota per flavor and resource.");
+  auto& borrowed =
+      gauge("gpuq_queue_resource_borrowed", "Used above nominal quota, per flavor and resource.");
+  auto& lent =
+      gauge("gpuq_queue_resource_lent",
+            "The queue's unused lendable quota that other queues of its cohort use now, per flavor "
+            "and resource (the cohort's borrowing split over its lenders by what each can lend).");
+  for (const QueueStatus& q : queues) {
+    const pm::Labels l = {{"queue", q.spec.name.value}};
+    pending.Add(l).Set(static_cast<double>(q.counts.pending));
+    active.Add(l).Set(static_cast<double>(q.counts.admitted + q.counts.running));
+    running.Add(l).Set(static_cast<double>(q.counts.running));
+    preempting.Add(l).Set(static_cast<double>(q.counts.preempting));
+    share.Add(l).Set(q.share);
+    for (const QueueStatus::Usage& u : q.usage) {
+      const pm::Labels fl = {
+          {"queue", q.spec.name.value}, {"flavor", u.flavor}, {"resource", names.name(u.resource)}};
+      usage.Add(fl).Set(natural(u.used, u.resource));
+      nominal.Add(fl).Set(natural(u.nominal, u.resource));
+      borrowed.Add(fl).Set(natural(u.borrowed, u.resource));
+      lent.Add(fl).Set(natural(u.lent, u.resource));
+    }
   }
-  scalar(out, "gpuq_admissions_total", "counter", "Jobs admitted since gpuqd started.", m.admissions);
-  scalar(out, "gpuq_preemptions_total", "counter", "Jobs preempted since gpuqd started.", m.preemptions);
-  scalar(out, "gpuq_jobs_finished_total", "counter", "Jobs that succeeded, failed or were cancelled since gpuqd started.", m.finished);
-  help(out, "gpuq_admission_wait_seconds", "histogram", "Time from submission to admission.");
-  for (std::size_t b = 0; b < CoreMetrics::kWaitBuckets.size(); ++b)
-    out << "gpuq_admission_wait_seconds_bucket{le=\"" << CoreMetrics::kWaitBuckets[b] << "\"} " << m.wait_buckets[b] << "\n";
-  out << "gpuq_admission_wait_seconds_bucket{le=\"+Inf\"} " << m.wait_count << "\n";
-  out << "gpuq_admission_wait_seconds_sum " << m.wait_sum << "\n";
-  out << "gpuq_admission_wait_seconds_count " << m.wait_count << "\n";
-  scalar(out, "gpuq_cycles_total", "counter", "Scheduling cycles (one per turn of the engine loop).", m.cycles);
-  scalar(out, "gpuq_cycle_seconds_total", "counter", "Time spent scheduling.", m.cycle_seconds_total);
-  scalar(out, "gpuq_last_cycle_seconds", "gauge", "The last cycle's duration.", m.last_cycle_seconds);
-  scalar(out, "gpuq_events_total", "counter", "Job events written (the last sequence number).", last_seq);
-  scalar(out, "gpuq_turns_total", "counter", "Turns of the engine loop.", s.turns);
-  scalar(out, "gpuq_store_commits_total", "counter", "Transactions written (one per turn with changes).", s.commits);
-  scalar(out, "gpuq_store_commit_failures_total", "counter", "Transactions that failed (requests got UNAVAILABLE).", s.commit_failures);
-  scalar(out, "gpuq_store_commit_seconds_total", "counter", "Time in store transactions (write and fsync).", s.commit_seconds_total);
-  scalar(out, "gpuq_store_last_commit_seconds", "gauge", "The last store transaction's duration.", s.last_commit_seconds);
-  scalar(out, "gpuq_store_last_batch_requests", "gauge", "Requests answered by the last commit (group size).", s.last_batch_requests);
-  scalar(out, "gpuq_store_jobs_written_total", "counter", "Job rows written.", s.jobs_written);
-  return out.str();
+  auto counter = [&](const char* name, const char* help, double v) {
+    pm::BuildCounter().Name(name).Help(help).Register(now).Add({}).Increment(v);
+  };
+  counter("gpuq_events_total", "Job events written (the last sequence number).",
+          static_cast<double>(last_seq));
+  counter("gpuq_turns_total", "Turns of the engine loop.", static_cast<double>(s.turns));
+  counter("gpuq_store_commits_total", "Transactions written (one per turn with changes).",
+          static_cast<double>(s.commits));
+  counter("gpuq_store_commit_failures_total",
+          "Transactions that failed (their requests got UNAVAILABLE).",
+          static_cast<double>(s.commit_failures));
+  counter("gpuq_store_jobs_written_total", "Job rows written.",
+          static_cast<double>(s.jobs_written));
+  gauge("gpuq_store_last_batch_requests", "Requests answered by the last commit (group size).")
+      .Add({})
+      .Set(static_cast<double>(s.last_batch_requests));
+
+  std::vector<pm::MetricFamily> families = impl_->registry.Collect();
+  for (pm::MetricFamily& f : now.Collect()) families.push_back(std::move(f));
+  return pm::TextSerializer().Serialize(families);
 }
 
 }  // namespace gpuq::daemon

@@ -8,7 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-graph1.81-dev
   libyaml-dev libcli11-dev doctest-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libsqlite3-dev libspdlog-dev libssl-dev
+  libsqlite3-dev libspdlog-dev libssl-dev prometheus-cpp-dev
   chromium
   python3-kubernetes
   curl  # tests/kubernetes/reserve_script_test.sh runs deploy/kubernetes/gpuq-reserve

@@ -22,6 +22,7 @@ KubernetesBinder::KubernetesBinder(KubernetesConfig config, std::shared_ptr<Clie
   s_->config = std::move(config);
   s_->client = std::move(client);
   s_->report = std::move(report);
+  s_->errors = errors_;
   s_->translate.flavor_label = s_->config.flavor_label;
 }
 
@@ -83,7 +84,8 @@ void KubernetesBinder::start() {
         s->sweep_reservations();
       }
     };
-    h.on_error = [path = std::string(k.path)](const std::string& why) {
+    h.on_error = [path = std::string(k.path), errors = s->errors](const std::string& why) {
+      (*errors)("watch_error");
       spdlog::warn("event=kubernetes_watch_error what={} error=\"{}\"", path, why);
     };
     s->reflectors.push_back(std::make_unique<Reflector>(*s->client, opt, std::move(h)));

@@ -82,6 +82,7 @@ void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size
     Response made = client->request("POST", "/api/v1/namespaces/" + config.reservation_namespace + "/pods", body,
                                     "application/json", Retry::kUnsafe);
     if (made.ok()) return;
+    (*errors)("reservation_failed");
     spdlog::warn("event=kubernetes_reservation_failed pod={} error=\"{}\"", name, describe(made));
     std::lock_guard lock(mu);
     auto it = reservations.find(rkey);

@@ -75,6 +75,7 @@ struct Reservation {
 
 struct KubernetesBinder::State {
   KubernetesConfig config;
+  std::shared_ptr<ErrorCounter> errors;  // the binder's (/metrics)
   std::shared_ptr<Client> client;
   Report report;
   SourceReport source;

@@ -103,6 +103,7 @@ void KubernetesBinder::State::settle(const std::shared_ptr<Binding>& b, std::siz
     return;
   }
   ++counts.bind_failures;
+  (*errors)("bind_failed");
   spdlog::warn("event=kubernetes_bind_failed job={} error=\"{}\"", b->job, b->failure);
   for (const Binding::Pod& bp : b->pods)  // shares never bound give their GPU back
     if (bp.slot >= 0 && std::find(b->bound.begin(), b->bound.end(), bp.key) == b->bound.end()) unshare(bp.key);
@@ -218,6 +219,7 @@ void KubernetesBinder::State::evict_first(const std::string& id, std::vector<std
       return;
     }
     if (!r.ok() && r.status != 404) {  // not evicted, for no budget's reason: asked again later
+      (*errors)("evict_failed");
       spdlog::warn("event=kubernetes_evict_failed pod={} error=\"{}\"", keys.front(), describe(r));
       after(config.evict_retry, [this, id, keys, grace] {
         if (auto j = jobs.find(id); j != jobs.end() && !j->second.done && j->second.stopping) evict_first(id, keys, grace);
@@ -266,6 +268,7 @@ void KubernetesBinder::State::evict_pod(const std::string& key, Time grace, int 
         if (auto p = pods.find(key); p != pods.end())
           post_event(p->second, "Warning", "EvictionBlocked", "gpuq could not evict it yet: " + describe(r));
     } else {
+      (*errors)("evict_failed");
       spdlog::warn("event=kubernetes_evict_failed pod={} error=\"{}\"", key, describe(r));
     }
     after(config.evict_retry, [this, key, grace, attempt] {
@@ -295,8 +298,10 @@ void KubernetesBinder::State::say_unschedulable(const std::vector<std::string>& 
       json::object patch{{"status", {{"conditions", json::array{cond}}}}};
       Response r = client->request("PATCH", pod_path(key) + "/status", json::serialize(patch),
                                    "application/strategic-merge-patch+json");
-      if (!r.ok() && r.status != 404)
+      if (!r.ok() && r.status != 404) {
+        (*errors)("status_failed");
         spdlog::warn("event=kubernetes_status_failed pod={} error=\"{}\"", key, describe(r));
+      }
     });
   }
 }

@@ -130,6 +130,7 @@ BinderFact final_fact(const JobId& id, const Tracked& t) {
 
 struct LocalBinder::State {
   LocalConfig config;
+  std::shared_ptr<ErrorCounter> errors;  // the binder's (/metrics)
   Inventory inventory;
   Report report;
   std::string boot;
@@ -177,6 +178,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   const Result<auth::Account> as = launcher.run_as(rec.spec.owner);
   std::optional<std::string> bad = as ? launcher.precheck(rec.run, as.value()) : std::optional(as.error());
   if (bad) {
+    (*errors)("start_refused");
     for (std::size_t i = 0; i < a.pods.size(); ++i) {
       launcher.note(pod_log_path(config.log_dir, id, static_cast<int>(i)), *bad, as ? &as.value() : nullptr);
       t.pods[i].done = true;
@@ -191,6 +193,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
                      status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i))};
     auto started = launcher.start(launch, as.value());
     if (!started) {
+      (*errors)("start_failed");
       launcher.note(launch.log, started.error(), &as.value());
       tracked.pods[i].done = true;
       tracked.pods[i].status = not_started(started.error());
@@ -231,6 +234,7 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
   p.status = local::read_status_file(status_path(job, pod).string());
   if (!p.status) {
     p.lost = true;
+    (*errors)("pod_lost");
     spdlog::warn("event=pod_lost job={} pod={} note=\"gpuq-shim ended without a status file\"", job, pod);
   }
   finish_if_done(job, t, lock);
@@ -280,6 +284,7 @@ LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report)
   s_->config = std::move(config);
   s_->inventory = std::move(inventory);
   s_->report = std::move(report);
+  s_->errors = errors_;
   s_->boot = local::boot_id();
   s_->launcher = Launcher(s_->config, s_->inventory);
   s_->guard.emplace(s_->io.get_executor());

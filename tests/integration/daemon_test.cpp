@@ -3,12 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
 #include <thread>
 #include <tuple>
-#include <string>
 #include <vector>
 
 #include <sqlite3.h>
@@ -363,19 +365,55 @@ TEST_CASE("gpuqd: /metrics, /healthz and /readyz") {
   TempDir dir;
   Daemon d(dir.path);
   REQUIRE(submit(d, job("m1", "research", "2")).ok());
-  REQUIRE(submit(d, job("m2", "prod", "8")).ok());
+  REQUIRE(submit(d, job("m2", "prod", "2")).ok());
+  REQUIRE(submit(d, job("m3", "research", "8")).ok());  // research 10 of 8: borrows 2 of prod's idle 6
   CHECK(d.http_get("/healthz").find("200 OK") != std::string::npos);
   CHECK(d.http_get("/readyz").find("200 OK") != std::string::npos);
   CHECK(d.http_get("/nope").find("404") != std::string::npos);
-  const std::string m = d.http_get("/metrics");
+  std::string m = d.http_get("/metrics");
+  INFO(m);
   CHECK(m.find("200 OK") != std::string::npos);
-  CHECK(m.find("gpuq_queue_running_jobs{queue=\"research\"} 1") != std::string::npos);
-  CHECK(m.find("gpuq_queue_usage{queue=\"research\",flavor=\"h100\",resource=\"gpu\"} 2000") != std::string::npos);
-  CHECK(m.find("gpuq_queue_nominal{queue=\"prod\",flavor=\"h100\",resource=\"gpu\"} 8000") != std::string::npos);
-  CHECK(m.find("gpuq_admissions_total 2") != std::string::npos);
-  CHECK(m.find("gpuq_admission_wait_seconds_count 2") != std::string::npos);
-  CHECK(m.find("gpuq_store_commits_total") != std::string::npos);
-  CHECK(m.find("gpuq_last_cycle_seconds") != std::string::npos);
+  CHECK(m.find("# TYPE gpuq_pending_jobs gauge") != std::string::npos);
+  CHECK(m.find("gpuq_running_jobs{queue=\"research\"} 2") != std::string::npos);
+  CHECK(m.find("gpuq_admitted_active_jobs{queue=\"prod\"} 1") != std::string::npos);
+  // In the resource's own units (GPUs), per flavor; what research borrows, prod lends.
+  const std::string r = "{flavor=\"h100\",queue=\"research\",resource=\"gpu\"} ";
+  const std::string p = "{flavor=\"h100\",queue=\"prod\",resource=\"gpu\"} ";
+  CHECK(m.find("gpuq_queue_resource_usage" + r + "10") != std::string::npos);
+  CHECK(m.find("gpuq_queue_nominal_quota" + p + "8") != std::string::npos);
+  CHECK(m.find("gpuq_queue_resource_borrowed" + r + "2") != std::string::npos);
+  CHECK(m.find("gpuq_queue_resource_lent" + p + "2") != std::string::npos);
+  CHECK(m.find("gpuq_queue_resource_lent" + r + "0") != std::string::npos);
+  CHECK(m.find("gpuq_admitted_jobs_total{queue=\"research\"} 2") != std::string::npos);
+  CHECK(m.find("gpuq_admission_wait_time_seconds_count{queue=\"prod\"} 1") != std::string::npos);
+  CHECK(m.find("gpuq_cycle_duration_seconds_count ") != std::string::npos);
+  CHECK(m.find("gpuq_store_commit_duration_seconds_bucket{le=\"+Inf\"} ") != std::string::npos);
+  CHECK(m.find("gpuq_store_commits_total ") != std::string::npos);
+
+  // A higher priority in research takes m3's place (research preempts lower priorities within
+  // it); cancelling m1 ends it.
+  REQUIRE(submit(d, job("hi", "research", "8", "10")).ok());
+  CHECK(get(d, "hi").state() == v1::JOB_STATE_RUNNING);
+  grpc::ClientContext cctx;
+  v1::CancelJobRequest cr;
+  cr.set_id("m1");
+  v1::CancelJobResponse cresp;
+  REQUIRE(d.jobs->Cancel(&cctx, cr, &cresp).ok());
+  m = d.http_get("/metrics");
+  CHECK(m.find("gpuq_preempted_jobs_total{preempting_queue=\"research\",queue=\"research\",reason=\"InQueue\"} 1") !=
+        std::string::npos);
+  CHECK(m.find("gpuq_finished_jobs_total{queue=\"research\",state=\"Cancelled\"} 1") != std::string::npos);
+  CHECK(m.find("gpuq_pending_jobs{queue=\"research\"} 1") != std::string::npos);  // m3, requeued
+
+  // Every metric deploy/grafana's dashboard queries is one gpuqd serves.
+  std::ifstream in(GPUQ_DASHBOARD);
+  const std::string board((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::regex name(R"(gpuq_[a-z_]+)");
+  std::set<std::string> queried;
+  for (auto it = std::sregex_iterator(board.begin(), board.end(), name); it != std::sregex_iterator(); ++it)
+    queried.insert(std::regex_replace(it->str(), std::regex("_(bucket|sum|count)$"), ""));
+  CHECK(queried.size() >= 12);
+  for (const std::string& q : queried) CHECK_MESSAGE(m.find("# TYPE " + q + " ") != std::string::npos, q);
 }
 
 namespace {
