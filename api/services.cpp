@@ -107,16 +107,23 @@ class JobsService final : public v1::Jobs::CallbackService {
     if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
     in_turn(loop_, reactor, [this, req, resp, access](Core&, Time) {
       // One lookup, at the end of the turn: the job as the turn leaves it, if the caller may see it.
-      return Reply::then([this, req, resp, access](Core& c) {
-        auto job = c.job(req->id());
-        if (!job) return failed(job);
-        const std::string& owner = job.value().spec.owner;
-        if (auto st = readers_.gate->may_see_job(access, req->id(), owner, c.queue_spec(job.value().spec.queue.value));
-            !st.ok())
-          return st;
-        *resp->mutable_job() = api::to_proto(job.value(), c);
-        // A viewer of the queue sees the job, not its environment (tokens live there).
-        if (!readers_.gate->may_see_env(access, owner)) resp->mutable_job()->mutable_spec()->clear_env();
+      return Reply::then([this, req, resp, access](Core& c) { return shown_job(access, req->id(), c, *resp->mutable_job()); });
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Explain(grpc::CallbackServerContext* ctx, const v1::ExplainJobRequest* req,
+                                    v1::ExplainJobResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    const Access access = readers_.gate->of(*ctx);
+    if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
+    in_turn(loop_, reactor, [this, req, resp, access](Core&, Time now) {
+      // As Get: at the end of the turn, for a caller who may see the job.
+      return Reply::then([this, req, resp, access, now](Core& c) {
+        if (auto st = shown_job(access, req->id(), c, *resp->mutable_job()); !st.ok()) return st;
+        auto why = c.explain(req->id());
+        if (!why) return failed(why);
+        *resp->mutable_explanation() = api::to_proto(why.value(), c.names(), now);
         return grpc::Status::OK;
       });
     });
@@ -217,6 +224,19 @@ class JobsService final : public v1::Jobs::CallbackService {
   }
 
  private:
+  // The job as `access` may see it (a viewer of the queue: without its environment, where tokens
+  // live), or why not.
+  grpc::Status shown_job(const Access& access, const std::string& id, Core& c, v1::Job& out) const {
+    auto job = c.job(id);
+    if (!job) return failed(job);
+    const std::string& owner = job.value().spec.owner;
+    if (auto st = readers_.gate->may_see_job(access, id, owner, c.queue_spec(job.value().spec.queue.value)); !st.ok())
+      return st;
+    out = api::to_proto(job.value(), c);
+    if (!readers_.gate->may_see_env(access, owner)) out.mutable_spec()->clear_env();
+    return grpc::Status::OK;
+  }
+
   Loop& loop_;
   std::shared_ptr<WatchHub> hub_;
   const Readers& readers_;

@@ -1,5 +1,7 @@
 #include "api/views.hpp"
 
+#include <algorithm>
+
 #include "api/to_proto.hpp"
 
 namespace gpuq::api {
@@ -58,6 +60,7 @@ v1::QueueStatus to_proto(const daemon::QueueStatus& s, const daemon::Core& core)
     p->set_used(u.used);
     p->set_nominal(u.nominal);
     p->set_borrowed(u.borrowed);
+    p->set_lent(u.lent);
   }
   out.set_share(s.share);
   out.set_pending(static_cast<std::int32_t>(s.counts.pending));
@@ -78,6 +81,65 @@ v1::NodeStatus to_proto(const daemon::NodeStatus& s, const daemon::Core& core) {
   out.set_gpus(s.gpus);
   out.set_gpus_free(s.gpus_free);
   out.set_pods(s.pods);
+  return out;
+}
+
+v1::JobExplanation to_proto(const JobExplanation& e, const ResourceNames& names, Time computed_at) {
+  v1::JobExplanation out;
+  out.set_reason(e.reason);
+  out.set_queue_position(static_cast<std::int32_t>(e.queue_position));
+  out.set_queue_pending(static_cast<std::int32_t>(e.queue_pending));
+  out.set_cycle_rank(static_cast<std::int32_t>(e.cycle_rank));
+  out.set_cycle_queues(static_cast<std::int32_t>(e.cycle_queues));
+  if (e.cycle_queues > 0) {
+    auto* o = out.mutable_order();
+    o->set_within_nominal(e.order.within_nominal);
+    o->set_flavor(e.order.flavor);
+    o->set_share(e.order.share);
+    o->set_share_infinite(e.order.share_infinite);
+    o->set_history(e.order.history);
+    o->set_weight(e.order.weight);
+    o->set_priority(e.order.priority);
+    o->set_submitted_at(e.order.submitted_at);
+  }
+  for (const JobExplanation::Quota& q : e.quota) {
+    auto* p = out.add_quota();
+    p->set_flavor(q.flavor);
+    p->set_resource(names.name(q.resource));
+    p->set_requested(q.requested);
+    p->set_nominal(q.nominal);
+    p->set_used(q.used);
+    p->set_borrowed(q.borrowed);
+    p->set_has_borrowing_limit(q.borrowing_limit.has_value());
+    p->set_borrowing_limit(q.borrowing_limit.value_or(0));
+    p->set_has_lending_limit(q.lending_limit.has_value());
+    p->set_lending_limit(q.lending_limit.value_or(0));
+    p->set_headroom(std::min(q.headroom, kMaxQuantity));
+    p->set_reachable(std::min(q.reachable, kMaxQuantity));
+    p->set_cohort(q.cohort);
+    p->set_cohort_lendable(q.cohort_lendable);
+    p->set_cohort_used(q.cohort_used);
+  }
+  for (const JobExplanation::Room& r : e.room) {
+    auto* p = out.add_room();
+    p->set_flavor(r.flavor);
+    p->set_nodes(static_cast<std::int32_t>(r.nodes));
+    p->set_open(static_cast<std::int32_t>(r.open));
+    p->set_fitting(static_cast<std::int32_t>(r.fitting));
+    p->set_gpu_free(r.gpu_free);
+    p->set_largest_free_block(r.largest_free_block);
+    p->set_gpu_stranded(r.gpu_stranded);
+    p->set_pods(r.pods);
+    p->set_gpu_per_pod(r.gpu_per_pod);
+  }
+  if (e.preempted) {
+    auto* p = out.mutable_preempted();
+    p->set_by(e.preempted->by);
+    p->set_by_queue(e.preempted->by_queue);
+    if (!e.preempted->by.empty() && e.preempted->at > 0) p->set_reason(to_string(e.preempted->reason));
+    p->set_at(e.preempted->at);
+  }
+  out.set_computed_at(computed_at);
   return out;
 }
 

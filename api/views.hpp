@@ -12,5 +12,6 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core);
 v1::JobEvent to_proto(const storage::EventRecord& e);
 v1::QueueStatus to_proto(const daemon::QueueStatus& s, const daemon::Core& core);
 v1::NodeStatus to_proto(const daemon::NodeStatus& s, const daemon::Core& core);
+v1::JobExplanation to_proto(const JobExplanation& e, const ResourceNames& names, Time computed_at);
 
 }  // namespace gpuq::api

@@ -335,10 +335,35 @@ void add_logs(CLI::App& app, Context& ctx) {
 
 }  // namespace
 
+void add_explain(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ShowOptions>();
+  auto* cmd = app.add_subcommand("explain", "Why a job waits: its order, the quota that holds it, the room on the nodes");
+  cmd->add_option("ID", o->id, "job id")->required();
+  cmd->add_option("-o,--output", o->output, "table, json or yaml")->check(CLI::IsMember({"table", "json", "yaml"}));
+  cmd->callback([&ctx, o] {
+    ctx.action = [o](Context& c) {
+      const OutputFormat f = parse_output_format(o->output);
+      auto stub = v1::Jobs::NewStub(c.channel());
+      v1::ExplainJobRequest req;
+      req.set_id(o->id);
+      v1::ExplainJobResponse resp;
+      auto call = c.call();
+      grpc::Status st = stub->Explain(call.get(), req, &resp);
+      if (!st.ok()) return c.fail(st);
+      if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
+        c.out << render_message(resp, f);
+      else
+        c.out << explanation_text(resp.job(), resp.explanation());
+      return 0;
+    };
+  });
+}
+
 void add_job_commands(CLI::App& app, Context& ctx) {
   add_submit(app, ctx);
   add_ls(app, ctx);
   add_show(app, ctx);
+  add_explain(app, ctx);
   add_cancel(app, ctx);
   add_watch(app, ctx);
   add_logs(app, ctx);

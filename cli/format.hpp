@@ -59,6 +59,8 @@ std::string escaped(std::string_view text);
 
 std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now);
 std::string job_detail(const v1::Job& job, std::int64_t now);
+// `gpuq explain`: why it waits, what orders it, the quota and the nodes (cli/explain_format.cpp).
+std::string explanation_text(const v1::Job& job, const v1::JobExplanation& e);
 std::string queues_table(const v1::ListQueuesResponse& r, bool wide);
 // `gpuq queues NAME`: the queue's quota and use, its guardrails and its roles, one per line.
 std::string queue_detail(const v1::QueueStatus& q);

@@ -547,6 +547,18 @@ Result<storage::JobRecord> Core::job(const std::string& id) {
   return std::move(*on_disk.value());
 }
 
+Result<JobExplanation> Core::explain(const std::string& id) {
+  if (const Job* j = engine_->job(JobId(id)); j != nullptr && !is_finished(j->state)) return engine_->explain(*j);
+  auto rec = job(id);
+  if (!rec) return Error{rec.error(), rec.code()};
+  JobExplanation e;
+  e.reason = reason(rec.value());
+  e.preemptions = rec.value().preemptions;
+  e.attempts = rec.value().attempts;
+  if (!rec.value().preempted_by.empty()) e.preempted = JobExplanation::Preempted{rec.value().preempted_by, {}, {}, 0};
+  return e;
+}
+
 const storage::JobRecord& Core::listed(const storage::JobRecord& stored) const {
   if (!is_finished(stored.state))
     if (auto it = unfinished_.find(stored.spec.id.value); it != unfinished_.end()) return it->second;

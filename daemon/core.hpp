@@ -150,6 +150,8 @@ class Core {
   // Queries (engine thread). A job as it is now: an unfinished one from memory, a finished one as
   // stored. reason(): why it waits (the engine's live reason), who preempts it, or how it ended.
   Result<storage::JobRecord> job(const std::string& id);
+  // `gpuq explain`: the engine's for an unfinished job; a finished one's reason alone.
+  Result<JobExplanation> explain(const std::string& id);
   const storage::JobRecord& listed(const storage::JobRecord& stored) const;
   std::string reason(const storage::JobRecord& r) const;
   QueueStatus queue_status(QueueIdx q) const;

@@ -130,6 +130,37 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   return key;
 }
 
+// For Engine::explain: the job's key as the cycle computes it, and where that would put its
+// queue among the heads of the queues with pending jobs.
+void Engine::explain_order(const Job& job, JobExplanation& e) const {
+  const HeadKey key = head_key(job.queue, job);
+  const auto& qq = quota_.queue(job.queue);
+  e.order.within_nominal = key.tier == 0;
+  e.order.share_infinite = key.share.infinite;
+  e.order.share = key.share.value;
+  e.order.history = history_.enabled() ? history_share(job.queue) : 0;
+  e.order.weight = qq.weight;
+  e.order.priority = job.spec.priority;
+  e.order.submitted_at = job.spec.submitted_at;
+  if (!qq.unlimited)
+    for (FlavorId f : job.candidates)
+      if (!quota_.check(job.queue, f, job.total)) {
+        e.order.flavor = flavor_names_[f];
+        break;
+      }
+  e.cycle_rank = 1;
+  e.cycle_queues = 0;
+  for (QueueIdx other = 0; other < queues_.size(); ++other) {
+    const QueueRec& o = queues_[other];
+    if (other == job.queue) {
+      ++e.cycle_queues;
+    } else if (!o.pending.empty()) {
+      ++e.cycle_queues;
+      if (HeadKeyLess{}(head_key(other, jobs_[o.pending.begin()->job]), key)) ++e.cycle_rank;
+    }
+  }
+}
+
 std::vector<Decision> Engine::schedule(Time now) {
   rebuild_topology_if_needed();
   if (frag_dirty_) {

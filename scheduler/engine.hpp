@@ -19,6 +19,7 @@
 
 #include "preemption/victims.hpp"
 #include "scheduler/cluster.hpp"
+#include "scheduler/explanation.hpp"
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/quota.hpp"
@@ -102,6 +103,7 @@ struct Job {
   std::vector<std::uint32_t> preemptors;
   JobId preempted_by;
   PreemptReason preempt_reason = PreemptReason::kInQueue;
+  Time preempted_at = 0;  // in memory only: 0 after a restart
   // While Preempting: where it ran and in which state, to run on there if its stop is refused
   // (StopRefused); after a refusal, no victim before this time.
   std::vector<PodSlot> slots_before;
@@ -173,6 +175,8 @@ class Engine {
   // Queries.
   const Job* job(const JobId& id) const;
   std::string pending_reason(const Job& job) const;
+  // What `gpuq explain` shows of an unfinished job (scheduler/explain_job.cpp).
+  JobExplanation explain(const Job& job) const;
   std::vector<const Job*> pending_in_submission_order() const;
   // Each pending job with its place in its queue's order (priority, then submission; 1-based)
   // out of how many wait there; a preemptor holding a booking is at 0 of 0 (it goes next).
@@ -291,6 +295,7 @@ class Engine {
 
   enum class AdmitOutcome { kAdmitted, kDidNotFitQuota, kDidNotFit, kGangDidNotFit };
   HeadKey head_key(QueueIdx q, const Job& job) const;
+  void explain_order(const Job& job, JobExplanation& e) const;
   bool run_pass(Time now, std::vector<Decision>& out);
   AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
   void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);

@@ -319,6 +319,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
       victim.state = JobState::kPreempting;
       victim.preempted_by = job.spec.id;
       victim.preempt_reason = targets[i].reason;
+      victim.preempted_at = now;
       emit(victim, from, now,
            std::string("preempted by ") + job.spec.id.value + " (" + to_string(targets[i].reason) + ")");
       // Never longer than its queue allows now (maxGracePeriod), also for a job submitted before.

@@ -73,6 +73,47 @@ TEST_CASE("gpuq against gpuqd: submit, ls, show, queues, nodes, apply, cancel, u
   CHECK(fs::file_size(copy) > 0);
 }
 
+TEST_CASE("explain: a waiting job's order, quota and nodes; a running one's state; JSON; a missing job") {
+  TempDir dir;
+  Daemon d(dir.path);
+  // research (nominal 8, cohort lab with prod's 8) runs 8 + 6 GPUs on the two 8-GPU nodes; w
+  // asks 4 more, which the cohort has (2 left) neither in quota nor on the nodes.
+  for (const char* g : {"8", "6"}) REQUIRE(gpuq_cmd(d, {"submit", "--queue", "research", "--gpus", g, "--", "true"}).rc == 0);
+  auto r = gpuq_cmd(d, {"submit", "--queue", "research", "--gpus", "4", "--id", "w", "--priority", "low", "--", "true"});
+  REQUIRE(r.rc == 0);
+  r = gpuq_cmd(d, {"explain", "w"});
+  INFO(r.out, r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Job w in queue research: Pending\n") != std::string::npos);
+  CHECK(r.out.find("Why: needs 4 gpu of flavor h100 but cohort lab has only 2 gpu left for queue research") != std::string::npos);
+  CHECK(r.out.find("Queue order: 1st of 1 pending in queue research") != std::string::npos);
+  CHECK(r.out.find("Cycle order: its queue would be offered 1st of 1 queue with pending jobs") != std::string::npos);
+  CHECK(r.out.find("  within nominal  no (it would borrow)") != std::string::npos);
+  CHECK(r.out.find("  priority        -100 (low)") != std::string::npos);
+  // Quota: asks 4, nominal 8, uses 14, borrows 6, no limits, may add 2, at most 16, pool 14 of 16.
+  CHECK(r.out.find("  h100    gpu       4     8        14    6         -             -           2        16       lab: 14 of 16 drawn")
+        != std::string::npos);
+  // Nodes: 2 GPUs free on one node, both stranded for a 4-GPU pod.
+  CHECK(r.out.find("  h100    2      2     0              2          2 GPUs        2 (100%)  1 pod, 4 GPU per pod") !=
+        std::string::npos);
+
+  r = gpuq_cmd(d, {"explain", "w", "-o", "json"});
+  REQUIRE(r.rc == 0);
+  const json::value v = json::parse(r.out);
+  CHECK(v.at("explanation").at("queue_position").as_int64() == 1);
+  CHECK(v.at("explanation").at("quota").at(0).at("used").as_string() == "14000");
+  CHECK(v.at("job").at("spec").at("id").as_string() == "w");
+
+  r = gpuq_cmd(d, {"explain", "j1"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Why: Running") != std::string::npos);
+  CHECK(r.out.find("Quota:") == std::string::npos);  // what holds a waiting job only
+
+  r = gpuq_cmd(d, {"explain", "nope"});
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("job \"nope\" does not exist (NOT_FOUND)") != std::string::npos);
+}
+
 TEST_CASE("submit: the flags reach gpuqd as typed; a taken --id is ALREADY_EXISTS; -f job.yaml") {
   TempDir dir;
   Daemon d(dir.path);

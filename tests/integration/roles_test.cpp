@@ -70,6 +70,11 @@ TEST_CASE("through the socket a job is its submitter's and seen by it alone, and
   r = as_nobody(d, "show " + mine);
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
+  r = as_nobody(d, "explain " + mine);
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
+  r = as_nobody(d, "explain " + theirs);
+  CHECK_MESSAGE(r.rc == 0, r.out);
   r = as_nobody(d, "logs " + mine);
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("user nobody may not see job " + mine + " of user root: " + details) != std::string::npos, r.out);
