@@ -1,18 +1,24 @@
 #include "sim/report.hpp"
 
-#include <cmath>
-#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <unordered_map>
 
 #include <boost/json.hpp>
+
+#include "sim/report_format.hpp"
 
 namespace gpuq::sim {
 
 namespace json = boost::json;
 
 namespace {
+
+using report::escape_html;
+using report::format_delta;
+using report::format_value;
+using report::Kind;
 
 // ---- reading the summaries: every key is optional, so a partial summary still renders ----
 
@@ -44,85 +50,6 @@ std::string text(const json::value& v, const Path& path) {
   return {};
 }
 
-// ---- formatting ----
-
-std::string escape_html(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string printf_double(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// 1234567 -> "1,234,567"; only called below 1e15, where a double holds the integer exactly.
-std::string grouped(double v) {
-  std::string digits = printf_double("%.0f", std::fabs(v));
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 && digits != "0" ? "-" : "") + out;
-}
-
-std::string duration(double seconds) {
-  const double a = std::fabs(seconds);
-  if (a == 0) return "0 s";
-  if (a < 120) return printf_double("%.1f s", seconds);
-  if (a < 7200) return printf_double("%.1f min", seconds / 60);
-  if (a < 172800) return printf_double("%.1f h", seconds / 3600);
-  if (a < 86400e6) return printf_double("%.1f d", seconds / 86400);
-  return printf_double("%.3g d", seconds / 86400);
-}
-
-enum class Kind { kCount, kSeconds, kRatio, kNumber };
-
-std::string format_value(std::optional<double> v, Kind kind) {
-  if (!v) return "\u2013";  // en dash: the summary lacks this key
-  const double x = *v;
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "\u221e" : "-\u221e";
-  const double a = std::fabs(x);
-  switch (kind) {
-    case Kind::kSeconds:
-      return duration(x);
-    case Kind::kRatio:
-      return a < 1e6 ? printf_double("%.3f", x) : printf_double("%.3g", x);
-    case Kind::kCount:
-      return a < 1e15 ? grouped(x) : printf_double("%.3g", x);
-    case Kind::kNumber:
-      if (a >= 1e15) return printf_double("%.3g", x);
-      if (a >= 1000) return grouped(x);
-      return printf_double("%.2f", x);
-  }
-  return {};
-}
-
 // ---- tables (rendered here, so they read without JavaScript too) ----
 
 struct Column {
@@ -131,11 +58,16 @@ struct Column {
   Kind kind;
 };
 
-void cell(std::string& out, const json::value& row, const Column& c) {
+// A number; with `base` (the same row of the first variant), its signed difference beside it.
+void cell(std::string& out, const json::value& row, const Column& c, const json::value* base) {
   const std::optional<double> v = number(row, c.path);
   out += "<td class=\"n\"";
-  if (v && c.kind == Kind::kSeconds) out.append(" title=\"").append(printf_double("%.17g", *v)).append(" s\"");
-  out.append(">").append(escape_html(format_value(v, c.kind))).append("</td>");
+  if (v && c.kind == Kind::kSeconds)
+    out.append(" title=\"").append(report::printf_double("%.17g", *v)).append(" s\"");
+  out.append(">").append(escape_html(format_value(v, c.kind)));
+  if (const auto d = base ? format_delta(v, number(*base, c.path), c.kind) : std::nullopt)
+    out.append(" <span class=\"d\">").append(escape_html(*d)).append("</span>");
+  out.append("</td>");
 }
 
 void header_row(std::string& out, std::string_view first, const std::vector<Column>& cols) {
@@ -170,20 +102,37 @@ const std::vector<Column>& comparison_columns() {
   return cols;
 }
 
+// Rows after the first show their differences from the first.
 std::string comparison_table(const std::vector<json::value>& summaries) {
-  std::string out = "<table class=\"compare\">";
+  std::string out = "<div class=\"scroll\"><table class=\"compare\">";
   header_row(out, "variant", comparison_columns());
   out += "<tbody>";
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     out += "<tr><th scope=\"row\"><a href=\"#variant-" + std::to_string(i) + "\">" +
            escape_html(variant_label(summaries[i], i)) + "</a></th>";
-    for (const Column& c : comparison_columns()) cell(out, summaries[i], c);
+    for (const Column& c : comparison_columns())
+      cell(out, summaries[i], c, i > 0 ? &summaries[0] : nullptr);
     out += "</tr>";
   }
-  return out + "</tbody></table>";
+  return out + "</tbody></table></div>";
 }
 
-std::string queue_table(const json::value& summary, const json::object& colors) {
+// Queue name -> its row in a summary (the first row of a name that repeats).
+using QueueRows = std::unordered_map<std::string_view, const json::value*>;
+
+QueueRows queue_rows(const json::value& summary) {
+  QueueRows rows;
+  if (const json::value* qs = find(&summary, {"queues"}); qs && qs->is_array())
+    for (const json::value& q : qs->get_array())
+      if (const json::value* n = find(&q, {"name"}); n && n->is_string())
+        rows.emplace(n->get_string(), &q);
+  return rows;
+}
+
+// With `first` (the first variant, for the ones after it), each queue's row shows its differences
+// from the row of the same name there; a queue the first variant lacks shows none.
+std::string queue_table(const json::value& summary, const json::object& colors,
+                        const json::value* first) {
   static const std::vector<Column> cols = {
       {"jobs", {"jobs"}, Kind::kCount},
       {"wait p50", {"wait", "p50"}, Kind::kSeconds},
@@ -198,7 +147,8 @@ std::string queue_table(const json::value& summary, const json::object& colors) 
   const json::value* queues = find(&summary, {"queues"});
   if (!queues || !queues->is_array() || queues->get_array().empty())
     return "<p class=\"note\">No queues in this summary.</p>";
-  std::string out = "<table class=\"queues\">";
+  const QueueRows base_rows = first ? queue_rows(*first) : QueueRows{};
+  std::string out = "<div class=\"scroll\"><table class=\"queues\">";
   header_row(out, "queue", cols);
   out += "<tbody>";
   for (const json::value& q : queues->get_array()) {
@@ -207,43 +157,50 @@ std::string queue_table(const json::value& summary, const json::object& colors) 
     out += "<tr><th scope=\"row\"><span class=\"sw\" style=\"background:" +
            escape_html(color && color->is_string() ? std::string(color->get_string()) : "#888") +
            "\"></span>" + escape_html(name) + "</th>";
-    for (const Column& c : cols) cell(out, q, c);
+    const auto base = base_rows.find(name);
+    for (const Column& c : cols) cell(out, q, c, base == base_rows.end() ? nullptr : base->second);
     out += "</tr>";
   }
-  return out + "</tbody></table>";
+  return out + "</tbody></table></div>";
 }
 
+// "3 nodes", "1 GPU".
+std::string counted(double n, std::string_view noun) {
+  return format_value(n, Kind::kCount) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
+// One line of what is present: a summary without a key leaves its part out rather than print a
+// dash in a sentence, and a run with no events (0 or none recorded) says so.
 std::string variant_meta(const json::value& s) {
-  std::string out = "policy <b>" + escape_html(text(s, {"policy"})) + "</b>, queues <b>" +
-                    escape_html(text(s, {"queues_file"})) + "</b>, " +
-                    format_value(number(s, {"cluster", "nodes"}), Kind::kCount) + " nodes, " +
-                    format_value(number(s, {"cluster", "gpus"}), Kind::kCount) + " GPUs, " +
-                    format_value(number(s, {"events"}), Kind::kCount) + " events in " +
-                    format_value(number(s, {"wall_seconds"}), Kind::kSeconds) + ", makespan " +
-                    format_value(number(s, {"overall", "makespan"}), Kind::kSeconds);
+  std::vector<std::string> parts;
+  if (const std::string p = text(s, {"policy"}); !p.empty())
+    parts.push_back("policy <b>" + escape_html(p) + "</b>");
+  if (const std::string q = text(s, {"queues_file"}); !q.empty())
+    parts.push_back("queues <b>" + escape_html(q) + "</b>");
+  if (const auto nodes = number(s, {"cluster", "nodes"})) parts.push_back(counted(*nodes, "node"));
+  if (const auto gpus = number(s, {"cluster", "gpus"})) parts.push_back(counted(*gpus, "GPU"));
+  const auto events = number(s, {"events"});
+  if (!events || *events == 0) {
+    parts.push_back("no events");
+  } else {
+    parts.push_back(counted(*events, "event"));
+    if (const auto wall = number(s, {"wall_seconds"}))
+      parts.back() += " in " + format_value(wall, Kind::kSeconds);
+  }
+  if (const auto makespan = number(s, {"overall", "makespan"}))
+    parts.push_back("makespan " + format_value(makespan, Kind::kSeconds));
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : ", ") + part;
   return "<p class=\"meta\">" + out + "</p>";
 }
 
 // ---- colors: one per queue name across every variant and chart ----
 
-std::string queue_color(std::size_t i) {
-  static constexpr std::string_view kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
-                                                  "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-                                                  "#9c755f", "#bab0ac"};
-  constexpr std::size_t n = std::size(kPalette);
-  if (i < n) return std::string(kPalette[i]);
-  // Past the palette: hues a golden angle apart stay distinguishable for a few dozen queues.
-  return "hsl(" +
-         std::to_string(
-             static_cast<int>(std::fmod(static_cast<double>(i - n) * 137.508 + 20, 360))) +
-         ",55%,48%)";
-}
-
 // Queue names in order of first appearance: the queues list, then the timeline's keys.
 json::object queue_colors(const std::vector<json::value>& summaries) {
   json::object colors;
   auto add = [&](std::string_view name) {
-    if (!colors.contains(name)) colors[name] = queue_color(colors.size());
+    if (!colors.contains(name)) colors[name] = report::queue_color(colors.size());
   };
   for (const json::value& s : summaries) {
     if (const json::value* qs = find(&s, {"queues"}); qs && qs->is_array())
@@ -284,7 +241,8 @@ table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border-bottom:1px solid #ddd;padding:4px 8px;white-space:nowrap}
 thead th{background:#f4f4f4;text-align:right}thead th:first-child,tbody th{text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-.compare{display:block;overflow-x:auto;max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}.d{color:#888;font-size:11px}
+h1,h2,.meta,.legend span,#gpuq-error{overflow-wrap:anywhere}
 .meta{color:#555;margin:0 0 8px}.note{color:#777}
 .sw{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
 .legend{flex-basis:100%;display:flex;flex-wrap:wrap;gap:4px 16px;margin:4px 0}.legend .cap{border-top:2px dashed #222;height:0;border-radius:0}
@@ -566,7 +524,8 @@ std::string render_report(const std::vector<json::value>& summaries, const std::
   for (std::size_t i = 0; i < summaries.size(); ++i) {
     html += "\n<section class=\"variant\" id=\"variant-" + std::to_string(i) + "\"><h2>" +
             escape_html(variant_label(summaries[i], i)) + "</h2>" + variant_meta(summaries[i]);
-    html += "<div class=\"charts\"></div>" + queue_table(summaries[i], colors) + "</section>";
+    html += "<div class=\"charts\"></div>" +
+            queue_table(summaries[i], colors, i > 0 ? &summaries[0] : nullptr) + "</section>";
   }
 
   json::object data;

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -121,7 +123,8 @@ Output run(const std::string& command) {
 }
 
 // The DOM after Chromium ran the page's script, from a private temp dir removed afterwards.
-std::string rendered_dom(const std::string& html) {
+// `width` > 0 sets the window's width in CSS pixels (headless Chromium keeps it at 500 or more).
+std::string rendered_dom(const std::string& html, int width = 0) {
   std::string chromium = run("command -v chromium 2>/dev/null").out;
   while (!chromium.empty() && (chromium.back() == '\n' || chromium.back() == '\r'))
     chromium.pop_back();
@@ -133,11 +136,13 @@ std::string rendered_dom(const std::string& html) {
   REQUIRE(mkdtemp(pattern.data()) != nullptr);
   const fs::path dir = pattern;
   std::ofstream(dir / "report.html") << html;
-  const Output dom = run("timeout 60 '" + chromium +
-                         "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage"
-                         " --no-first-run --virtual-time-budget=5000 --user-data-dir='" +
-                         (dir / "profile").string() + "' --dump-dom 'file://" +
-                         (dir / "report.html").string() + "' 2>/dev/null");
+  const Output dom =
+      run("timeout 60 '" + chromium +
+          "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage"
+          " --no-first-run --virtual-time-budget=5000" +
+          (width > 0 ? " --window-size=" + std::to_string(width) + ",900" : "") +
+          " --user-data-dir='" + (dir / "profile").string() + "' --dump-dom 'file://" +
+          (dir / "report.html").string() + "' 2>/dev/null");
   std::error_code ignored;
   fs::remove_all(dir, ignored);
   CHECK_MESSAGE(dom.exit_code == 0, "chromium exited " << dom.exit_code << " (124: timed out)");
@@ -160,6 +165,73 @@ std::string attribute(const std::string& dom, const std::string& name) {
   return dom.substr(from, dom.find('"', from) - from);
 }
 
+// The JSON the page embeds for its script.
+json::value embedded_data(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"gpuq-data\">";
+  const auto from = html.find(open);
+  REQUIRE(from != std::string::npos);
+  const auto begin = from + open.size();
+  return json::parse(html.substr(begin, html.find("</script>", begin) - begin));
+}
+
+// The text from `from` up to the next `to` after it; empty when `from` is absent.
+std::string between(const std::string& s, const std::string& from, const std::string& to,
+                    std::size_t start = 0) {
+  const auto at = s.find(from, start);
+  if (at == std::string::npos) return {};
+  return s.substr(at, s.find(to, at) - at);
+}
+
+// ---- CIE76 color difference, for the queue colors ----
+
+using Rgb = std::array<double, 3>;  // 0..255 each
+using Lab = std::array<double, 3>;
+
+// "#rrggbb" or "hsl(h,s%,l%)" (what the report emitted before every color became #rrggbb).
+Rgb parse_color(const std::string& css) {
+  if (css.size() == 7 && css[0] == '#')
+    return {static_cast<double>(std::stoi(css.substr(1, 2), nullptr, 16)),
+            static_cast<double>(std::stoi(css.substr(3, 2), nullptr, 16)),
+            static_cast<double>(std::stoi(css.substr(5, 2), nullptr, 16))};
+  double h = 0, s = 0, l = 0;
+  REQUIRE_MESSAGE(std::sscanf(css.c_str(), "hsl(%lf,%lf%%,%lf%%)", &h, &s, &l) == 3,
+                  "not a color: " << css);
+  s /= 100, l /= 100;
+  const double c = (1 - std::fabs(2 * l - 1)) * s;
+  const double hp = std::fmod(h, 360) / 60;
+  const double x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
+  Rgb rgb = hp < 1   ? Rgb{c, x, 0}
+            : hp < 2 ? Rgb{x, c, 0}
+            : hp < 3 ? Rgb{0, c, x}
+            : hp < 4 ? Rgb{0, x, c}
+            : hp < 5 ? Rgb{x, 0, c}
+                     : Rgb{c, 0, x};
+  for (double& v : rgb) v = std::round((v + l - c / 2) * 255);
+  return rgb;
+}
+
+// sRGB (D65) to CIELAB.
+Lab to_lab(const Rgb& rgb) {
+  std::array<double, 3> lin{};
+  for (int i = 0; i < 3; ++i) {
+    const double v = rgb[i] / 255;
+    lin[i] = v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+  }
+  const double x = 0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2];
+  const double y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+  const double z = 0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2];
+  const auto f = [](double t) {
+    constexpr double d = 6.0 / 29;
+    return t > d * d * d ? std::cbrt(t) : t / (3 * d * d) + 4.0 / 29;
+  };
+  const double fx = f(x / 0.95047), fy = f(y), fz = f(z / 1.08883);
+  return {116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)};
+}
+
+double delta_e(const Lab& a, const Lab& b) {
+  return std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+}
+
 }  // namespace
 
 TEST_CASE("the report is one self-contained document") {
@@ -173,12 +245,7 @@ TEST_CASE("the report is one self-contained document") {
 
 TEST_CASE("the embedded data parses back to the summaries") {
   const auto summaries = two_variants();
-  const std::string html = gpuq::sim::render_report(summaries, "t");
-  const std::string open = "<script type=\"application/json\" id=\"gpuq-data\">";
-  const auto from = html.find(open);
-  REQUIRE(from != std::string::npos);
-  const auto begin = from + open.size();
-  const json::value data = json::parse(html.substr(begin, html.find("</script>", begin) - begin));
+  const json::value data = embedded_data(gpuq::sim::render_report(summaries, "t"));
   CHECK(data.at("summaries") == json::value_from(summaries));
   CHECK(data.at("colors").as_object().size() == 5);  // research prod batch hostile idle
   CHECK(data.at("colors").at("prod").as_string() ==
@@ -235,4 +302,104 @@ TEST_CASE("chromium draws a lone variant with no timeline, idle queues and huge 
   CHECK(attribute(huge_dom, "data-charts") == "3");
   CHECK(count(huge_dom, "NaN") == 0);
   CHECK(count(huge_dom, "class=\"series\"") == 2 + 1 + 0);  // "a" is the last queue: no jobs
+}
+
+TEST_CASE("forty queues get forty colors no two of which look alike") {
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back("q" + std::to_string(i));
+  const json::value data =
+      embedded_data(gpuq::sim::render_report({summary("many", names, 2)}, "t"));
+  const json::object& colors = data.at("colors").as_object();
+  REQUIRE(colors.size() == 40);
+  CHECK(colors.at("q1").as_string() == "#f28e2b");  // the palette comes first, unchanged
+  std::vector<std::pair<std::string, Lab>> labs;
+  for (const auto& [name, color] : colors) {
+    const std::string css(color.as_string());
+    CHECK_MESSAGE(css.size() == 7, name << " is " << css << ", not #rrggbb");
+    labs.emplace_back(name, to_lab(parse_color(css)));
+  }
+  // The Tableau palette's own closest pair (#76b7b2, #bab0ac) is 25.9 apart; golden-angle hues
+  // came within 5.3 of each other by 40 queues.
+  double closest = 1e9;
+  std::string pair;
+  for (std::size_t i = 0; i < labs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (const double d = delta_e(labs[i].second, labs[j].second); d < closest)
+        closest = d, pair = labs[j].first + " and " + labs[i].first;
+  CHECK_MESSAGE(closest >= 15, pair << " are only " << closest << " apart (CIE76)");
+}
+
+TEST_CASE("chromium at a narrow window: the tables scroll by themselves, the page does not") {
+  const std::string wide = "queue_name_with_no_place_to_break_the_line_0123456789";
+  std::vector<json::value> variants = {
+      summary("variant_label_with_no_place_to_break_it_either_0123456789",
+              {wide + "_a", wide + "_b", "prod"}, 20, 1e9),
+      summary("spread", {wide + "_a", "prod"}, 20, 1e12)};
+  variants[0].as_object()["queues_file"] =
+      "/a/long/path/to/a_queue_file_with_no_spaces_0123456789.yaml";
+  // Measured once everything has drawn: the page's width against the window's, and against the
+  // viewport's without a vertical scrollbar (clientWidth), which is what the page must fit.
+  const std::string measure =
+      "<script>addEventListener('load', function () {"
+      " document.body.dataset.scrollWidth = document.documentElement.scrollWidth;"
+      " document.body.dataset.clientWidth = document.documentElement.clientWidth;"
+      " document.body.dataset.innerWidth = window.innerWidth; });</script>";
+  const std::string dom =
+      drawn(rendered_dom(gpuq::sim::render_report(variants, "narrow") + measure, 420));
+  CHECK(attribute(dom, "data-rendered") == "ok");
+  const int inner = std::atoi(attribute(dom, "data-inner-width").c_str());
+  const int client = std::atoi(attribute(dom, "data-client-width").c_str());
+  const int scroll = std::atoi(attribute(dom, "data-scroll-width").c_str());
+  CHECK_MESSAGE((inner > 0 && inner < 700), "the window is " << inner << " px wide");
+  CHECK_MESSAGE((client > 0 && client <= inner), "the viewport is " << client << " px wide");
+  CHECK_MESSAGE(scroll <= client,
+                "the page is " << scroll << " px wide in a " << client << " px viewport");
+}
+
+TEST_CASE("a summary without events says so instead of printing dashes") {
+  json::value none = summary("none", {"a"}, 0);
+  none.as_object().erase("events");
+  none.as_object().erase("wall_seconds");
+  json::value zero = summary("zero", {"a"}, 0);
+  zero.as_object()["events"] = 0;
+  const std::string html = gpuq::sim::render_report({none, zero, summary("some", {"a"}, 2)}, "t");
+  for (const char* id : {"variant-0", "variant-1"}) {
+    const std::string meta =
+        between(html, "<p class=\"meta\">", "</p>", html.find(std::string("id=\"") + id));
+    INFO(std::string(id) << ": " << meta);
+    CHECK(meta.find("no events") != std::string::npos);
+    CHECK(meta.find("\u2013") == std::string::npos);  // no en dash for a missing number
+    CHECK(meta.find(" in ") == std::string::npos);
+    CHECK(meta.find("10 nodes, 80 GPUs") != std::string::npos);
+  }
+  const std::string some =
+      between(html, "<p class=\"meta\">", "</p>", html.find("id=\"variant-2\""));
+  CHECK_MESSAGE(some.find("2,000 events in 0.5 s, makespan 20.0 min") != std::string::npos, some);
+}
+
+TEST_CASE("later variants show each queue's difference from the first variant") {
+  json::value before = summary("before", {"prod", "research"}, 3);
+  json::value after = summary("after", {"prod", "idle"}, 3);
+  json::object& prod = after.as_object()["queues"].as_array()[0].as_object();
+  prod["jobs"] = 250;                                       // 100 before
+  prod["wait"].as_object()["p50"] = 150;                    // 0 s before
+  prod["gpu_hours_lost"] = 0.5;                             // 1.00 before
+  after.as_object()["overall"].as_object()["jobs"] = 1200;  // 1,000 before
+  const std::string html = gpuq::sim::render_report({before, after}, "t");
+
+  const std::string first = between(html, "id=\"variant-0\"", "</section>");
+  const std::string second = between(html, "id=\"variant-1\"", "</section>");
+  CHECK(first.find("class=\"d\"") == std::string::npos);
+  const std::string row = between(second, ">prod</th>", "</tr>");
+  INFO("prod: " << row);
+  CHECK(row.find(">250 <span class=\"d\">+150</span></td>") != std::string::npos);
+  CHECK(row.find(">2.5 min <span class=\"d\">+2.5 min</span></td>") != std::string::npos);
+  CHECK(row.find(">0.50 <span class=\"d\">\u22120.50</span></td>") != std::string::npos);
+  CHECK(row.find(">0.500 <span class=\"d\">\u00b10.000</span></td>") != std::string::npos);
+  CHECK(between(second, ">idle</th>", "</tr>").find("class=\"d\"") == std::string::npos);
+
+  const std::string compare = between(html, "<table class=\"compare\">", "</table>");
+  CHECK(between(compare, ">before</a>", "</tr>").find("class=\"d\"") == std::string::npos);
+  CHECK(between(compare, ">after</a>", "</tr>").find(">1,200 <span class=\"d\">+200</span></td>") !=
+        std::string::npos);
 }
