@@ -218,6 +218,8 @@ class Engine {
   bool admissible_now(const JobId& id);
   // Preemptors whose booking is held while their victims stop, in job order.
   std::vector<const Job*> reserved_jobs() const;
+  // Jobs that hold resources now (admitted, running, preempting or draining), in submission order.
+  std::vector<const Job*> holding_jobs() const;
 
  private:
   struct PendingKey {

@@ -292,6 +292,14 @@ std::vector<const Job*> Engine::pending_in_submission_order() const {
   return out;
 }
 
+std::vector<const Job*> Engine::holding_jobs() const {
+  std::vector<const Job*> out;
+  for (const auto& [id, j] : job_ids_)
+    if (jobs_[j].holds_resources() || jobs_[j].draining) out.push_back(&jobs_[j]);
+  std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->order < b->order; });
+  return out;
+}
+
 std::vector<Engine::Queued> Engine::pending_in_queue_order() const {
   std::vector<Queued> out;
   for (const QueueRec& q : queues_) {

@@ -122,6 +122,9 @@ struct QueueSpec {
   std::int32_t max_pods_per_job = 0;
   std::optional<Time> max_runtime;          // ceiling; a job asking none gets it (or the default)
   std::optional<Time> default_max_runtime;  // for a job that asks none; <= max_runtime
+  // How long its jobs run when they do not say (JobSpec::expected_runtime): only for start-time
+  // estimates (scheduler/what_if.hpp), never enforced.
+  std::optional<Time> runtime_estimate;
   // A job asking a longer grace period is refused; a victim of this queue is never given longer
   // (also one submitted before the cap was lowered: the engine caps its Preemption decision).
   std::optional<Time> max_grace_period;
@@ -211,6 +214,8 @@ struct JobSpec {
   std::vector<PodSet> pod_sets;
   std::vector<std::string> flavors;  // accepted flavors; empty: any the queue has
   std::optional<Time> max_runtime;
+  // How long it expects to run (<= max_runtime): only for start-time estimates, never enforced.
+  std::optional<Time> expected_runtime;
   bool preemptible = true;
   Time grace_period = 30;
   bool exclusive = false;  // no other queue's pods on the nodes this job uses
