@@ -185,6 +185,7 @@ void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   out.max_pods_per_job = q.max_pods_per_job();
   if (q.has_max_runtime_seconds()) out.max_runtime = q.max_runtime_seconds();
   if (q.has_default_max_runtime_seconds()) out.default_max_runtime = q.default_max_runtime_seconds();
+  if (q.has_runtime_estimate_seconds()) out.runtime_estimate = q.runtime_estimate_seconds();
   if (q.has_max_grace_period_seconds()) out.max_grace_period = q.max_grace_period_seconds();
   {
     Path::Key k(at, "allowedPriorityClasses");
@@ -315,6 +316,7 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
       out.flavors.assign(j.flavors().begin(), j.flavors().end());
     }
     if (j.max_runtime_seconds() != 0) out.max_runtime = j.max_runtime_seconds();
+    if (j.expected_runtime_seconds() != 0) out.expected_runtime = j.expected_runtime_seconds();
     if (j.has_preemptible()) out.preemptible = j.preemptible();
     if (j.has_grace_period_seconds()) out.grace_period = j.grace_period_seconds();
     out.exclusive = j.exclusive();

@@ -63,6 +63,7 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   out.set_max_pods_per_job(s.max_pods_per_job);
   if (s.max_runtime) out.set_max_runtime_seconds(*s.max_runtime);
   if (s.default_max_runtime) out.set_default_max_runtime_seconds(*s.default_max_runtime);
+  if (s.runtime_estimate) out.set_runtime_estimate_seconds(*s.runtime_estimate);
   if (s.max_grace_period) out.set_max_grace_period_seconds(*s.max_grace_period);
   for (const std::string& c : s.allowed_priority_classes) out.add_allowed_priority_classes(c);
   out.set_non_preemptible_may_borrow(s.non_preemptible_may_borrow);
@@ -111,6 +112,7 @@ v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
   }
   for (const std::string& f : s.flavors) out.add_flavors(f);
   out.set_max_runtime_seconds(s.max_runtime.value_or(0));
+  out.set_expected_runtime_seconds(s.expected_runtime.value_or(0));
   out.set_preemptible(s.preemptible);
   out.set_grace_period_seconds(s.grace_period);
   out.set_exclusive(s.exclusive);

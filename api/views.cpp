@@ -34,6 +34,11 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   j.set_exit_code(r.exit_code);
   j.set_preempted_by(r.preempted_by);
   j.set_stopping(r.state == JobState::kCancelled && core.stopping(r.spec.id));
+  if (r.state == JobState::kPending)
+    if (auto e = core.estimates().of(r.spec.id.value)) {
+      j.set_estimated_start(e->start.value_or(0));
+      j.set_estimate_computed_at(e->computed_at);
+    }
   return j;
 }
 

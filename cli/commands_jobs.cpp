@@ -73,6 +73,8 @@ void add_submit(CLI::App& app, Context& ctx) {
   flag_opts.push_back(grace);
   flag_opts.push_back(
       cmd->add_option("--max-runtime", o->flags.max_runtime, "seconds; 0 (default) no limit"));
+  flag_opts.push_back(cmd->add_option("--expected-runtime", o->flags.expected_runtime,
+                                      "seconds it expects to run, for start-time estimates only (<= --max-runtime)"));
   flag_opts.push_back(
       cmd->add_flag("--exclusive", o->flags.exclusive, "no other queue's pods on its nodes"));
   flag_opts.push_back(
@@ -114,7 +116,7 @@ void add_submit(CLI::App& app, Context& ctx) {
 struct ListOptions {
   std::string queue, owner, output = "table";
   std::vector<std::string> states;
-  bool all = false, finished = false;
+  bool all = false, finished = false, start = false;
   int limit = 0;
 };
 
@@ -159,7 +161,7 @@ int run_ls(Context& ctx, const ListOptions& o) {
                 : o.states.empty() && !o.all ? "No unfinished jobs (--all shows finished ones too)\n"
                                              : "No jobs\n");
   else
-    ctx.out << jobs_table(jobs, f == OutputFormat::kWide, unix_now());
+    ctx.out << jobs_table(jobs, f == OutputFormat::kWide, unix_now(), o.start);
   return 0;
 }
 
@@ -182,6 +184,9 @@ void add_ls(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   cmd->add_option("--limit", o->limit, "at most this many jobs; 0 (default): all")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--start", o->start,
+                "a START column: when each pending job is expected to start (gpuqd's what-if run; "
+                "? beyond 30 days or never as things stand, - not estimated yet)");
   cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_ls(c, *o); }; });
 }
 

@@ -409,22 +409,35 @@ std::string job_nodes(const v1::Job& j) {
 
 }  // namespace
 
-std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now) {
+std::string start_text(const v1::Job& j, std::int64_t now) {
+  if (j.state() != v1::JOB_STATE_PENDING || j.estimate_computed_at() == 0) return "-";
+  if (j.estimated_start() == 0) return "?";
+  if (j.estimated_start() <= now) return "now";
+  return "in " + human_age(j.estimated_start() - now);
+}
+
+std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now, bool with_start) {
+  // The START column goes after STATE when asked for.
+  const auto with = [&](std::vector<std::string> row, std::size_t state_at, const v1::Job* j) {
+    if (with_start) row.insert(row.begin() + static_cast<std::ptrdiff_t>(state_at) + 1, j ? start_text(*j, now) : "START");
+    return row;
+  };
   if (wide) {
-    Table t({"ID", "NAME", "QUEUE", "OWNER", "STATE", "PRIO", "GPU", "PODS", "FLAVOR", "NODES",
-             "AGE", "REASON"});
+    Table t(with({"ID", "NAME", "QUEUE", "OWNER", "STATE", "PRIO", "GPU", "PODS", "FLAVOR", "NODES", "AGE", "REASON"}, 4,
+                 nullptr));
     for (const auto& j : jobs)
-      t.add({j.spec().id(), or_dash(j.spec().name()), j.spec().queue(), or_dash(j.spec().owner()),
-             job_state(j), std::to_string(j.priority()), human_milli(job_gpu_milli(j)),
-             std::to_string(job_pods(j)), or_dash(j.flavor()), job_nodes(j),
-             human_age(now - j.submitted_at()), or_dash(j.reason())});
+      t.add(with({j.spec().id(), or_dash(j.spec().name()), j.spec().queue(), or_dash(j.spec().owner()), job_state(j),
+                  std::to_string(j.priority()), human_milli(job_gpu_milli(j)), std::to_string(job_pods(j)),
+                  or_dash(j.flavor()), job_nodes(j), human_age(now - j.submitted_at()), or_dash(j.reason())},
+                 4, &j));
     return t.render(0);
   }
-  Table t({"ID", "QUEUE", "STATE", "GPU", "PODS", "AGE", "REASON"});
+  Table t(with({"ID", "QUEUE", "STATE", "GPU", "PODS", "AGE", "REASON"}, 2, nullptr));
   for (const auto& j : jobs)
-    t.add({j.spec().id(), j.spec().queue(), job_state(j), human_milli(job_gpu_milli(j)),
-           std::to_string(job_pods(j)), human_age(now - j.submitted_at()), or_dash(j.reason())});
-  return t.render(80, {6, 0, 1});
+    t.add(with({j.spec().id(), j.spec().queue(), job_state(j), human_milli(job_gpu_milli(j)),
+                std::to_string(job_pods(j)), human_age(now - j.submitted_at()), or_dash(j.reason())},
+               2, &j));
+  return t.render(80, {with_start ? std::size_t{7} : std::size_t{6}, 0, 1});
 }
 
 std::string format_time(std::int64_t t) {
@@ -446,6 +459,12 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     << "Owner:       " << escaped(or_dash(s.owner())) << "\n"
     << "State:       " << job_state(j) << "\n"
     << "Reason:      " << escaped(or_dash(j.reason())) << "\n"
+    << (j.state() == v1::JOB_STATE_PENDING && j.estimate_computed_at() > 0
+            ? "Est. start:  " + (j.estimated_start() == 0 ? std::string("none within 30 days as things stand")
+                                                          : format_time(j.estimated_start()) + " (" +
+                                                                start_text(j, now) + ")") +
+                  ", computed " + format_time(j.estimate_computed_at()) + "\n"
+            : std::string())
     << "Priority:    " << j.priority() << (s.priority().empty() ? "" : " (" + escaped(s.priority()) + ")")
     << "\n"
     << "Submitted:   " << format_time(j.submitted_at()) << " (" << human_age(now - j.submitted_at())
@@ -574,6 +593,8 @@ std::string queue_detail(const v1::QueueStatus& q) {
     limits.push_back("defaultMaxRuntime " + seconds_text(s.default_max_runtime_seconds()));
   if (s.has_max_grace_period_seconds())
     limits.push_back("maxGracePeriod " + seconds_text(s.max_grace_period_seconds()));
+  if (s.has_runtime_estimate_seconds())
+    limits.push_back("runtimeEstimate " + seconds_text(s.runtime_estimate_seconds()));
   if (!s.allowed_priority_classes().empty()) {
     std::string classes;
     for (const auto& c : s.allowed_priority_classes()) classes += (classes.empty() ? "" : ",") + escaped(c);

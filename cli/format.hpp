@@ -57,7 +57,11 @@ std::string truncate(const std::string& s, std::size_t width);  // "long-nam~"
 // scripts included, is kept; a backslash is kept as it is.
 std::string escaped(std::string_view text);
 
-std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now);
+// with_start: a START column after STATE (start_text).
+std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t now, bool with_start = false);
+// A pending job's estimated start: "in 2h", "now", "?" (none within the horizon), "-" (not
+// estimated, or not pending).
+std::string start_text(const v1::Job& job, std::int64_t now);
 std::string job_detail(const v1::Job& job, std::int64_t now);
 // `gpuq explain`: why it waits, what orders it, the quota and the nodes (cli/explain_format.cpp).
 std::string explanation_text(const v1::Job& job, const v1::JobExplanation& e);

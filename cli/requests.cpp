@@ -111,6 +111,8 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
   spec.flavors = f.flavors;
   if (f.max_runtime < 0) throw UsageError("--max-runtime must be >= 0 seconds");
   if (f.max_runtime > 0) spec.max_runtime = f.max_runtime;
+  if (f.expected_runtime < 0) throw UsageError("--expected-runtime must be >= 0 seconds");
+  if (f.expected_runtime > 0) spec.expected_runtime = f.expected_runtime;
   spec.preemptible = f.preemptible.value_or(true);
   if (f.grace_period && *f.grace_period < 0) throw UsageError("--grace-period must be >= 0");
   spec.grace_period = f.grace_period.value_or(30);

@@ -32,6 +32,7 @@ struct SubmitFlags {
   std::optional<bool> preemptible;
   std::optional<std::int64_t> grace_period;
   std::int64_t max_runtime = 0;
+  std::int64_t expected_runtime = 0;
   bool exclusive = false;
   std::vector<std::string> env;  // K=V
   std::vector<std::string> node_selector;  // KEY=VALUE: a label every node of the job must have

@@ -101,7 +101,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     Path at;
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
-                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "auditRetention", "jobRetention", "queues", "nodes",
+                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "estimateInterval", "auditRetention", "jobRetention", "queues", "nodes",
                         "socket", "admins", "insecure", "tls"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
@@ -134,6 +134,10 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.core.job_retention = spec::text_of(v, at, "a duration such as 30d") == "0"
                                                       ? 0
                                                       : seconds_of(v, at, 3600, 3650LL * 86400);
+                         } else if (key == "estimateInterval") {
+                           c.estimate_interval = spec::text_of(v, at, "a duration such as 30s") == "0"
+                                                     ? 0
+                                                     : seconds_of(v, at, 1, 86400);
                          } else if (key == "usageCheckpointInterval") {
                            c.core.usage_checkpoint_interval = seconds_of(v, at, 1, 86400);
                          } else if (key == "priorityClasses") {

@@ -47,6 +47,8 @@
 //                                 # a restart approximates the use since the last checkpoint
 //                                 # (README: Usage history)
 //   auditRetention: 90d           # audit records older than this are deleted (1h to 3650d)
+//   estimateInterval: 30s         # how often pending jobs' start times are estimated (a what-if
+//                                 # run of the engine off its thread); 0: never; 1s to 24h
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
@@ -89,6 +91,8 @@ struct Config {
   binder::LocalConfig local;
   binder::k8s::KubernetesConfig kubernetes;
   int max_request_bytes = 4 << 20;
+  // How often the start-time estimates are computed (daemon/estimates.hpp); 0: never.
+  Time estimate_interval = 30;
   CoreConfig core;
   // Applied at start; read (and checked) at load, read again into the Core's resource names by
   // specs_at_start(). The nodes point into `document`.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "binder/binder.hpp"
+#include "daemon/estimates.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/submit_limits.hpp"
 #include "scheduler/engine.hpp"
@@ -163,6 +164,9 @@ class Core {
   std::uint64_t last_event_seq() const { return last_event_seq_; }
   // Recorded into on the engine thread (and the writer's: write()); rendered from any.
   Metrics& metrics() { return metrics_; }
+  // The last start-time estimates (thread-safe; daemon/estimates.hpp computes them).
+  Estimates& estimates() { return estimates_; }
+  const Estimates& estimates() const { return estimates_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
 
   // The fair-share usage history (daemon/history.cpp; empty or no-ops when usageHalfLife is 0).
@@ -240,6 +244,7 @@ class Core {
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
   Metrics metrics_;
+  Estimates estimates_;
   std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()
   Time last_checkpoint_ = 0;  // of the usage history
   Time next_audit_prune_ = 0;

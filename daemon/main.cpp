@@ -16,6 +16,7 @@
 #include "auth/roles.hpp"
 #include "auth/unix_listener.hpp"
 #include "daemon/config.hpp"
+#include "daemon/estimates.hpp"
 #include "daemon/frontend.hpp"
 #include "daemon/http.hpp"
 #include "daemon/loop.hpp"
@@ -220,6 +221,11 @@ int main(int argc, char** argv) {
   spdlog::info("event=serving grpc={} http={}:{} socket={} state_file={}", grpc_bound,
                config.http_address.substr(0, config.http_address.rfind(':')), http.port(),
                socket ? socket->path() : std::string("none"), config.core.state_file);
+  std::optional<daemon::Estimator> estimator;
+  if (config.estimate_interval > 0) {
+    estimator.emplace(loop, core.value()->estimates(), core.value()->metrics(), config.estimate_interval);
+    estimator->start();
+  }
   // For scripts and tests that ask for port 0: the ports on one line of stdout.
   std::printf("gpuqd listening grpc=%s http_port=%u socket=%s\n", grpc_bound.c_str(), http.port(),
               socket ? socket->path().c_str() : "none");
@@ -234,6 +240,7 @@ int main(int argc, char** argv) {
   spdlog::info("event=stopping stage=grpc_done");
   http.stop();
   spdlog::info("event=stopping stage=http_done");
+  if (estimator) estimator->stop();  // it asks the loop for copies of the engine
   loop.stop();
   core.value()->halt_binder();  // before the loop goes: it posts the binder's facts there
   spdlog::info("event=stopped");

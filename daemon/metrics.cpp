@@ -61,6 +61,10 @@ struct Metrics::Impl {
   pm::Histogram& commit = histograms(registry, "gpuq_store_commit_duration_seconds",
                                      "One store transaction (write and fsync).")
                               .Add({}, kCommitBuckets);
+  pm::Family<pm::Histogram>& estimate =
+      histograms(registry, "gpuq_estimate_duration_seconds",
+                 "One run of the start-time estimates, by phase: copy (the engine copied on the engine "
+                 "thread), what_if (the copy run forward, on the estimator's thread).");
   pm::Family<pm::Counter>& binder_errors =
       counters(registry, "gpuq_binder_errors_total", "Failures of the binder's own, by kind.");
 };
@@ -94,6 +98,11 @@ void Metrics::cycle(double seconds) { impl_->cycle.Observe(seconds); }
 
 void Metrics::commit(double seconds, bool ok) {
   if (ok) impl_->commit.Observe(seconds);
+}
+
+void Metrics::estimate(double copy_seconds, double what_if_seconds) {
+  impl_->estimate.Add({{"phase", "copy"}}, kCycleBuckets).Observe(copy_seconds);
+  impl_->estimate.Add({{"phase", "what_if"}}, kCycleBuckets).Observe(what_if_seconds);
 }
 
 void Metrics::binder_error(std::string_view kind) {

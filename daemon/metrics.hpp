@@ -31,6 +31,8 @@ class Metrics {
   void commit(double seconds, bool ok);
   // A failure of the binder's own, by kind (bind_failed, evict_failed, pod_lost, ...).
   void binder_error(std::string_view kind);
+  // One run of the start-time estimates: the engine's copy (on the engine thread), the what-if.
+  void estimate(double copy_seconds, double what_if_seconds);
 
   // The text exposition: this registry's families and the gauges read from `loop`'s Core.
   std::string render(Loop& loop);

@@ -68,7 +68,16 @@ class Run {
   }
 
   void plan_end(const Job& j, Time admitted_at) {
-    if (auto run = expected_runtime(e_, j, o_.runtime)) plan(admitted_at + *run, false, j);
+    std::optional<Time> run = o_.runtime_of ? o_.runtime_of(j) : expected_runtime(e_, j, o_.runtime);
+    if (!run) return;
+    // Running past its estimate: it has run as long again before it ends (runtimes are heavy-
+    // tailed: the longer a job has run, the longer it still runs), within its limit.
+    const Time ran = now_ - admitted_at;
+    if (!o_.runtime_of && o_.runtime == WhatIfOptions::Runtime::kExpected && ran >= *run) {
+      run = 2 * ran;
+      if (j.spec.max_runtime) run = std::min(*run, *j.spec.max_runtime);
+    }
+    plan(admitted_at + *run, false, j);
   }
 
   void apply(const Happening& h) {

@@ -4,6 +4,7 @@
 // waiting as they are, preemption included (victims stop after their grace period), until each
 // pending job has been admitted or the horizon is reached. Pure and deterministic, like the
 // engine: the same engine and `now` give the same estimates.
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -15,9 +16,13 @@ namespace gpuq {
 struct WhatIfOptions {
   // How long a job is taken to run: kExpected uses its expectedRuntime, else its queue's
   // runtimeEstimate, else its maxRuntime; kLimit (Slurm's backfill view, the baseline) uses its
-  // maxRuntime alone. Never past maxRuntime. A job with none of them runs for ever.
+  // maxRuntime alone. Never past maxRuntime. A job with none of them runs for ever. Under
+  // kExpected, a job already running longer than that is taken to run as long again (within its
+  // maxRuntime): runtimes are heavy-tailed (estimate_bench measured it on Philly).
   enum class Runtime { kExpected, kLimit };
   Runtime runtime = Runtime::kExpected;
+  // When set, how long each job runs, instead of `runtime` (benchmarks: the trace's own durations).
+  std::function<std::optional<Time>(const Job&)> runtime_of;
   Time horizon = 30 * 86400;  // no estimate beyond now + horizon
   std::size_t max_steps = 200000;  // virtual-time steps (each: the jobs ending at one time, a cycle)
 };

@@ -122,7 +122,8 @@ void check_guardrails(const QueueSpec& q, Path& at) {
   check_not_negative_limit(q.max_pending_jobs_per_user, "maxPendingJobsPerUser", at);
   check_not_negative_limit(q.max_submits_per_user_per_minute, "maxSubmitsPerUserPerMinute", at);
   for (const auto& [key, v] : {std::pair{"maxRuntime", q.max_runtime},
-                               std::pair{"defaultMaxRuntime", q.default_max_runtime}})
+                               std::pair{"defaultMaxRuntime", q.default_max_runtime},
+                               std::pair{"runtimeEstimate", q.runtime_estimate}})
     if (v && *v <= 0) {
       Path::Key k(at, key);
       fail(at, quoted(std::to_string(*v)) + " must be > 0 seconds");
@@ -385,6 +386,15 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
   if (j.max_runtime && *j.max_runtime <= 0) {
     Path::Key k(at, "maxRuntime");
     fail(at, quoted(std::to_string(*j.max_runtime)) + " must be > 0 seconds");
+  }
+  if (j.expected_runtime && *j.expected_runtime <= 0) {
+    Path::Key k(at, "expectedRuntime");
+    fail(at, quoted(std::to_string(*j.expected_runtime)) + " must be > 0 seconds");
+  }
+  if (j.expected_runtime && j.max_runtime && *j.expected_runtime > *j.max_runtime) {
+    Path::Key k(at, "expectedRuntime");
+    fail(at, quoted(std::to_string(*j.expected_runtime)) + " is more than maxRuntime " +
+                 quoted(std::to_string(*j.max_runtime)) + "; it must be <= maxRuntime");
   }
   if (j.grace_period < 0) {
     Path::Key k(at, "gracePeriod");

@@ -213,6 +213,8 @@ bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) 
     q.max_runtime = int_of(v, at);
   else if (key == "defaultMaxRuntime")
     q.default_max_runtime = int_of(v, at);
+  else if (key == "runtimeEstimate")
+    q.runtime_estimate = int_of(v, at);
   else if (key == "maxGracePeriod")
     q.max_grace_period = int_of(v, at);
   else if (key == "allowedPriorityClasses")
@@ -238,7 +240,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
   for_each_key(
       n, at,
       {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
-       "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "maxGracePeriod",
+       "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "runtimeEstimate", "maxGracePeriod",
        "allowedPriorityClasses", "nonPreemptibleMayBorrow", "maxRunningJobsPerUser",
        "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "submitters", "viewers"},
       [&](std::string_view key, yaml::Node v) {
@@ -411,6 +413,8 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
       j.exclusive = bool_of(v, at);
     } else if (key == "maxRuntime") {
       j.max_runtime = int_of(v, at);
+    } else if (key == "expectedRuntime") {
+      j.expected_runtime = int_of(v, at);
     } else if (key == "gracePeriod") {
       j.grace_period = int_of(v, at);
     } else if (key == "onNodeLoss") {
@@ -427,13 +431,13 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
     for_each_key(n, at,
                  // A submission's time is the server's: no submittedAt.
                  {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible",
-                  "exclusive", "maxRuntime", "gracePeriod", "onNodeLoss", "command", "env",
+                  "exclusive", "maxRuntime", "expectedRuntime", "gracePeriod", "onNodeLoss", "command", "env",
                   "workingDir", "nodeSelector", "affinity", "tolerations", "gpuModels"},
                  read, keys.also);
   else
     for_each_key(n, at,
                  {"id", "queue", "name", "owner", "priority", "submittedAt", "pods", "flavors",
-                  "preemptible", "exclusive", "maxRuntime", "gracePeriod", "nodeSelector",
+                  "preemptible", "exclusive", "maxRuntime", "expectedRuntime", "gracePeriod", "nodeSelector",
                   "affinity", "tolerations", "gpuModels"},
                  read, keys.also);
   if (keys.id_required) require(n, at, {"id"});

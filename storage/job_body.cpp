@@ -15,6 +15,9 @@
 //               value count, values
 //     tolerations: count; per toleration: key, exists (0|1), value, effect (name, or "" for all)
 // A body without constraints is still written "j1;", so older builds read it.
+// Format "j3;" is "j2;" (constraints written, maybe none) followed by the extras, written only
+// when a job has one, so that older builds refuse such a row ("unknown format") instead of
+// misreading it: count; per extra: name, integer. Known: expected_runtime (seconds).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -29,6 +32,7 @@ namespace {
 
 constexpr std::string_view kTag = "j1;";
 constexpr std::string_view kTagWithConstraints = "j2;";
+constexpr std::string_view kTagWithExtras = "j3;";
 
 struct BadBody {
   const char* why;
@@ -152,9 +156,10 @@ void read_constraints(Reader& r, NodeConstraints& c) {
 }  // namespace
 
 std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
-  const bool constrained = std::any_of(j.spec.pod_sets.begin(), j.spec.pod_sets.end(),
-                                       [](const PodSet& p) { return !p.where.empty(); });
-  std::string out(constrained ? kTagWithConstraints : kTag);
+  const bool extras = j.spec.expected_runtime.has_value();
+  const bool constrained = extras || std::any_of(j.spec.pod_sets.begin(), j.spec.pod_sets.end(),
+                                                 [](const PodSet& p) { return !p.where.empty(); });
+  std::string out(extras ? kTagWithExtras : constrained ? kTagWithConstraints : kTag);
   out.reserve(256);
   Writer w(out);
   w.num(static_cast<std::int64_t>(j.spec.pod_sets.size()));
@@ -196,6 +201,11 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   }
   if (constrained)
     for (const auto& p : j.spec.pod_sets) write_constraints(w, p.where);
+  if (extras) {
+    w.num(1);
+    w.str("expected_runtime");
+    w.num(*j.spec.expected_runtime);
+  }
   return out;
 }
 
@@ -204,9 +214,10 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
     return Error{"stored job " + j.spec.id.value + ": body: " + why,
                  ErrorCode::kFailedPrecondition};
   };
-  const bool constrained = text.substr(0, kTag.size()) == kTagWithConstraints;
-  if (text.substr(0, kTag.size()) != kTag && !constrained)
-    return fail("unknown format (no \"j1;\" or \"j2;\" tag)");
+  const std::string_view tag = text.substr(0, kTag.size());
+  const bool extras = tag == kTagWithExtras;
+  const bool constrained = extras || tag == kTagWithConstraints;
+  if (tag != kTag && !constrained) return fail("unknown format (no \"j1;\", \"j2;\" or \"j3;\" tag)");
   try {
     Reader r(text);
     r.skip(kTag.size());
@@ -249,6 +260,13 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
     }
     if (constrained)
       for (auto& p : j.spec.pod_sets) read_constraints(r, p.where);
+    if (extras)
+      for (std::size_t n = r.count(); n > 0; --n) {
+        const auto name = r.str();
+        const std::int64_t value = r.num();
+        if (name == "expected_runtime") j.spec.expected_runtime = value;
+        // An extra this build does not know is skipped: it only informs.
+      }
     if (!r.at_end()) return fail("trailing bytes");
   } catch (const BadBody& e) {
     return fail(e.why);

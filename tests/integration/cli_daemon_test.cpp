@@ -1,8 +1,10 @@
 // The real command line against a real gpuqd: what a user types, what they see, and what the
 // daemon then holds (checked through the command line too).
 #include <boost/json.hpp>
+#include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/cli_run.hpp"
@@ -112,6 +114,34 @@ TEST_CASE("explain: a waiting job's order, quota and nodes; a running one's stat
   r = gpuq_cmd(d, {"explain", "nope"});
   CHECK(r.rc == 1);
   CHECK(r.err.find("job \"nope\" does not exist (NOT_FOUND)") != std::string::npos);
+}
+
+TEST_CASE("ls --start and show: a pending job's estimated start; --expected-runtime reaches gpuqd") {
+  TempDir dir;
+  Daemon d(dir.path, true, std::string(kConfig) + "estimateInterval: 1s\n");
+  for (const char* id : {"a", "b"})
+    REQUIRE(gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "8", "--max-runtime", "3600", "--id", id, "--", "true"}).rc == 0);
+  auto r = gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "8", "--expected-runtime", "600", "--id", "w", "--", "true"});
+  REQUIRE(r.rc == 0);
+  json::value w;
+  for (int i = 0; i < 100; ++i) {
+    w = json::parse(gpuq_cmd(d, {"show", "w", "-o", "json"}).out);
+    if (w.at("estimate_computed_at").as_string() != "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(w.at("spec").at("expected_runtime_seconds").as_string() == "600");
+  const auto a_at = std::stoll(std::string(json::parse(gpuq_cmd(d, {"show", "a", "-o", "json"}).out).at("admitted_at").as_string()));
+  CHECK(std::stoll(std::string(w.at("estimated_start").as_string())) == a_at + 3600);
+  r = gpuq_cmd(d, {"ls", "--start"});
+  INFO(r.out);
+  CHECK(r.out.rfind("ID  QUEUE     STATE    START   GPU", 0) == 0);
+  CHECK(r.out.find("w   research  Pending  in ") != std::string::npos);
+  CHECK(r.out.find("a   research  Running  -  ") != std::string::npos);
+  r = gpuq_cmd(d, {"show", "w"});
+  CHECK(r.out.find("Est. start:  ") != std::string::npos);
+  r = gpuq_cmd(d, {"submit", "-q", "research", "--gpus", "1", "--expected-runtime", "-5", "--", "true"});
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("--expected-runtime must be >= 0 seconds") != std::string::npos);
 }
 
 TEST_CASE("submit: the flags reach gpuqd as typed; a taken --id is ALREADY_EXISTS; -f job.yaml") {

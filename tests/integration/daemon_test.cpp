@@ -361,6 +361,45 @@ TEST_CASE("gpuqd: every call refuses bad input with the right code and names wha
   CHECK(submit(d, job("fine", "research", "1")).ok());
 }
 
+TEST_CASE("gpuqd: pending jobs get start-time estimates from the engine's what-if run") {
+  TempDir dir;
+  // research's jobs run an hour unless they say otherwise; estimates every second.
+  std::string config = kConfig;
+  config.replace(config.find("    preemption: {withinQueue"), 0, "    runtimeEstimate: 3600\n");
+  Daemon d(dir.path, true, config + "estimateInterval: 1s\n");
+  // research and prod fill both nodes (research runs its estimate, prod its maxRuntime of 30 min).
+  REQUIRE(submit(d, job("r1", "research", "8")).ok());
+  auto p1 = job("p1", "prod", "8");
+  p1.mutable_spec()->set_max_runtime_seconds(1800);
+  REQUIRE(submit(d, p1).ok());
+  // Waiting: w1 (research, says it runs 10 min) and w2 (research, 4 GPUs).
+  auto w1 = job("w1", "research", "8");
+  w1.mutable_spec()->set_expected_runtime_seconds(600);
+  REQUIRE(submit(d, w1).ok());
+  REQUIRE(submit(d, job("w2", "research", "4")).ok());
+  v1::Job g;
+  for (int i = 0; i < 100 && (g = get(d, "w2")).estimate_computed_at() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(g.estimate_computed_at() > 0);
+  const std::int64_t r1_at = get(d, "r1").admitted_at();
+  const std::int64_t p1_at = get(d, "p1").admitted_at();
+  // p1 ends first (30 min): w1 takes its node; r1's node frees at r1 + 1 h, where w2 goes, unless
+  // w1 has ended by then (10 min after p1), which it has: w2 starts at p1 + 30 min + 10 min.
+  CHECK(get(d, "w1").estimated_start() == p1_at + 1800);
+  CHECK(g.estimated_start() == std::min(r1_at + 3600, p1_at + 1800 + 600));
+  CHECK(get(d, "w1").spec().expected_runtime_seconds() == 600);
+  CHECK(get(d, "r1").estimated_start() == 0);  // running: none
+  // A job the queue's guardrails refuse nothing for, but which says more than its limit: refused.
+  auto bad = job("bad", "research", "1");
+  bad.mutable_spec()->set_max_runtime_seconds(100);
+  bad.mutable_spec()->set_expected_runtime_seconds(200);
+  const grpc::Status refused = submit(d, bad);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message().find("expectedRuntime") != std::string::npos);
+  const std::string m = d.http_get("/metrics");
+  CHECK(m.find("gpuq_estimate_duration_seconds_count{phase=\"what_if\"}") != std::string::npos);
+}
+
 TEST_CASE("gpuqd: /metrics, /healthz and /readyz") {
   TempDir dir;
   Daemon d(dir.path);

@@ -59,14 +59,20 @@ TEST_CASE("what-if: the Slurm-style baseline runs every job to its limit") {
   CHECK(w.starts.count("p3") == 0);
 }
 
-TEST_CASE("what-if: a job that says nothing runs its queue's runtimeEstimate; a running job past its estimate ends now") {
+TEST_CASE("what-if: a job that says nothing runs its queue's runtimeEstimate; one past its estimate runs as long again") {
   Engine with = one_node(200);
   // p1 expects 50 s; p2 (no estimate of its own) then runs the queue's 200 s.
   CHECK(estimate_starts(with, 40).starts.at("p2") == 150);
   Engine without = one_node();
   CHECK(estimate_starts(without, 40).starts.at("p3") == 150);
-  // At 500, r1 (expected 100) is overdue: it is taken to end now, and p1 starts at once.
-  CHECK(estimate_starts(with, 500).starts.at("p1") == 500);
+  // At 300, r1 (expected 100) is overdue: it is taken to run as long again (to 600); at 700,
+  // twice 700 is past its limit of 1000, where it ends.
+  CHECK(estimate_starts(with, 300).starts.at("p1") == 600);
+  CHECK(estimate_starts(with, 700).starts.at("p1") == 1000);
+  // The baseline knows nothing of it: the limit.
+  WhatIfOptions limits;
+  limits.runtime = WhatIfOptions::Runtime::kLimit;
+  CHECK(estimate_starts(with, 300, limits).starts.at("p1") == 1000);
 }
 
 TEST_CASE("what-if: a preemptor starts once its victim stopped, within the victim's grace period") {

@@ -62,6 +62,7 @@ maxGpusPerJob: 1.5
 maxPodsPerJob: 4
 maxRuntime: 7200
 defaultMaxRuntime: 3600
+runtimeEstimate: 1800
 maxGracePeriod: 60
 allowedPriorityClasses: [normal, high]
 nonPreemptibleMayBorrow: true
@@ -75,6 +76,7 @@ viewers: {groups: [ml-leads]}
   CHECK(q.max_pods_per_job == 4);
   CHECK(*q.max_runtime == 7200);
   CHECK(*q.default_max_runtime == 3600);
+  CHECK(*q.runtime_estimate == 1800);
   CHECK(*q.max_grace_period == 60);
   CHECK(q.allowed_priority_classes == std::vector<std::string>{"normal", "high"});
   CHECK(q.non_preemptible_may_borrow);
@@ -109,6 +111,7 @@ TEST_CASE("a bad guardrail or role is refused naming the field, the value and wh
       {"name: q\nmaxPodsPerJob: -2\n", "maxPodsPerJob: \"-2\" must be >= 0 (0: no limit)"},
       {"name: q\nmaxRuntime: 0\n", "maxRuntime: \"0\" must be > 0 seconds"},
       {"name: q\ndefaultMaxRuntime: -5\n", "defaultMaxRuntime: \"-5\" must be > 0 seconds"},
+      {"name: q\nruntimeEstimate: 0\n", "runtimeEstimate: \"0\" must be > 0 seconds"},
       {"name: q\nmaxRuntime: 60\ndefaultMaxRuntime: 120\n",
        "defaultMaxRuntime: \"120\" is more than maxRuntime \"60\"; it must be <= maxRuntime"},
       {"name: q\nmaxGracePeriod: -1\n", "maxGracePeriod: \"-1\" must be >= 0 seconds"},

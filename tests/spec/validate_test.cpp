@@ -176,6 +176,15 @@ TEST_CASE("jobs: at most 8 pod sets, 100000 pods in all, 16 flavors") {
   j = job();
   j.max_runtime = 0;
   CHECK(job_error(j) == "spec.maxRuntime: \"0\" must be > 0 seconds");
+  j = job();
+  j.expected_runtime = 0;
+  CHECK(job_error(j) == "spec.expectedRuntime: \"0\" must be > 0 seconds");
+  j = job();
+  j.max_runtime = 60;
+  j.expected_runtime = 120;
+  CHECK(job_error(j) == "spec.expectedRuntime: \"120\" is more than maxRuntime \"60\"; it must be <= maxRuntime");
+  j.expected_runtime = 60;
+  CHECK(job_error(j) == "(accepted)");
 }
 
 TEST_CASE("what runs: at most 4096 arguments and 4096 variables of 256 KiB each in all, none over 128 KiB") {

@@ -124,7 +124,7 @@ TEST_CASE("errors name the field, its line and column, the value and what is all
         "suffix, e.g. 2, 500m, 1.5, 16Gi");
   CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\ngracePerod: 5\n") ==
         "f.yaml:3:1: gracePerod: unknown key; did you mean gracePeriod? allowed here: id, queue, name, owner, "
-        "priority, pods, flavors, preemptible, exclusive, maxRuntime, gracePeriod, onNodeLoss, command, env, "
+        "priority, pods, flavors, preemptible, exclusive, maxRuntime, expectedRuntime, gracePeriod, onNodeLoss, command, env, "
         "workingDir, nodeSelector, affinity, tolerations, gpuModels");
   CHECK(job_error("pods: [{resources: {gpu: 1}}]\n") == "f.yaml:1:1: queue: is required");
   // A check made on the typed values (spec/validate.hpp) is placed at its field too.

@@ -78,3 +78,32 @@ TEST_CASE("a stored body with an unknown operator or effect is refused, naming t
   CHECK(loaded.error().find("stored job job-1: body: unknown affinity operator") !=
         std::string::npos);
 }
+
+TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs that say one get") {
+  TempDir dir;
+  const auto path = dir.file("state.db");
+  ResourceNames names;
+  JobRecord expects = make_job(1);
+  expects.spec.expected_runtime = 3600;
+  JobRecord both = make_job(2);
+  both.spec.expected_runtime = 60;
+  both.spec.pod_sets[0].where.node_selector = {{"zone", "z1"}};
+  const JobRecord plain = make_job(3);
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    b.jobs = {expects, both, plain};
+    REQUIRE(store->commit(b).ok());
+  }
+  CHECK(raw_text(path, "SELECT body FROM jobs WHERE number = 1").rfind("j3;", 0) == 0);
+  CHECK(raw_text(path, "SELECT body FROM jobs WHERE number = 2").rfind("j3;", 0) == 0);
+  CHECK(raw_text(path, "SELECT body FROM jobs WHERE number = 3").rfind("j1;", 0) == 0);
+  auto store = open_ok(path, names);
+  auto loaded = store->load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->unfinished.size() == 3);
+  CHECK(loaded->unfinished[0].spec.expected_runtime == 3600);
+  CHECK(loaded->unfinished[1].spec.expected_runtime == 60);
+  CHECK(loaded->unfinished[1].spec.pod_sets[0].where.node_selector.at("zone") == "z1");
+  CHECK_FALSE(loaded->unfinished[2].spec.expected_runtime);
+}
