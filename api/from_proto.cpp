@@ -177,6 +177,12 @@ Members members_of(const v1::Members& m, const char* role, Path& at) {
   return Members{{m.users().begin(), m.users().end()}, {m.groups().begin(), m.groups().end()}};
 }
 
+NotifySpec notify_of(const v1::Notify& n, Path& at) {
+  Path::Key k(at, "notify");
+  spec::check_count(static_cast<std::size_t>(n.on_size()), 5, "events", at);
+  return NotifySpec{n.url(), {n.on().begin(), n.on().end()}};
+}
+
 void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   if (!q.max_gpus_per_job().empty()) {
     Path::Key k(at, "maxGpusPerJob");
@@ -199,6 +205,7 @@ void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   out.max_submits_per_user_per_minute = q.max_submits_per_user_per_minute();
   if (q.has_submitters()) out.submitters = members_of(q.submitters(), "submitters", at);
   out.viewers = members_of(q.viewers(), "viewers", at);
+  out.notify = notify_of(q.notify(), at);
 }
 
 }  // namespace
@@ -336,8 +343,11 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
       sub.run.env.insert(j.env().begin(), j.env().end());
     }
     sub.run.working_dir = j.working_dir();
+    sub.notify = notify_of(j.notify(), at);
     spec::validate(out, at, names);
     spec::validate(sub.run, at);
+    Path::Key k(at, "notify");
+    spec::validate(sub.notify, at);
     return sub;
   });
 }

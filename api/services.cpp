@@ -179,7 +179,10 @@ class JobsService final : public v1::Jobs::CallbackService {
           const storage::JobRecord& listed = c.listed((*jobs)[sent]);
           if (only_stopping_cancelled && listed.state == JobState::kCancelled && !c.stopping(listed.spec.id)) continue;
           v1::Job job = api::to_proto(listed, c);
-          if (!readers_.gate->may_see_env(access, listed.spec.owner)) job.mutable_spec()->clear_env();
+          if (!readers_.gate->may_see_env(access, listed.spec.owner)) {
+            job.mutable_spec()->clear_env();
+            job.mutable_spec()->clear_notify();  // a webhook URL may hold a token
+          }
           const std::size_t size = job.ByteSizeLong();
           if (bytes > 0 && bytes + size > kListPageBytes) break;
           bytes += size;
@@ -233,7 +236,10 @@ class JobsService final : public v1::Jobs::CallbackService {
     if (auto st = readers_.gate->may_see_job(access, id, owner, c.queue_spec(job.value().spec.queue.value)); !st.ok())
       return st;
     out = api::to_proto(job.value(), c);
-    if (!readers_.gate->may_see_env(access, owner)) out.mutable_spec()->clear_env();
+    if (!readers_.gate->may_see_env(access, owner)) {
+      out.mutable_spec()->clear_env();
+      out.mutable_spec()->clear_notify();  // a webhook URL may hold a token
+    }
     return grpc::Status::OK;
   }
 

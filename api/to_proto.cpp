@@ -76,7 +76,14 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   };
   if (s.submitters) put_members(*s.submitters, out.mutable_submitters());
   if (!s.viewers.empty()) put_members(s.viewers, out.mutable_viewers());
+  put_notify(s.notify, out.mutable_notify());
   return out;
+}
+
+void put_notify(const NotifySpec& n, v1::Notify* out) {
+  if (n.empty() && n.on.empty()) return;
+  out->set_url(n.url);
+  for (const std::string& e : n.on) out->add_on(e);
 }
 
 v1::NodeSpec to_proto(const NodeSpec& s, const ResourceNames& names) {

@@ -16,6 +16,7 @@ v1::NodeSpec to_proto(const NodeSpec& s, const ResourceNames& names);
 // The priority as its integer text; resources per pod that are non-zero.
 v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names);
 v1::JobState to_proto(JobState s);
+void put_notify(const NotifySpec& n, v1::Notify* out);
 // nullopt for JOB_STATE_UNSPECIFIED (and values this build does not know).
 std::optional<JobState> from_proto(v1::JobState s);
 

@@ -73,6 +73,12 @@ void add_submit(CLI::App& app, Context& ctx) {
   flag_opts.push_back(grace);
   flag_opts.push_back(
       cmd->add_option("--max-runtime", o->flags.max_runtime, "seconds; 0 (default) no limit"));
+  flag_opts.push_back(cmd->add_option("--notify", o->flags.notify,
+                                      "URL gpuqd POSTs the job's state changes to (JSON; README: Notifications)"));
+  flag_opts.push_back(cmd->add_option("--notify-on", o->flags.notify_on,
+                                      "events for --notify, comma-separated: started, finished, failed, preempted, "
+                                      "cancelled (default finished,failed)")
+                          ->delimiter(','));
   flag_opts.push_back(cmd->add_option("--expected-runtime", o->flags.expected_runtime,
                                       "seconds it expects to run, for start-time estimates only (<= --max-runtime)"));
   flag_opts.push_back(

@@ -122,6 +122,11 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
   *req.mutable_spec() = api::to_proto(spec, ResourceNames{});
   v1::JobSpec& out = *req.mutable_spec();
   out.set_priority(f.priority);  // as typed: the server resolves class names
+  if (!f.notify_on.empty() && f.notify.empty()) throw UsageError("--notify-on needs --notify URL");
+  if (!f.notify.empty()) {
+    out.mutable_notify()->set_url(f.notify);
+    for (const std::string& e : f.notify_on) out.mutable_notify()->add_on(e);
+  }
   if (!f.preemptible) out.clear_preemptible();
   if (!f.grace_period) out.clear_grace_period_seconds();
   for (const std::string& kv : f.env) {

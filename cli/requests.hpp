@@ -33,6 +33,8 @@ struct SubmitFlags {
   std::optional<std::int64_t> grace_period;
   std::int64_t max_runtime = 0;
   std::int64_t expected_runtime = 0;
+  std::string notify;                  // URL to POST the job's state changes to
+  std::vector<std::string> notify_on;  // started, finished, failed, preempted, cancelled
   bool exclusive = false;
   std::vector<std::string> env;  // K=V
   std::vector<std::string> node_selector;  // KEY=VALUE: a label every node of the job must have

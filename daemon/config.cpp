@@ -88,6 +88,41 @@ TlsFiles read_tls(Node node, Path& at) {
   return t;
 }
 
+// notifications: {allowedUrls: [http://hooks.example/], retries: 3, retryDelay: 5s, timeout: 10s,
+// queueLimit: 10000} (README: Notifications).
+NotifyConfig read_notifications(Node node, Path& at) {
+  NotifyConfig n;
+  spec::for_each_key(node, at, {"allowedUrls", "retries", "retryDelay", "timeout", "queueLimit"},
+                     [&](std::string_view key, Node v) {
+    if (key == "allowedUrls") {
+      spec::expect_list(v, at);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        Path::Index idx(at, i);
+        std::string url = spec::string_of(v.item(i), at);
+        // At least "http://host/": a bare "http://" would allow every host.
+        const auto host_end = url.rfind("http://", 0) == 0 ? url.find('/', 7) : std::string::npos;
+        if (host_end == std::string::npos || host_end == 7)
+          spec::fail_at(v.item(i), at, spec::quoted(url) + " is not allowed; give an http://host/ prefix (with the "
+                                                            "host and the slash after it)");
+        n.allowed_urls.push_back(std::move(url));
+      }
+    } else if (key == "retries") {
+      const auto r = spec::int_of(v, at);
+      if (r < 0 || r > 10) spec::fail_at(v, at, spec::quoted(std::to_string(r)) + " is not allowed; use 0 to 10");
+      n.retries = static_cast<int>(r);
+    } else if (key == "retryDelay") {
+      n.retry_delay = std::chrono::seconds(seconds_of(v, at, 1, 3600));
+    } else if (key == "timeout") {
+      n.timeout = std::chrono::seconds(seconds_of(v, at, 1, 600));
+    } else {
+      const auto l = spec::int_of(v, at);
+      if (l < 1 || l > 1000000) spec::fail_at(v, at, spec::quoted(std::to_string(l)) + " is not allowed; use 1 to 1000000");
+      n.queue_limit = static_cast<std::size_t>(l);
+    }
+  });
+  return n;
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
@@ -101,7 +136,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     Path at;
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
-                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "estimateInterval", "auditRetention", "jobRetention", "queues", "nodes",
+                        "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "estimateInterval", "notifications", "auditRetention", "jobRetention", "queues", "nodes",
                         "socket", "admins", "insecure", "tls"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
@@ -123,6 +158,8 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.socket = spec::string_of(v, at);
                          } else if (key == "insecure") {
                            c.insecure = spec::bool_of(v, at);
+                         } else if (key == "notifications") {
+                           c.core.notify = read_notifications(v, at);
                          } else if (key == "tls") {
                            c.tls = read_tls(v, at);
                          } else if (key == "admins") {

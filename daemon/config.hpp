@@ -47,6 +47,12 @@
 //                                 # a restart approximates the use since the last checkpoint
 //                                 # (README: Usage history)
 //   auditRetention: 90d           # audit records older than this are deleted (1h to 3650d)
+//   notifications:                # README: Notifications; job and queue `notify` URLs must
+//     allowedUrls: [http://hooks.example/]  # start with one of these (none: refused)
+//     retries: 3                  # attempts after the first (0 to 10), retryDelay doubling
+//     retryDelay: 5s              # 1s to 1h
+//     timeout: 10s                # per attempt, 1s to 10m
+//     queueLimit: 10000           # waiting notifications; beyond it the oldest are dropped
 //   estimateInterval: 30s         # how often pending jobs' start times are estimated (a what-if
 //                                 # run of the engine off its thread); 0: never; 1s to 24h
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace gpuq::daemon {
@@ -204,6 +205,8 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   JobSpec& spec = sub.job;
   sync_names();
   if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
+  if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
+    return Error{no, ErrorCode::kInvalidArgument};
   if (spec.id.value.empty()) {
     do {
       spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
@@ -238,6 +241,7 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   storage::JobRecord rec;
   rec.spec = std::move(spec);
   rec.run = std::move(sub.run);
+  rec.notify = std::move(sub.notify);
   rec.priority_text = std::move(sub.priority);
   rec.number = ++last_job_number_;
   std::string id = rec.spec.id.value;
@@ -275,6 +279,8 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force) {
 
 Result<void> Core::apply_queue(const QueueSpec& spec) {
   if (auto r = check_classes(spec); !r) return r;
+  if (auto no = notify_url_refusal(config_.notify, spec.notify, "spec.notify.url"); !no.empty())
+    return Error{no, ErrorCode::kInvalidArgument};
   sync_names();
   if (auto r = engine_->apply_queue(spec); !r) return r;
   queue_specs_[spec.name.value] = spec;
@@ -496,6 +502,35 @@ Core::TurnResult Core::write(const storage::Batch& batch) {
   return out;
 }
 
+void Core::notify(const storage::Batch& batch) {
+  for (const storage::EventRecord& e : batch.events) {
+    const auto event = notify_event(e.to);
+    if (!event) continue;
+    auto rec = unfinished_.find(e.job);  // finished jobs of this batch are still here
+    if (rec == unfinished_.end()) continue;
+    const storage::JobRecord& r = rec->second;
+    const auto q = queue_specs_.find(r.spec.queue.value);
+    // The job's own URL and its queue's, once each.
+    std::vector<const std::string*> urls;
+    const NotifySpec* queue_notify = q == queue_specs_.end() ? nullptr : &q->second.notify;
+    for (const NotifySpec* n : {&r.notify, queue_notify})
+      if (n != nullptr && wants(*n, *event) &&
+          std::none_of(urls.begin(), urls.end(), [&](const std::string* u) { return *u == n->url; }))
+        urls.push_back(&n->url);
+    if (urls.empty()) continue;
+    const std::string body = boost::json::serialize(boost::json::object{{"job", e.job},
+                                                                        {"queue", r.spec.queue.value},
+                                                                        {"owner", r.spec.owner},
+                                                                        {"name", r.spec.name},
+                                                                        {"event", *event},
+                                                                        {"state", to_string(e.to)},
+                                                                        {"reason", e.reason},
+                                                                        {"at", e.at},
+                                                                        {"seq", e.seq}});
+    for (const std::string* url : urls) notify_(Notification{*url, body});
+  }
+}
+
 void Core::committed(const storage::Batch& batch, const TurnResult& result, Time now) {
   if (!batch.empty()) turn_done(result.ok);
   if (!result.ok) {
@@ -509,6 +544,7 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   }
   if (sink_)
     for (const auto& e : batch.events) sink_(e);
+  if (notify_) notify(batch);
   // A finished job, once written, lives on in the state file alone: the engine's memory is
   // bounded by the unfinished jobs (Jobs.Get and List read finished ones from the file). Only
   // jobs of this batch: one that ended in the turn running now is not written yet, and its

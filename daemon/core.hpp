@@ -17,6 +17,7 @@
 #include "binder/binder.hpp"
 #include "daemon/estimates.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/notify.hpp"
 #include "daemon/submit_limits.hpp"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
@@ -43,6 +44,8 @@ struct CoreConfig {
   // The binder (config `binder`); unset: the none binder. It is given the Report through which
   // it sends its facts from its own thread (they reach the engine through start_binder's post).
   std::function<std::unique_ptr<binder::Binder>(binder::Report)> make_binder;
+  // Notifications (config `notifications`): the URLs allowed here; the Notifier sends them.
+  NotifyConfig notify;
 };
 
 // A queue as the API shows it: its spec, and its live usage, share and job counts.
@@ -125,6 +128,7 @@ class Core {
   };
   storage::Batch close_turn(Time now);
   TurnResult write(const storage::Batch& batch);
+  void notify(const storage::Batch& batch);  // the turn's notifications, once it is on disk
   void committed(const storage::Batch& batch, const TurnResult& result, Time now);
   // The three in line (start-up).
   TurnResult end_turn(Time now);
@@ -168,6 +172,8 @@ class Core {
   Estimates& estimates() { return estimates_; }
   const Estimates& estimates() const { return estimates_; }
   void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
+  // Receives each notification a written turn calls for (engine thread; must not block).
+  void set_notify_sink(std::function<void(Notification)> sink) { notify_ = std::move(sink); }
 
   // The fair-share usage history (daemon/history.cpp; empty or no-ops when usageHalfLife is 0).
   // Each live queue's decayed averages brought up to `now` with what it uses now, by resource
@@ -243,6 +249,7 @@ class Core {
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
+  std::function<void(Notification)> notify_;
   Metrics metrics_;
   Estimates estimates_;
   std::vector<storage::HistoryRecord> stored_history_;  // from load() to the end of rebuild()

@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
   spdlog::info("event=serving grpc={} http={}:{} socket={} state_file={}", grpc_bound,
                config.http_address.substr(0, config.http_address.rfind(':')), http.port(),
                socket ? socket->path() : std::string("none"), config.core.state_file);
+  daemon::Notifier notifier(config.core.notify, core.value()->metrics());
+  notifier.start();
+  loop.run_sync([&](daemon::Core& c) { c.set_notify_sink([&notifier](daemon::Notification n) { notifier.push(std::move(n)); }); });
   std::optional<daemon::Estimator> estimator;
   if (config.estimate_interval > 0) {
     estimator.emplace(loop, core.value()->estimates(), core.value()->metrics(), config.estimate_interval);
@@ -242,6 +245,7 @@ int main(int argc, char** argv) {
   spdlog::info("event=stopping stage=http_done");
   if (estimator) estimator->stop();  // it asks the loop for copies of the engine
   loop.stop();
+  notifier.stop();  // after the loop: no turn pushes any more
   core.value()->halt_binder();  // before the loop goes: it posts the binder's facts there
   spdlog::info("event=stopped");
   spdlog::shutdown();  // flushes

@@ -65,6 +65,9 @@ struct Metrics::Impl {
       histograms(registry, "gpuq_estimate_duration_seconds",
                  "One run of the start-time estimates, by phase: copy (the engine copied on the engine "
                  "thread), what_if (the copy run forward, on the estimator's thread).");
+  pm::Family<pm::Counter>& notifications =
+      counters(registry, "gpuq_notifications_total",
+               "Job notifications (HTTP POST), by result: sent, failed (every attempt), dropped.");
   pm::Family<pm::Counter>& binder_errors =
       counters(registry, "gpuq_binder_errors_total", "Failures of the binder's own, by kind.");
 };
@@ -104,6 +107,8 @@ void Metrics::estimate(double copy_seconds, double what_if_seconds) {
   impl_->estimate.Add({{"phase", "copy"}}, kCycleBuckets).Observe(copy_seconds);
   impl_->estimate.Add({{"phase", "what_if"}}, kCycleBuckets).Observe(what_if_seconds);
 }
+
+void Metrics::notification(const char* result) { impl_->notifications.Add({{"result", result}}).Increment(); }
 
 void Metrics::binder_error(std::string_view kind) {
   impl_->binder_errors.Add({{"kind", std::string(kind)}}).Increment();

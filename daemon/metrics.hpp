@@ -33,6 +33,8 @@ class Metrics {
   void binder_error(std::string_view kind);
   // One run of the start-time estimates: the engine's copy (on the engine thread), the what-if.
   void estimate(double copy_seconds, double what_if_seconds);
+  // A notification's fate: sent, failed (every attempt) or dropped (the queue was full, or gpuqd stopped).
+  void notification(const char* result);
 
   // The text exposition: this registry's families and the gauges read from `loop`'s Core.
   std::string render(Loop& loop);

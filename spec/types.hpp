@@ -103,6 +103,16 @@ struct Members {
   bool operator==(const Members&) const = default;
 };
 
+// Where gpuqd tells of a job's state changes (README: Notifications): an HTTP POST of JSON to
+// `url` on each of the events in `on` (started, finished, failed, preempted, cancelled; empty:
+// finished and failed). Not the engine's concern: gpuqd sends them once the change is on disk.
+struct NotifySpec {
+  std::string url;  // empty: none
+  std::vector<std::string> on;
+  bool empty() const { return url.empty(); }
+  bool operator==(const NotifySpec&) const = default;
+};
+
 struct QueueSpec {
   QueueName name;
   std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
@@ -125,6 +135,8 @@ struct QueueSpec {
   // How long its jobs run when they do not say (JobSpec::expected_runtime): only for start-time
   // estimates (scheduler/what_if.hpp), never enforced.
   std::optional<Time> runtime_estimate;
+  // Told of every job of the queue (besides each job's own NotifySpec).
+  NotifySpec notify;
   // A job asking a longer grace period is refused; a victim of this queue is never given longer
   // (also one submitted before the cap was lowered: the engine caps its Preemption decision).
   std::optional<Time> max_grace_period;
@@ -235,6 +247,7 @@ struct RunSpec {
 struct Submission {
   JobSpec job;
   RunSpec run;
+  NotifySpec notify;
   std::string priority;
 };
 

@@ -289,6 +289,8 @@ void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
   check_guardrails(q, at);
   if (q.submitters) check_members(*q.submitters, "submitters", at);
   check_members(q.viewers, "viewers", at);
+  Path::Key k(at, "notify");
+  validate(q.notify, at);
 }
 
 void validate(const NodeSpec& n, Path& at, const ResourceNames& names) {
@@ -399,6 +401,28 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
   if (j.grace_period < 0) {
     Path::Key k(at, "gracePeriod");
     fail(at, quoted(std::to_string(j.grace_period)) + " must be >= 0 seconds");
+  }
+}
+
+void validate(const NotifySpec& n, Path& at) {
+  if (n.empty() && n.on.empty()) return;
+  {
+    Path::Key k(at, "url");
+    if (n.url.empty()) fail(at, "is empty; give the http:// URL to POST to");
+    if (n.url.size() > 2048) fail(at, "is " + std::to_string(n.url.size()) + " bytes; at most 2048 are allowed");
+    if (n.url.rfind("http://", 0) != 0)
+      fail(at, quoted(n.url) + " is not an http:// URL (https:// is not supported yet)");
+    for (char c : n.url)
+      if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) fail(at, quoted(n.url) + " holds a space or a control character");
+  }
+  Path::Key k(at, "on");
+  static constexpr std::string_view kEvents[] = {"started", "finished", "failed", "preempted", "cancelled"};
+  for (std::size_t i = 0; i < n.on.size(); ++i) {
+    Path::Index ik(at, i);
+    if (std::find(std::begin(kEvents), std::end(kEvents), n.on[i]) == std::end(kEvents))
+      fail(at, quoted(n.on[i]) + " is not an event; use started, finished, failed, preempted or cancelled");
+    if (std::find(n.on.begin(), n.on.begin() + static_cast<std::ptrdiff_t>(i), n.on[i]) != n.on.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(at, quoted(n.on[i]) + " is listed twice");
   }
 }
 

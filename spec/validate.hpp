@@ -50,6 +50,8 @@ void validate(const NodeSpec& n, Path& at, const ResourceNames& names);
 // An empty id is allowed (gpuqd assigns one); a front end that needs one checks that itself.
 void validate(const JobSpec& j, Path& at, const ResourceNames& names);
 void validate(const RunSpec& r, Path& at);
+// url: http://, at most 2048 bytes, no spaces or control characters; on: known events, once each.
+void validate(const NotifySpec& n, Path& at);
 void validate(const PriorityClasses& c, Path& at);
 void validate(const SchedulingPolicy& p, Path& at);
 

@@ -193,6 +193,19 @@ std::vector<std::string> read_names(yaml::Node v, Path& at, std::size_t max, con
   return out;
 }
 
+NotifySpec read_notify(yaml::Node n, Path& at) {
+  if (!n.is_map())
+    fail_at(n, at, "expected a map such as {url: http://hooks.example/gpuq, on: [finished, failed]}, got " + n.shown());
+  NotifySpec s;
+  for_each_key(n, at, {"url", "on"}, [&](std::string_view key, yaml::Node v) {
+    if (key == "url")
+      s.url = string_of(v, at);
+    else
+      s.on = read_names(v, at, 5, "events");
+  });
+  return s;
+}
+
 Members read_members(yaml::Node n, Path& at) {
   if (!n.is_map())
     fail_at(n, at, "expected a map such as {users: [alice], groups: [ml]}, got " + n.shown());
@@ -242,7 +255,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
       {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
        "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "runtimeEstimate", "maxGracePeriod",
        "allowedPriorityClasses", "nonPreemptibleMayBorrow", "maxRunningJobsPerUser",
-       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "submitters", "viewers"},
+       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "submitters", "viewers", "notify"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
           q.name = QueueName(string_of(v, at));
@@ -268,6 +281,8 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
           q.submitters = read_members(v, at);
         } else if (key == "viewers") {
           q.viewers = read_members(v, at);
+        } else if (key == "notify") {
+          q.notify = read_notify(v, at);
         } else {
           read_guardrail(key, v, at, q);  // or a key of the caller's own (`also`), read there
         }
@@ -425,6 +440,8 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
       sub.run.env = string_map_of(v, at, limits::kEnvEntries, "variables");
     } else if (key == "workingDir") {
       sub.run.working_dir = string_of(v, at);
+    } else if (key == "notify") {
+      sub.notify = read_notify(v, at);
     }
   };
   if (keys.run)
@@ -432,7 +449,7 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
                  // A submission's time is the server's: no submittedAt.
                  {"id", "queue", "name", "owner", "priority", "pods", "flavors", "preemptible",
                   "exclusive", "maxRuntime", "expectedRuntime", "gracePeriod", "onNodeLoss", "command", "env",
-                  "workingDir", "nodeSelector", "affinity", "tolerations", "gpuModels"},
+                  "workingDir", "notify", "nodeSelector", "affinity", "tolerations", "gpuModels"},
                  read, keys.also);
   else
     for_each_key(n, at,
@@ -448,6 +465,8 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
   located(n, at, [&] {
     validate(j, at, names);
     validate(sub.run, at);
+    Path::Key k(at, "notify");
+    validate(sub.notify, at);
   });
   return sub;
 }

@@ -118,6 +118,7 @@ void encode_guardrails(const QueueSpec& q, json::object& o) {
   if (q.max_runtime) o["max_runtime"] = *q.max_runtime;
   if (q.default_max_runtime) o["default_max_runtime"] = *q.default_max_runtime;
   if (q.runtime_estimate) o["runtime_estimate"] = *q.runtime_estimate;
+  if (!q.notify.empty()) o["notify"] = json::object{{"url", q.notify.url}, {"on", string_array(q.notify.on)}};
   if (q.max_grace_period) o["max_grace_period"] = *q.max_grace_period;
   if (!q.allowed_priority_classes.empty()) o["allowed_priority_classes"] = string_array(q.allowed_priority_classes);
   if (q.non_preemptible_may_borrow) o["non_preemptible_may_borrow"] = true;
@@ -142,6 +143,10 @@ void decode_guardrails(const json::object& o, QueueSpec& q) {
   q.max_runtime = int64_at("max_runtime");
   q.default_max_runtime = int64_at("default_max_runtime");
   q.runtime_estimate = int64_at("runtime_estimate");
+  if (const auto* v = o.if_contains("notify")) {
+    q.notify.url = std::string(v->at("url").as_string());
+    q.notify.on = strings_of(v->at("on"));
+  }
   q.max_grace_period = int64_at("max_grace_period");
   if (const auto* v = o.if_contains("allowed_priority_classes")) q.allowed_priority_classes = strings_of(*v);
   if (const auto* v = o.if_contains("non_preemptible_may_borrow")) q.non_preemptible_may_borrow = v->as_bool();

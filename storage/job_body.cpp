@@ -17,7 +17,8 @@
 // A body without constraints is still written "j1;", so older builds read it.
 // Format "j3;" is "j2;" (constraints written, maybe none) followed by the extras, written only
 // when a job has one, so that older builds refuse such a row ("unknown format") instead of
-// misreading it: count; per extra: name, integer. Known: expected_runtime (seconds).
+// misreading it: count; per extra: name, value (strings). Known: expected_runtime (seconds, in
+// decimal), notify_url, notify_on (events, comma-separated).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -156,7 +157,15 @@ void read_constraints(Reader& r, NodeConstraints& c) {
 }  // namespace
 
 std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
-  const bool extras = j.spec.expected_runtime.has_value();
+  std::vector<std::pair<std::string_view, std::string>> extra;
+  if (j.spec.expected_runtime) extra.emplace_back("expected_runtime", std::to_string(*j.spec.expected_runtime));
+  if (!j.notify.url.empty()) extra.emplace_back("notify_url", j.notify.url);
+  if (!j.notify.on.empty()) {
+    std::string on;
+    for (const std::string& e : j.notify.on) on += (on.empty() ? "" : ",") + e;
+    extra.emplace_back("notify_on", std::move(on));
+  }
+  const bool extras = !extra.empty();
   const bool constrained = extras || std::any_of(j.spec.pod_sets.begin(), j.spec.pod_sets.end(),
                                                  [](const PodSet& p) { return !p.where.empty(); });
   std::string out(extras ? kTagWithExtras : constrained ? kTagWithConstraints : kTag);
@@ -202,9 +211,11 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   if (constrained)
     for (const auto& p : j.spec.pod_sets) write_constraints(w, p.where);
   if (extras) {
-    w.num(1);
-    w.str("expected_runtime");
-    w.num(*j.spec.expected_runtime);
+    w.num(static_cast<std::int64_t>(extra.size()));
+    for (const auto& [name, value] : extra) {
+      w.str(name);
+      w.str(value);
+    }
   }
   return out;
 }
@@ -263,8 +274,21 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
     if (extras)
       for (std::size_t n = r.count(); n > 0; --n) {
         const auto name = r.str();
-        const std::int64_t value = r.num();
-        if (name == "expected_runtime") j.spec.expected_runtime = value;
+        const auto value = r.str();
+        if (name == "expected_runtime") {
+          std::int64_t seconds = 0;
+          const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+          if (ec != std::errc() || end != value.data() + value.size()) return fail("expected_runtime \"" + std::string(value) + "\" is not a number");
+          j.spec.expected_runtime = seconds;
+        } else if (name == "notify_url") {
+          j.notify.url = std::string(value);
+        } else if (name == "notify_on") {
+          for (std::size_t at = 0; at <= value.size();) {
+            const std::size_t comma = std::min(value.find(',', at), value.size());
+            j.notify.on.emplace_back(value.substr(at, comma - at));
+            at = comma + 1;
+          }
+        }
         // An extra this build does not know is skipped: it only informs.
       }
     if (!r.at_end()) return fail("trailing bytes");

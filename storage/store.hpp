@@ -29,6 +29,7 @@ inline constexpr int kJobPruneBatch = 10000;
 struct JobRecord {
   JobSpec spec;             // priority resolved to an integer; submitted_at set
   RunSpec run;
+  NotifySpec notify;
   std::string priority_text;  // as submitted ("high", "100", or empty)
   JobState state = JobState::kPending;
   std::string reason;         // end reason, or the last transition's reason

@@ -296,9 +296,12 @@ TEST_CASE("every queue guardrail refuses through gpuq submit with its message, a
 TEST_CASE("a queue's submitters and viewers: nobody is refused on a restricted queue, accepted on *, and a viewer sees others' jobs but not their environment") {
   TempDir dir;
   ::chmod(dir.path.c_str(), 0755);
-  Daemon d(dir.path, true, kGuardedConfig);
+  Daemon d(dir.path, true, std::string(kGuardedConfig) + "notifications: {allowedUrls: [\"http://127.0.0.1:9/\"]}\n");
+  // A webhook URL may hold a token too: shown to its owner alone, like the environment.
   const std::string secret_job = submitted_id(
-      as_me(d, {"submit", "--queue", "open", "--gpus", "1", "--env", "TOKEN=s3cret", "--", "true"}));
+      as_me(d, {"submit", "--queue", "open", "--gpus", "1", "--env", "TOKEN=s3cret", "--notify",
+                "http://127.0.0.1:9/hook?token=n0tify", "--", "true"}));
+  CHECK(shown_job(d, secret_job).at("spec").at("notify").at("url") == "http://127.0.0.1:9/hook?token=n0tify");
   const std::string vision_job = submitted_id(as_me(d, {"submit", "--queue", "vision", "--gpus", "1", "--", "true"}));
   CHECK(shown_job(d, secret_job).at("spec").at("env").at("TOKEN") == "s3cret");  // its owner sees it
   if (::getuid() != 0) {
@@ -321,11 +324,13 @@ TEST_CASE("a queue's submitters and viewers: nobody is refused on a restricted q
   CHECK(seen.at("spec").at("owner") == "root");
   CHECK(seen.at("spec").at("env").as_object().empty());
   CHECK(r.out.find("s3cret") == std::string::npos);
+  CHECK(r.out.find("n0tify") == std::string::npos);
   r = as_nobody(d, "ls --queue open --all -o json");
   REQUIRE_MESSAGE(r.rc == 0, r.out);
   CHECK(r.out.find("\"" + secret_job + "\"") != std::string::npos);
   CHECK(r.out.find("\"" + theirs + "\"") != std::string::npos);
   CHECK(r.out.find("s3cret") == std::string::npos);
+  CHECK(r.out.find("n0tify") == std::string::npos);
   // Its watch of the queue streams every job's events there.
   r = as_nobody(d, "watch --queue open --from 0", 3);
   CHECK_MESSAGE(r.out.find(secret_job + " ") != std::string::npos, r.out);

@@ -63,6 +63,7 @@ maxPodsPerJob: 4
 maxRuntime: 7200
 defaultMaxRuntime: 3600
 runtimeEstimate: 1800
+notify: {url: "http://hooks.example/q", on: [started, failed]}
 maxGracePeriod: 60
 allowedPriorityClasses: [normal, high]
 nonPreemptibleMayBorrow: true
@@ -77,6 +78,7 @@ viewers: {groups: [ml-leads]}
   CHECK(*q.max_runtime == 7200);
   CHECK(*q.default_max_runtime == 3600);
   CHECK(*q.runtime_estimate == 1800);
+  CHECK(q.notify == NotifySpec{"http://hooks.example/q", {"started", "failed"}});
   CHECK(*q.max_grace_period == 60);
   CHECK(q.allowed_priority_classes == std::vector<std::string>{"normal", "high"});
   CHECK(q.non_preemptible_may_borrow);
@@ -112,6 +114,13 @@ TEST_CASE("a bad guardrail or role is refused naming the field, the value and wh
       {"name: q\nmaxRuntime: 0\n", "maxRuntime: \"0\" must be > 0 seconds"},
       {"name: q\ndefaultMaxRuntime: -5\n", "defaultMaxRuntime: \"-5\" must be > 0 seconds"},
       {"name: q\nruntimeEstimate: 0\n", "runtimeEstimate: \"0\" must be > 0 seconds"},
+      {"name: q\nnotify: {url: \"https://h/x\"}\n",
+       "notify.url: \"https://h/x\" is not an http:// URL (https:// is not supported yet)"},
+      {"name: q\nnotify: {url: \"http://h/x\", on: [started, started]}\n", "notify.on[1]: \"started\" is listed twice"},
+      {"name: q\nnotify: {url: \"http://h/x\", on: [done]}\n",
+       "notify.on[0]: \"done\" is not an event; use started, finished, failed, preempted or cancelled"},
+      {"name: q\nnotify: {on: [started]}\n", "notify.url: is empty; give the http:// URL to POST to"},
+      {"name: q\nnotify: http://h/x\n", "notify: expected a map such as {url: http://hooks.example/gpuq, on: [finished, failed]}"},
       {"name: q\nmaxRuntime: 60\ndefaultMaxRuntime: 120\n",
        "defaultMaxRuntime: \"120\" is more than maxRuntime \"60\"; it must be <= maxRuntime"},
       {"name: q\nmaxGracePeriod: -1\n", "maxGracePeriod: \"-1\" must be >= 0 seconds"},

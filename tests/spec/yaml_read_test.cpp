@@ -125,7 +125,7 @@ TEST_CASE("errors name the field, its line and column, the value and what is all
   CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\ngracePerod: 5\n") ==
         "f.yaml:3:1: gracePerod: unknown key; did you mean gracePeriod? allowed here: id, queue, name, owner, "
         "priority, pods, flavors, preemptible, exclusive, maxRuntime, expectedRuntime, gracePeriod, onNodeLoss, command, env, "
-        "workingDir, nodeSelector, affinity, tolerations, gpuModels");
+        "workingDir, notify, nodeSelector, affinity, tolerations, gpuModels");
   CHECK(job_error("pods: [{resources: {gpu: 1}}]\n") == "f.yaml:1:1: queue: is required");
   // A check made on the typed values (spec/validate.hpp) is placed at its field too.
   CHECK(job_error("queue: q\npods:\n  - resources: {gpu: 1}\n    name: a/b\n") ==

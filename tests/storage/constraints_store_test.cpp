@@ -85,6 +85,7 @@ TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs t
   ResourceNames names;
   JobRecord expects = make_job(1);
   expects.spec.expected_runtime = 3600;
+  expects.notify = NotifySpec{"http://hooks.example/a?token=x;y", {"started", "failed"}};
   JobRecord both = make_job(2);
   both.spec.expected_runtime = 60;
   both.spec.pod_sets[0].where.node_selector = {{"zone", "z1"}};
@@ -103,6 +104,8 @@ TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs t
   REQUIRE(loaded.ok());
   REQUIRE(loaded->unfinished.size() == 3);
   CHECK(loaded->unfinished[0].spec.expected_runtime == 3600);
+  CHECK(loaded->unfinished[0].notify == expects.notify);
+  CHECK(loaded->unfinished[1].notify.empty());
   CHECK(loaded->unfinished[1].spec.expected_runtime == 60);
   CHECK(loaded->unfinished[1].spec.pod_sets[0].where.node_selector.at("zone") == "z1");
   CHECK_FALSE(loaded->unfinished[2].spec.expected_runtime);

@@ -237,6 +237,7 @@ inline void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.spec.flavors == b.spec.flavors);
   CHECK(a.spec.max_runtime == b.spec.max_runtime);
   CHECK(a.spec.expected_runtime == b.spec.expected_runtime);
+  CHECK(a.notify == b.notify);
   CHECK(a.spec.preemptible == b.spec.preemptible);
   CHECK(a.spec.grace_period == b.spec.grace_period);
   CHECK(a.spec.exclusive == b.spec.exclusive);

@@ -1,0 +1,174 @@
+// Notifications through a real gpuqd: a real HTTP server on a loopback port receives them.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "tests/integration/daemon_process.hpp"
+
+using namespace gpuq::test;
+namespace json = boost::json;
+
+namespace {
+
+v1::SubmitJobRequest job(const std::string& id, const std::string& queue, const std::string& gpus) {
+  v1::SubmitJobRequest r;
+  r.mutable_spec()->set_id(id);
+  r.mutable_spec()->set_queue(queue);
+  auto* p = r.mutable_spec()->add_pod_sets();
+  (*p->mutable_resources())["gpu"] = gpus;
+  r.mutable_spec()->add_command("true");
+  return r;
+}
+
+}  // namespace
+
+namespace {
+
+// A real HTTP server on a loopback port that keeps what is POSTed to it: the path and body of
+// each request, answering 500 to the first `fail_first` requests of a path that ends in
+// "flaky", 200 to the rest.
+class Receiver {
+ public:
+  Receiver() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    REQUIRE(::listen(fd_, 16) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~Receiver() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  // (path, body) of each request so far, waiting up to 10 s for at least n.
+  std::vector<std::pair<std::string, std::string>> got(std::size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return got_.size() >= n; });
+    return got_;
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string in;
+      char buf[4096];
+      std::size_t need = std::string::npos;
+      while (need == std::string::npos || in.size() < need) {
+        const ssize_t r = ::read(c, buf, sizeof buf);
+        if (r <= 0) break;
+        in.append(buf, static_cast<std::size_t>(r));
+        const auto end = in.find("\r\n\r\n");
+        if (end != std::string::npos && need == std::string::npos) {
+          const auto cl = in.find("Content-Length: ");
+          need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16)));
+        }
+      }
+      const std::string path = in.substr(5, in.find(' ', 5) - 5);
+      const auto body_at = in.find("\r\n\r\n");
+      bool fail = false;
+      {
+        std::lock_guard lock(mu_);
+        got_.emplace_back(path, body_at == std::string::npos ? "" : in.substr(body_at + 4));
+        fail = path.ends_with("flaky") && flaky_failed_++ < 1;
+      }
+      cv_.notify_all();
+      const std::string out = fail ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+                                   : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+      (void)!::write(c, out.data(), out.size());
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  int flaky_failed_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<std::string, std::string>> got_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("gpuqd: notifications are POSTed once the change is written, retried, and only to allowed URLs") {
+  TempDir dir;
+  Receiver rx;
+  const std::string base = "http://127.0.0.1:" + std::to_string(rx.port()) + "/";
+  std::string config = kConfig;
+  // prod tells its own hook of every start.
+  config.replace(config.find("  - name: prod\n") + 15, 0, "    notify: {url: \"" + base + "queue\", on: [started]}\n");
+  Daemon d(dir.path, true, config + "notifications: {allowedUrls: [\"" + base + "\"], retries: 2, retryDelay: 1s}\n");
+  auto n1 = job("n1", "research", "1");
+  n1.mutable_spec()->mutable_notify()->set_url(base + "job");
+  n1.mutable_spec()->mutable_notify()->add_on("started");
+  n1.mutable_spec()->mutable_notify()->add_on("cancelled");
+  REQUIRE(submit(d, n1).ok());  // the none binder starts it at once
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest cr;
+  cr.set_id("n1");
+  v1::CancelJobResponse cresp;
+  REQUIRE(d.jobs->Cancel(&ctx, cr, &cresp).ok());
+  auto got = rx.got(2);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].first == "/job");
+  const json::value started = json::parse(got[0].second);
+  CHECK(started.at("job").as_string() == "n1");
+  CHECK(started.at("event").as_string() == "started");
+  CHECK(started.at("state").as_string() == "Running");
+  CHECK(started.at("queue").as_string() == "research");
+  CHECK(json::parse(got[1].second).at("event").as_string() == "cancelled");
+
+  // A hook that fails once gets the notification again after retryDelay; the queue's hook too.
+  auto n2 = job("n2", "prod", "1");
+  n2.mutable_spec()->mutable_notify()->set_url(base + "flaky");
+  n2.mutable_spec()->mutable_notify()->add_on("started");
+  REQUIRE(submit(d, n2).ok());
+  got = rx.got(5);
+  REQUIRE(got.size() == 5);
+  std::size_t flaky = 0, queue = 0;
+  for (const auto& [path, body] : got) {
+    flaky += path == "/flaky";
+    queue += path == "/queue";
+    if (path != "/job") CHECK(json::parse(body).at("job").as_string() == "n2");
+  }
+  CHECK(flaky == 2);
+  CHECK(queue == 1);
+  // Its spec shows its hook to its owner.
+  CHECK(get(d, "n2").spec().notify().url() == base + "flaky");
+
+  // A URL outside notifications.allowedUrls, or not http://, is refused at submit.
+  auto bad = job("bad", "research", "1");
+  bad.mutable_spec()->mutable_notify()->set_url("http://elsewhere.example/hook");
+  grpc::Status st = submit(d, bad);
+  CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(st.error_message().find("notifications.allowedUrls") != std::string::npos);
+  bad.mutable_spec()->mutable_notify()->set_url("ftp://127.0.0.1/x");
+  st = submit(d, bad);
+  CHECK(st.error_message().find("is not an http:// URL") != std::string::npos);
+  bad.mutable_spec()->mutable_notify()->set_url(base + "x");
+  bad.mutable_spec()->mutable_notify()->add_on("exploded");
+  st = submit(d, bad);
+  CHECK(st.error_message().find("\"exploded\" is not an event") != std::string::npos);
+  const std::string m = d.http_get("/metrics");
+  CHECK(m.find("gpuq_notifications_total{result=\"sent\"} 4") != std::string::npos);
+}
+
