@@ -47,6 +47,9 @@
 //                                 # a restart approximates the use since the last checkpoint
 //                                 # (README: Usage history)
 //   auditRetention: 90d           # audit records older than this are deleted (1h to 3650d)
+//   prices: {h100: 2.5, a100: 1.2}  # per flavor, the price of one GPU-hour (gpuq usage's cost);
+//                                 # finite numbers >= 0; a flavor without one has no cost
+//   currency: USD                 # what prices are in, shown with costs (1 to 16 bytes)
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
