@@ -5,7 +5,7 @@
 // its owner or an admin cancels it. A call over TCP is its client certificate's (CN; only when
 // gpuqd verifies them: tls.clientCA) or else its bearer token's user (api/tokens.hpp), checked
 // against the same roles; with neither it is anonymous: it may read health and the queue
-// summaries (Queues.List/Get, Admin.Usage), nothing else (UNAUTHENTICATED) — unless gpuqd's
+// summaries (Queues.List/Get, Admin.Usage by queue or flavor), nothing else (UNAUTHENTICATED) — unless gpuqd's
 // config says `insecure: true`, which trusts every TCP caller without credentials as before. A
 // token or certificate on the Unix socket changes nothing: the kernel's word wins. A wrong,
 // expired or revoked token makes every gated call UNAUTHENTICATED, saying which.

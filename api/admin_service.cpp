@@ -1,11 +1,12 @@
-// The Admin service: a consistent copy of the state file (Backup), GPU-hours per queue and
-// flavor over a period (Usage), bearer tokens (CreateToken, ListTokens, RevokeToken).
+// The Admin service: a consistent copy of the state file (Backup), accounting over a period
+// (Usage: api/usage.cpp), bearer tokens (CreateToken, ListTokens, RevokeToken).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 
 #include "api/service_util.hpp"
+#include "api/usage.hpp"
 #include "auth/tokens.hpp"
 
 namespace gpuq::api {
@@ -174,29 +175,8 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
                                   v1::UsageResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    // Open to anonymous callers; a credential sent along that does not hold is still refused.
-    if (finish_if(reactor, readers_.gate->of(*ctx).refusal)) return reactor;
-    in_turn(loop_, reactor, [req, resp](Core&, Time now) {
-      const Time to = req->to() == 0 ? now : req->to();
-      if (req->from() < 0 || to < req->from())
-        return Reply::error({grpc::StatusCode::INVALID_ARGUMENT,
-                             "from/to: [" + std::to_string(req->from()) + ", " + std::to_string(to) +
-                                 ") is not a period; from must be >= 0 and <= to"});
-      return Reply::then([req, resp, to](Core& c) {
-        auto usage = c.store().usage(req->from(), to, req->queue());
-        if (!usage) return to_status(ErrorCode::kUnavailable, usage.error());
-        resp->set_from(req->from());
-        resp->set_to(to);
-        for (const auto& u : *usage) {
-          auto* q = resp->add_usage();
-          q->set_queue(u.queue);
-          q->set_flavor(u.flavor);
-          q->set_gpu_hours(u.gpu_hours);
-          q->set_jobs(u.jobs);
-        }
-        return grpc::Status::OK;
-      });
-    });
+    // Not a turn: the read runs here, on its own connection (api/usage.hpp).
+    reactor->Finish(usage_page(loop_, readers_, readers_.gate->of(*ctx), *req, *resp));
     return reactor;
   }
 

@@ -598,6 +598,8 @@ void Services::register_with(grpc::ServerBuilder& builder) {
 void Services::attach(daemon::Core& core) {
   readers_.names = &core.names();
   readers_.classes = &core.priority_classes();
+  readers_.store = &core.store();
+  readers_.prices = &core.prices();
   core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
 }
 

@@ -25,6 +25,10 @@ struct Readers {
   const PriorityClasses* classes = nullptr;
   const Gate* gate = nullptr;  // who calls and what they may do (api/access.hpp)
   TokenTable* tokens = nullptr;  // the bearer tokens (api/tokens.hpp)
+  // Admin.Usage reads the store from gRPC's threads (its own connection) and prices with these
+  // (fixed at start).
+  storage::Store* store = nullptr;
+  const daemon::Prices* prices = nullptr;
 };
 
 // Owns the four services; register them with a ServerBuilder, keep this alive while serving.

@@ -52,6 +52,7 @@ v1::JobEvent to_proto(const storage::EventRecord& e) {
   if (e.from) out.set_from(to_proto(*e.from));
   out.set_to(to_proto(e.to));
   out.set_reason(e.reason);
+  out.set_flavor(e.flavor);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Store throughput: durable commits (WAL, synchronous=FULL) per batch size, then writing and
-// loading a large number of pending jobs (what a gpuqd restart reads). Reports numbers only.
+// loading a large number of pending jobs (what a gpuqd restart reads), then accounting (usage())
+// over up to 200,000 finished jobs and their events. Reports numbers only.
 //   cmake --build build-bench --target store_bench && build-bench/bench/store_bench [--jobs N]
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +51,7 @@ JobRecord make_job(std::uint64_t n) {
 
 EventRecord make_event(std::uint64_t seq, const JobRecord& j) {
   return {seq, j.spec.submitted_at, j.spec.id.value, j.spec.queue.value, std::nullopt,
-          JobState::kPending, "submitted", ""};
+          JobState::kPending, "submitted", "", ""};
 }
 
 std::unique_ptr<Store> open_or_die(const std::string& path, ResourceNames& names) {
@@ -146,6 +148,78 @@ void bench_restart(const std::string& dir, std::uint64_t jobs, bool write) {
               open_s, loaded->unfinished.size(), load_s);
 }
 
+// Accounting over a state file of `jobs` finished jobs, one every 10 s, each with five events
+// (submitted, admitted, running, and one in 10 preempted and admitted again before it ends), and
+// 1% still running: usage() by queue over everything and over the last day, and the first page
+// by job of the last day.
+void bench_usage(const std::string& dir, std::uint64_t jobs) {
+  const std::string path = dir + "/usage.db";
+  ResourceNames names;
+  auto store = open_or_die(path, names);
+  const Time t0 = 1'700'000'000;
+  std::uint64_t seq = 0;
+  auto event = [&](const JobRecord& j, Time at, std::optional<JobState> from, JobState to) {
+    const bool holds = to == JobState::kAdmitted || to == JobState::kRunning || to == JobState::kPreempting;
+    return EventRecord{++seq, at, j.spec.id.value, j.spec.queue.value, from, to, "", "", holds ? "h100" : ""};
+  };
+  auto start = Clock::now();
+  constexpr std::uint64_t kPerCommit = 10'000;
+  for (std::uint64_t n = 1; n <= jobs;) {
+    Batch b;
+    for (std::uint64_t i = 0; i < kPerCommit && n <= jobs; ++i, ++n) {
+      JobRecord j = make_job(n);
+      const Time sub = t0 + static_cast<Time>(n) * 10;
+      j.spec.submitted_at = sub;
+      b.events.push_back(event(j, sub, std::nullopt, JobState::kPending));
+      b.events.push_back(event(j, sub + 30, JobState::kPending, JobState::kAdmitted));
+      b.events.push_back(event(j, sub + 31, JobState::kAdmitted, JobState::kRunning));
+      if (n % 10 == 0) {
+        b.events.push_back(event(j, sub + 600, JobState::kRunning, JobState::kPreempting));
+        b.events.push_back(event(j, sub + 630, JobState::kPreempting, JobState::kPending));
+        b.events.push_back(event(j, sub + 900, JobState::kPending, JobState::kAdmitted));
+        ++j.attempts;
+        ++j.preemptions;
+      }
+      j.admitted_at = n % 10 == 0 ? sub + 900 : sub + 30;
+      j.flavor = "h100";
+      if (n + jobs / 100 <= jobs) {
+        b.events.push_back(event(j, sub + 3600, JobState::kRunning, JobState::kSucceeded));
+        j.state = JobState::kSucceeded;
+        j.finished_at = sub + 3600;
+      } else {
+        j.state = JobState::kRunning;
+      }
+      b.jobs.push_back(std::move(j));
+    }
+    if (auto r = store->commit(b); !r) {
+      std::fprintf(stderr, "commit: %s\n", r.error().c_str());
+      std::exit(1);
+    }
+  }
+  std::printf("usage: wrote %llu jobs and %llu events in %.2f s\n", static_cast<unsigned long long>(jobs),
+              static_cast<unsigned long long>(seq), seconds_since(start));
+  const Time end = t0 + static_cast<Time>(jobs) * 10 + 3600;
+  auto run = [&](const char* what, UsageBy by, Time since, std::size_t limit) {
+    UsageQuery q;
+    q.by = by;
+    q.since = since;
+    q.until = end;
+    q.now = end;
+    q.limit = limit;
+    const auto t = Clock::now();
+    auto rows = store->usage(q);
+    if (!rows) {
+      std::fprintf(stderr, "usage: %s\n", rows.error().c_str());
+      std::exit(1);
+    }
+    std::printf("  %-36s %8zu rows %10.3f s\n", what, rows->size(), seconds_since(t));
+  };
+  run("by queue, everything", UsageBy::kQueue, 0, 0);
+  run("by user, everything", UsageBy::kUser, 0, 0);
+  run("by queue, the last day", UsageBy::kQueue, end - 86400, 0);
+  run("by job, the last day, first 101", UsageBy::kJob, end - 86400, 101);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +243,7 @@ int main(int argc, char** argv) {
   std::printf("store_bench in %s\n", dir.c_str());
   if (!load_only) bench_commits(dir);
   bench_restart(dir, jobs, !load_only);
+  if (!load_only) bench_usage(dir, std::min<std::uint64_t>(jobs, 200'000));
   if (own_dir) fs::remove_all(dir);
   return 0;
 }

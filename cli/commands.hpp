@@ -9,7 +9,8 @@ namespace gpuq::cli {
 
 void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch, logs
 void add_cluster_commands(CLI::App& app, Context& ctx);  // queues, nodes, apply
-void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, usage
+void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, token, audit; usage
+void add_usage_command(CLI::App& app, Context& ctx);     // usage (commands_usage.cpp)
 void add_sim_commands(CLI::App& app, Context& ctx);      // sim scenario, fill, run, synth
 
 // Reads FILE ("-": standard input); throws UsageError when it cannot be opened.

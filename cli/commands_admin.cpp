@@ -1,4 +1,4 @@
-// admin backup, admin token (create, ls, revoke), admin audit, usage.
+// admin backup, admin token (create, ls, revoke), admin audit; usage is commands_usage.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -227,47 +227,11 @@ void add_admin(CLI::App& app, Context& ctx) {
       [&ctx, file] { ctx.action = [file](Context& c) { return run_backup(c, *file); }; });
 }
 
-struct UsageOptions {
-  std::string from, to, queue, output = "table";
-};
-
-int run_usage(Context& ctx, const UsageOptions& o) {
-  const OutputFormat f = parse_output_format(o.output);
-  const std::int64_t now = unix_now();
-  v1::UsageRequest req;
-  req.set_from(parse_time_arg(o.from, now));
-  req.set_to(parse_time_arg(o.to, now));
-  req.set_queue(o.queue);
-  auto stub = v1::Admin::NewStub(ctx.channel());
-  v1::UsageResponse resp;
-  auto call = ctx.call();
-  grpc::Status st = stub->Usage(call.get(), req, &resp);
-  if (!st.ok()) return ctx.fail(st);
-  if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
-    ctx.out << render_message(resp, f);
-  else
-    ctx.out << usage_table(resp);
-  return 0;
-}
-
-void add_usage(CLI::App& app, Context& ctx) {
-  auto o = std::make_shared<UsageOptions>();
-  auto* cmd = app.add_subcommand("usage", "GPU-hours per queue and flavor over a period");
-  cmd->add_option(
-      "--from", o->from,
-      "Unix seconds, -7d/-24h/-30m relative, or YYYY-MM-DD (UTC); default: the beginning");
-  cmd->add_option("--to", o->to, "same forms; default: now");
-  cmd->add_option("-q,--queue", o->queue, "only this queue");
-  cmd->add_option("-o,--output", o->output, "table, json or yaml")
-      ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
-  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_usage(c, *o); }; });
-}
-
 }  // namespace
 
 void add_admin_commands(CLI::App& app, Context& ctx) {
   add_admin(app, ctx);
-  add_usage(app, ctx);
+  add_usage_command(app, ctx);
 }
 
 }  // namespace gpuq::cli

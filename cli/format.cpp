@@ -655,27 +655,6 @@ std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
   return wide ? t.render(0) : t.render(80, {0, 1, 5, 4});
 }
 
-std::string usage_table(const v1::UsageResponse& r) {
-  std::ostringstream o;
-  o << "From " << (r.from() == 0 ? std::string("the beginning") : format_time(r.from())) << " to "
-    << format_time(r.to()) << "\n";
-  Table t({"QUEUE", "FLAVOR", "GPU-HOURS", "JOBS"});
-  double total = 0;
-  std::int64_t jobs = 0;
-  for (const auto& u : r.usage()) {
-    char h[32];
-    std::snprintf(h, sizeof h, "%.2f", u.gpu_hours());
-    t.add({u.queue(), or_dash(u.flavor()), h, std::to_string(u.jobs())});
-    total += u.gpu_hours();
-    jobs += u.jobs();
-  }
-  char h[32];
-  std::snprintf(h, sizeof h, "%.2f", total);
-  t.add({"TOTAL", "", h, std::to_string(jobs)});
-  o << t.render(80, {0, 1});
-  return o.str();
-}
-
 std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {
   std::vector<std::string> header = {"AT", "USER", "ACTION", "TARGET", "RESULT"};
   if (wide) header.push_back("ORIGIN");

@@ -69,7 +69,12 @@ std::string queues_table(const v1::ListQueuesResponse& r, bool wide);
 // `gpuq queues NAME`: the queue's quota and use, its guardrails and its roles, one per line.
 std::string queue_detail(const v1::QueueStatus& q);
 std::string nodes_table(const v1::ListNodesResponse& r, bool wide);
-std::string usage_table(const v1::UsageResponse& r);
+// `gpuq usage` (cli/usage_format.cpp): a table (wide: every count and wait in its own column;
+// table: 80 columns), or CSV with a header row and RFC 4180 quoting.
+std::string usage_table(const v1::UsageResponse& r, bool wide);
+std::string usage_csv(const v1::UsageResponse& r);
+// A CSV field: quoted (with quotes doubled) when it holds a comma, a quote, CR or LF (RFC 4180).
+std::string csv_field(std::string_view text);
 // Newest first; wide: with each call's origin and the whole result.
 std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide);
 std::string event_line(const v1::JobEvent& e);       // one line, no newline

@@ -265,8 +265,10 @@ std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::stri
 std::int64_t parse_time_arg(const std::string& text, std::int64_t now) {
   if (text.empty()) return 0;
   if (auto v = to_int(text); v && *v >= 0) return *v;
-  if (text.size() >= 3 && text[0] == '-') {
-    auto n = to_int(text.substr(1, text.size() - 2));
+  // Back from now: -7d, or 7d (the sign is optional: a time is never ahead of now this way).
+  const std::size_t sign = text[0] == '-' ? 1 : 0;
+  if (text.size() >= sign + 2) {
+    auto n = to_int(text.substr(sign, text.size() - sign - 1));
     std::int64_t unit = 0;
     switch (text.back()) {
       case 's':
@@ -304,8 +306,8 @@ std::int64_t parse_time_arg(const std::string& text, std::int64_t now) {
     }
   }
   throw UsageError("time \"" + text +
-                   "\": expected Unix seconds, a relative time such as -7d, -24h, -30m, or a "
-                   "date YYYY-MM-DD (UTC)");
+                   "\": expected Unix seconds, a time back from now such as 7d, 24h, 30m, 45s, 2w "
+                   "(or -7d), or a date YYYY-MM-DD (UTC)");
 }
 
 std::string resolve_server(const std::string& flag, const char* env) {

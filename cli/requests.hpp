@@ -69,8 +69,8 @@ struct ApplyItem {
 // file order; within a document queues come before nodes.
 std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file);
 
-// "1700000000" (Unix seconds), "-7d" / "-24h" / "-30m" / "-90s" (relative to now), or
-// "YYYY-MM-DD" (midnight UTC). Empty: 0.
+// "1700000000" (Unix seconds), "7d" / "-7d", "24h", "30m", "90s", "2w" (back from now; the
+// minus is optional), or "YYYY-MM-DD" (midnight UTC). Empty: 0.
 std::int64_t parse_time_arg(const std::string& text, std::int64_t now);
 
 // --server, then $GPUQ_SERVER, then 127.0.0.1:7433.

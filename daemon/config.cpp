@@ -1,5 +1,6 @@
 #include "daemon/config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -123,6 +124,36 @@ NotifyConfig read_notifications(Node node, Path& at) {
   return n;
 }
 
+// prices: {h100: 2.5}: per flavor (named as the queues' quotas name it), the price of one
+// GPU-hour in `currency`: a finite number, 0 or more.
+std::map<std::string, double> read_prices(Node node, Path& at) {
+  spec::expect_map(node, at);
+  std::map<std::string, double> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string_view flavor = node.key(i).text();
+    if (flavor.empty()) spec::fail_at(node.key(i), at, "has an empty key; name a flavor, e.g. h100: 2.5");
+    Path::Key k(at, flavor);
+    spec::located(node.key(i), at, [&] { spec::check_name(flavor, at); });
+    const double price = spec::number_of(node.value(i), at);
+    if (price < 0)
+      spec::fail_at(node.value(i), at, spec::quoted(node.value(i).text()) +
+                                           " is negative; a price per GPU-hour is a number 0 or more, e.g. 2.5");
+    out[std::string(flavor)] = price;
+  }
+  return out;
+}
+
+// currency: "USD": what prices are in, shown beside costs: 1 to 16 bytes, no control characters.
+std::string read_currency(Node node, const Path& at) {
+  std::string c = spec::string_of(node, at);
+  const bool controls = std::any_of(c.begin(), c.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+  });
+  if (c.empty() || c.size() > 16 || controls)
+    spec::fail_at(node, at, spec::quoted(c) + " is not allowed; use 1 to 16 bytes without control characters, e.g. USD");
+  return c;
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& label) {
@@ -137,7 +168,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     spec::for_each_key(root, at,
                        {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
                         "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "estimateInterval", "notifications", "auditRetention", "jobRetention", "queues", "nodes",
-                        "socket", "admins", "insecure", "tls"},
+                        "socket", "admins", "insecure", "tls", "prices", "currency"},
                        [&](std::string_view key, Node v) {
                          if (key == "grpc") {
                            c.grpc_address = spec::string_of(v, at);
@@ -164,6 +195,10 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
                            c.tls = read_tls(v, at);
                          } else if (key == "admins") {
                            read_admins(v, at, c);
+                         } else if (key == "prices") {
+                           c.core.prices.per_gpu_hour = read_prices(v, at);
+                         } else if (key == "currency") {
+                           c.core.prices.currency = read_currency(v, at);
                          } else if (key == "auditRetention") {
                            c.core.audit_retention = seconds_of(v, at, 3600, 3650LL * 86400);
                          } else if (key == "jobRetention") {

@@ -55,6 +55,9 @@
 //     queueLimit: 10000           # waiting notifications; beyond it the oldest are dropped
 //   estimateInterval: 30s         # how often pending jobs' start times are estimated (a what-if
 //                                 # run of the engine off its thread); 0: never; 1s to 24h
+//   prices: {h100: 2.5, a100: 1.2}  # per flavor, the price of one GPU-hour (gpuq usage's cost);
+//                                 # finite numbers >= 0; a flavor without one has no cost
+//   currency: USD                 # what prices are in, shown with costs (1 to 16 bytes)
 //   priorityClasses: {low: -100, normal: 0, high: 100, critical: 1000}
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none

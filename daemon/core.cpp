@@ -360,6 +360,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     e.from = ev.from;
     e.to = ev.to;
     e.reason = ev.reason;
+    e.flavor = ev.flavor;
     const Job* job = engine_->job(ev.job);
     if (job) {
       e.queue = job->spec.queue.value;

@@ -24,8 +24,16 @@
 
 namespace gpuq::daemon {
 
+// Chargeback (config prices, currency): per flavor, the price of one GPU-hour, in `currency`.
+// Admin.Usage turns each flavor's GPU-hours into cost with it; a flavor without a price has none.
+struct Prices {
+  std::map<std::string, double> per_gpu_hour;  // non-negative, finite
+  std::string currency;                        // "" when unset
+};
+
 struct CoreConfig {
   EngineConfig engine;
+  Prices prices;
   PriorityClasses priority_classes;
   std::string state_file = "gpuqd.db";
   // Seconds between checkpoints of the fair-share usage history into the state file (config
@@ -91,6 +99,7 @@ class Core {
   const Engine& engine() const { return *engine_; }
   storage::Store& store() { return *store_; }
   const PriorityClasses& priority_classes() const { return config_.priority_classes; }
+  const Prices& prices() const { return config_.prices; }
 
   // Commands, each checked before it changes anything; the change is durable after end_turn().
   // The submission was read and checked (spec/validate.hpp) before; this checks what needs the

@@ -220,7 +220,8 @@ void Engine::finish(std::uint32_t j, JobState to, Time now, std::string reason) 
 }
 
 void Engine::emit(const Job& job, std::optional<JobState> from, Time now, std::string reason) {
-  events_.push_back(Event{next_seq_++, now, job.spec.id, from, job.state, std::move(reason)});
+  std::string flavor = job.holds_resources() && job.flavor != kNoFlavor ? flavor_names_[job.flavor] : std::string();
+  events_.push_back(Event{next_seq_++, now, job.spec.id, from, job.state, std::move(reason), std::move(flavor)});
 }
 
 std::vector<Event> Engine::take_events() {

@@ -57,6 +57,9 @@ struct Event {
   std::optional<JobState> from;  // nullopt on submit
   JobState to = JobState::kPending;
   std::string reason;
+  // The flavor the job holds when `to` is Admitted, Running or Preempting (accounting charges
+  // each admission to its own flavor); empty otherwise, and when no flavor is modelled.
+  std::string flavor;
 };
 
 // What a binder observes and reports back.

@@ -106,11 +106,21 @@ constexpr const char* kV5 = R"sql(
 CREATE INDEX jobs_by_finished ON jobs(finished_at) WHERE state >= 4;
 )sql";
 
+// v6. Accounting (Admin.Usage): a job's events in order through an index (its admissions,
+// preemptions and end make its attempts; a scan of the whole table per job would not do), and
+// the flavor a job holds on its events to Admitted, Running or Preempting, so that each
+// admission is charged to its own flavor (the job row keeps only the last one, and not while
+// the job waits again). Events written before have flavor '': the job row's flavor stands in.
+constexpr const char* kV6 = R"sql(
+ALTER TABLE events ADD COLUMN flavor TEXT NOT NULL DEFAULT '';
+CREATE INDEX events_by_job ON events(job, seq);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}};
-  static_assert(kSchemaVersion == 5, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}};
+  static_assert(kSchemaVersion == 6, "add the new step to migrations()");
   return steps;
 }
 

@@ -14,6 +14,7 @@
 #include "storage/sqlite_db.hpp"
 #include "storage/store.hpp"
 #include "storage/token_rows.hpp"
+#include "storage/usage_rows.hpp"
 
 namespace gpuq::storage {
 namespace {
@@ -59,8 +60,9 @@ std::optional<std::string> query_text(Db& db, const char* sql, SqliteError& erro
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::string path, Db db, Db reader, ResourceNames& names)
-      : path_(std::move(path)), db_(std::move(db)), rdb_(std::move(reader)), names_(names) {}
+  SqliteStore(std::string path, Db db, Db reader, std::unique_ptr<UsageReader> usage, ResourceNames& names)
+      : path_(std::move(path)), db_(std::move(db)), rdb_(std::move(reader)), usage_reader_(std::move(usage)),
+        names_(names) {}
 
   std::optional<SqliteError> prepare_statements();
 
@@ -71,7 +73,7 @@ class SqliteStore final : public Store {
   Result<bool> has_job(const std::string& id) override;
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
-  Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) override;
+  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override { return usage_reader_->read(q); }
   Result<std::vector<TokenRecord>> tokens() override;
   Result<std::vector<AuditRecord>> audit(const AuditFilter& filter) override;
   Result<void> backup_to(const std::string& dest) override;
@@ -124,6 +126,7 @@ class SqliteStore final : public Store {
   std::string path_;
   Db db_;  // declared before the statements: they are finalized first
   Db rdb_;
+  std::unique_ptr<UsageReader> usage_reader_;
   ResourceNames& names_;
   std::mutex names_mu_;  // for ResourceInterner; load() interns from two threads
   Stmt begin_, begin_read_, commit_, rollback_;
@@ -132,7 +135,7 @@ class SqliteStore final : public Store {
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
-  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, usage_, all_tokens_;
+  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, all_tokens_;
   Stmt audit_page_;
 };
 
@@ -169,8 +172,8 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
        "preemptions = excluded.preemptions, exit_code = excluded.exit_code, "
        "preempted_by = excluded.preempted_by, reason = excluded.reason, body = excluded.body"},
       {&put_event_,
-       "INSERT INTO events(seq, at, job, queue, from_state, to_state, reason) "
-       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+       "INSERT INTO events(seq, at, job, queue, from_state, to_state, reason, flavor) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
       {&put_history_, "INSERT OR REPLACE INTO usage_history(queue, at, average) VALUES(?1, ?2, ?3)"},
       {&delete_history_, "DELETE FROM usage_history WHERE queue = ?1"},
       {&put_token_, kPutToken},
@@ -204,17 +207,8 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&jobs_any_, s_any.c_str()},
       {&jobs_in_queue_, s_queue.c_str()},
       {&events_after_,
-       "SELECT seq, at, job, queue, from_state, to_state, reason FROM events WHERE seq > ?1 "
+       "SELECT seq, at, job, queue, from_state, to_state, reason, flavor FROM events WHERE seq > ?1 "
        "ORDER BY seq LIMIT ?2"},
-      // A job holds gpu_milli from admitted_at until it finished (or `to` while it still holds
-      // its place); Pending jobs hold nothing even when an earlier admission left admitted_at set.
-      {&usage_,
-       "SELECT queue, flavor, SUM((e - s) * gpu_milli), COUNT(*) FROM ("
-       "  SELECT queue, flavor, gpu_milli, MAX(admitted_at, ?1) AS s,"
-       "         CASE WHEN state < 4 THEN ?2 ELSE MIN(finished_at, ?2) END AS e"
-       "  FROM jobs WHERE admitted_at > 0 AND admitted_at < ?2 AND state <> 0"
-       "    AND (?3 = '' OR queue = ?3))"
-       " WHERE e > s GROUP BY queue, flavor ORDER BY queue, flavor"},
   };
   for (const auto& [stmt, sql] : reads)
     if (auto e = Stmt::prepare(rdb_, sql, *stmt)) return e;
@@ -366,6 +360,7 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
       s.bind_null(5);
     s.bind(6, std::int64_t{state_code(e.to)});
     s.bind(7, e.reason);
+    s.bind(8, e.flavor);
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
   }
@@ -461,33 +456,10 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
                    ErrorCode::kFailedPrecondition};
     e.to = *to;
     e.reason = s.text(6);
+    e.flavor = s.text(7);
     out.push_back(std::move(e));
   }
   if (rc != SQLITE_DONE) return read_failed("reading events");
-  return out;
-}
-
-Result<std::vector<QueueUsage>> SqliteStore::usage(Time from, Time to, const std::string& queue) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  std::vector<QueueUsage> out;
-  if (to <= from) return out;
-  Stmt& s = usage_;
-  Stmt::Reset r(s);
-  s.bind(1, from);
-  s.bind(2, to);
-  s.bind(3, queue);
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    QueueUsage u;
-    u.queue = s.text(0);
-    u.flavor = s.text(1);
-    // milli-GPU-seconds to GPU-hours; the sum itself is exact (integers).
-    u.gpu_hours = static_cast<double>(s.int64(2)) / double(kMilliPerGpu) / 3600.0;
-    u.jobs = s.int64(3);
-    out.push_back(std::move(u));
-  }
-  if (rc != SQLITE_DONE) return read_failed("computing usage");
   return out;
 }
 
@@ -601,7 +573,9 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
   if (!reader) return unavailable(path, "cannot open a second connection for reads", e);
   sqlite3_busy_timeout(reader.get(), kBusyTimeoutMs);
   if (auto err = reader.exec("PRAGMA query_only = 1")) return unavailable(path, "query_only", *err);
-  auto store = std::make_unique<SqliteStore>(path, std::move(db), std::move(reader), names);
+  auto usage = UsageReader::open(path);
+  if (!usage) return Error{usage.error(), usage.code()};
+  auto store = std::make_unique<SqliteStore>(path, std::move(db), std::move(reader), std::move(usage).value(), names);
   if (auto err = store->prepare_statements()) return unavailable(path, "preparing statements", *err);
   if (background)
     store->check_in_background(std::async(std::launch::async, [path]() -> Result<void> {

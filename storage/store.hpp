@@ -19,10 +19,11 @@
 
 #include "scheduler/engine.hpp"
 #include "spec/result.hpp"
+#include "storage/usage.hpp"
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 inline constexpr int kJobPruneBatch = 10000;
 
 
@@ -33,11 +34,11 @@ struct JobRecord {
   std::string priority_text;  // as submitted ("high", "100", or empty)
   JobState state = JobState::kPending;
   std::string reason;         // end reason, or the last transition's reason
-  Time admitted_at = 0;       // 0: never admitted; the last admission only (usage() counts
-                              // from it, so time held before a requeue is not counted)
+  Time admitted_at = 0;       // 0: never admitted; the last admission only (usage() takes
+                              // earlier ones from the events)
   Time finished_at = 0;       // 0: unfinished
   std::string flavor;         // while holding a placement; keep it on a finished job that was
-                              // admitted: usage() reports GPU-hours per this flavor
+                              // admitted (usage() falls back on it where events have none)
   std::vector<PodPlacement> placement;  // while Admitted, Running or Preempting
   std::int32_t attempts = 0;
   std::int32_t preemptions = 0;
@@ -55,6 +56,7 @@ struct EventRecord {
   JobState to = JobState::kPending;
   std::string reason;
   std::string owner;  // the job's owner: set on live events (not stored; a replay looks it up)
+  std::string flavor;  // the flavor the job holds, on events to Admitted, Running, Preempting
 };
 
 // One queue's fair-share usage history (scheduler/usage_history.hpp) as checkpointed: its decayed
@@ -142,18 +144,11 @@ struct JobFilter {
   std::size_t limit = 100;           // 0: 100
 };
 
-struct QueueUsage {
-  std::string queue;
-  std::string flavor;
-  double gpu_hours = 0;
-  std::int64_t jobs = 0;
-};
-
 // Thread safety: methods may be called from any thread. load() and commit() share the writer
-// connection and its lock; the reads (job, has_job, jobs, events_after, usage) have a connection
+// connection and its lock; the reads (job, has_job, jobs, events_after) have a connection
 // and a lock of their own, so a read does not wait for a commit's fsync; they share one
 // snapshot, which each commit ends, so a read sees every commit that returned before it.
-// backup_to() uses a connection of its own.
+// usage() and backup_to() each use a connection of their own.
 class Store {
  public:
   // Opens (creating when missing) and migrates to kSchemaVersion. Errors (kFailedPrecondition
@@ -191,9 +186,11 @@ class Store {
   virtual Result<bool> has_job(const std::string& id) = 0;
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
-  // GPU-hours held per (queue, flavor) within [from, to), from the jobs' admitted and finished
-  // times (unfinished jobs count until `to`).
-  virtual Result<std::vector<QueueUsage>> usage(Time from, Time to, const std::string& queue) = 0;
+  // Accounting over [q.since, q.until) (storage/usage.hpp): GPU time held (from each job's
+  // events: every admission, not only the last), lost to preemption, jobs by outcome, waits;
+  // one row per queue, user, flavor or job, a page at a time. Its own connection and one read
+  // transaction: it sees every commit that returned before it began.
+  virtual Result<std::vector<UsageRow>> usage(const UsageQuery& q) = 0;
   // Every bearer token ever created (expired and revoked ones too), by creation time.
   virtual Result<std::vector<TokenRecord>> tokens() = 0;
   // A page of the audit log, newest first.

@@ -435,7 +435,11 @@ TEST_CASE("time arguments for usage") {
   CHECK(parse_time_arg("-30m", now) == now - 1800);
   CHECK(parse_time_arg("2024-01-01", now) == 1'704'067'200);
   CHECK(parse_time_arg("2024-02-29", now) == 1'709'164'800);
-  for (const char* bad : {"yesterday", "-7x", "-d", "2024-02-30", "2024-13-01", "7d", "-5"})
+  // Back from now without the minus too (a time is never ahead of now this way).
+  CHECK(parse_time_arg("7d", now) == now - 7 * 86400);
+  CHECK(parse_time_arg("2w", now) == now - 14 * 86400);
+  CHECK(parse_time_arg("90s", now) == now - 90);
+  for (const char* bad : {"yesterday", "-7x", "-d", "d", "--7d", "2024-02-30", "2024-13-01", "7x", "-5"})
     CHECK_THROWS_AS(parse_time_arg(bad, now), UsageError);
 }
 
@@ -516,6 +520,23 @@ TEST_CASE("run_cli: exit codes without a server") {
   CHECK(clash.err.find("--queue") != std::string::npos);
   CHECK(run({"ls", "-o", "xml"}).rc == 2);
   CHECK(run({"usage", "--from", "yesterday"}).rc == 2);
+  // usage's flags are checked before anything is sent: each error names the flag, the value and
+  // what is allowed.
+  Run by = run({"usage", "--by", "banana"});
+  CHECK(by.rc == 2);
+  CHECK(by.err == "gpuq: --by \"banana\" is not allowed; use queue, user, flavor or job\n");
+  Run backwards = run({"usage", "--since", "2026-12-01", "--until", "2026-11-01"});
+  CHECK(backwards.rc == 2);
+  CHECK(backwards.err ==
+        "gpuq: --since 2026-12-01 (2026-12-01T00:00:00Z) is after --until 2026-11-01 (2026-11-01T00:00:00Z); the "
+        "period must start before it ends\n");
+  Run page = run({"usage", "--page-size", "-1"});
+  CHECK(page.rc == 2);
+  CHECK(page.err == "gpuq: --page-size -1 is not allowed; use 1 to 1000 (0: the server's 100)\n");
+  Run when = run({"usage", "--until", "soon"});
+  CHECK(when.rc == 2);
+  CHECK(when.err.find("gpuq: --until: time \"soon\": expected Unix seconds, a time back from now such as 7d") == 0);
+  CHECK(run({"usage", "-o", "xml"}).rc == 2);
   Run missing = run({"apply", "-f", "/nonexistent/cluster.yaml"});
   CHECK(missing.rc == 2);
   CHECK(missing.err.find("/nonexistent/cluster.yaml") != std::string::npos);

@@ -99,18 +99,6 @@ TEST_CASE("tables fit 80 columns and show human units") {
   CHECK(nt.find("1.5Gi/2Ti") != std::string::npos);
   CHECK(nt.find("Ready") != std::string::npos);
 
-  v1::UsageResponse ur;
-  ur.set_to(1'700'000'000);
-  auto* u = ur.add_usage();
-  u->set_queue("a");
-  u->set_flavor("h100");
-  u->set_gpu_hours(12.5);
-  u->set_jobs(3);
-  const std::string ut = usage_table(ur);
-  check_lines_fit(ut);
-  CHECK(ut.find("12.50") != std::string::npos);
-  CHECK(ut.find("TOTAL") != std::string::npos);
-
   CHECK(human_milli(1500) == "1.5");
   CHECK(human_milli(250) == "0.25");
   CHECK(human_milli(-500) == "-0.5");
@@ -251,4 +239,81 @@ TEST_CASE("gpuq queues NAME shows the queue's quota and use, its guardrails and 
   CHECK(queue_detail(open).find("  (none: it borrows whatever its cohort lends)\n") != std::string::npos);
   open.mutable_spec()->mutable_submitters();
   CHECK(queue_detail(open).find("Submitters:  gpuqd's admins only\n") != std::string::npos);
+}
+
+TEST_CASE("usage: CSV with a header row and RFC 4180 quoting; tables within 80 columns, a total, cost only with prices") {
+  CHECK(csv_field("plain") == "plain");
+  CHECK(csv_field("a,b") == "\"a,b\"");
+  CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  CHECK(csv_field("two\nlines") == "\"two\nlines\"");
+  CHECK(csv_field("cr\r") == "\"cr\r\"");
+  CHECK(csv_field("") == "");
+
+  v1::UsageResponse r;
+  r.set_since(0);
+  r.set_until(1'700'003'600);
+  r.set_by(v1::USAGE_BY_QUEUE);
+  r.set_currency("US$,\"x\"");
+  auto* a = r.add_rows();
+  a->set_key("research");
+  a->set_gpu_hours(12.5);
+  a->set_gpu_hours_lost(0.25);
+  a->set_succeeded(3);
+  a->set_failed(1);
+  a->set_unfinished(2);
+  a->set_waited(4);
+  a->set_wait_p50_seconds(90);
+  a->set_wait_p90_seconds(7200);
+  a->set_cost(31.25);
+  auto* b = r.add_rows();
+  b->set_key("a-queue-with-a-rather-long-name-that-does-not-fit");
+  b->set_gpu_hours(1);
+  b->set_cancelled(1);  // no cost: a flavor it used has no price
+
+  const std::string csv = usage_csv(r);
+  CHECK(csv ==
+        "queue,gpu_hours,gpu_hours_lost,succeeded,failed,cancelled,unfinished,waited,wait_p50_seconds,"
+        "wait_p90_seconds,cost,currency\n"
+        "research,12.500000,0.250000,3,1,0,2,4,90,7200,31.250000,\"US$,\"\"x\"\"\"\n"
+        "a-queue-with-a-rather-long-name-that-does-not-fit,1.000000,0.000000,0,0,1,0,0,,,,\n");
+
+  const std::string table = usage_table(r, false);
+  check_lines_fit(table);
+  INFO(table);
+  CHECK(table.find("From the beginning to 2023-11-14T23:13:20Z, by queue\n") == 0);
+  CHECK(table.find("\nQUEUE                 GPU-HOURS  LOST  JOBS S/F/C/U  WAIT P50/P90  COST(US$,\"x\")\n") !=
+        std::string::npos);
+  CHECK(table.find("\nresearch              12.50      0.25  3/1/0/2       90s/2h        31.25\n") != std::string::npos);
+  CHECK(table.find("\na-queue-with-a-rath~  1.00") != std::string::npos);  // the name gives way
+  CHECK(table.find("TOTAL") != std::string::npos);
+  CHECK(table.find("13.50      0.25  3/1/1/2       -             -") != std::string::npos);  // no cost sum
+  const std::string wide = usage_table(r, true);
+  CHECK(wide.find("SUCCEEDED  FAILED  CANCELLED  UNFINISHED  WAITED  WAIT-P50  WAIT-P90  COST(US$,\"x\")") !=
+        std::string::npos);
+  CHECK(wide.find("a-queue-with-a-rather-long-name-that-does-not-fit") != std::string::npos);
+
+  // Without prices no row has a cost: no cost column.
+  r.mutable_rows(0)->clear_cost();
+  CHECK(usage_table(r, false).find("COST") == std::string::npos);
+
+  v1::UsageResponse jobs;
+  jobs.set_by(v1::USAGE_BY_JOB);
+  jobs.set_until(1'700'003'600);
+  auto* j = jobs.add_rows();
+  j->set_key("j7");
+  j->set_queue("research");
+  j->set_user("alice");
+  j->set_flavor("h100");
+  j->set_state(v1::JOB_STATE_RUNNING);
+  j->set_gpu_hours(2);
+  j->set_waited(1);
+  j->set_wait_p50_seconds(30);
+  j->set_wait_p90_seconds(30);
+  const std::string job_table = usage_table(jobs, false);
+  INFO(job_table);
+  CHECK(job_table.find("\nJOB    QUEUE     USER   STATE    GPU-HOURS  LOST  WAIT\n") != std::string::npos);
+  CHECK(job_table.find("\nj7     research  alice  Running  2.00       0.00  30s\n") != std::string::npos);
+  CHECK(job_table.find("\nTOTAL                            2.00       0.00\n") != std::string::npos);
+  CHECK(usage_csv(jobs).find("job,queue,user,flavor,state,gpu_hours") == 0);
+  CHECK(usage_csv(jobs).find("\nj7,research,alice,h100,Running,2.000000,") != std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <string>
@@ -349,13 +350,23 @@ TEST_CASE("gpuqd: every call refuses bad input with the right code and names wha
     channel_ok(d.nodes->Cordon(&ctx, r, &resp), grpc::StatusCode::NOT_FOUND, "nosuch");
   }
   {
+    // Usage: each refusal names the field, the value and what is allowed.
     auto admin = v1::Admin::NewStub(grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    v1::UsageRequest r;
-    r.set_from(100);
-    r.set_to(50);
-    v1::UsageResponse resp;
-    channel_ok(admin->Usage(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, "from");
+    auto usage = [&](const std::function<void(v1::UsageRequest&)>& set, const std::string& says) {
+      grpc::ClientContext ctx;
+      v1::UsageRequest r;
+      set(r);
+      v1::UsageResponse resp;
+      channel_ok(admin->Usage(&ctx, r, &resp), grpc::StatusCode::INVALID_ARGUMENT, says);
+    };
+    usage([](auto& r) { r.set_since(100), r.set_until(50); },
+          "since: 100 is after until: 50; the period must start at or before its end");
+    usage([](auto& r) { r.set_since(-5); }, "since: -5 is before 1970; use Unix seconds, 0 for the beginning");
+    usage([](auto& r) { r.set_by(static_cast<v1::UsageBy>(9)); },
+          "by: 9 is not a grouping; use USAGE_BY_QUEUE, USAGE_BY_USER, USAGE_BY_FLAVOR or USAGE_BY_JOB");
+    usage([](auto& r) { r.set_page_size(-1); }, "page_size: -1 is not allowed; use 0 (100 rows) to 1000");
+    usage([](auto& r) { r.set_by(v1::USAGE_BY_JOB), r.set_page_token("k:research"); },
+          "page_token: \"k:research\" is not a token this server gave for this grouping");
   }
   // Still serving after all of it.
   CHECK(submit(d, job("fine", "research", "1")).ok());
@@ -398,6 +409,38 @@ TEST_CASE("gpuqd: pending jobs get start-time estimates from the engine's what-i
   CHECK(refused.error_message().find("expectedRuntime") != std::string::npos);
   const std::string m = d.http_get("/metrics");
   CHECK(m.find("gpuq_estimate_duration_seconds_count{phase=\"what_if\"}") != std::string::npos);
+}
+
+TEST_CASE("Usage pages: page_size rows a reply, the token names the last one sent, until no more") {
+  TempDir dir;
+  Daemon d(dir.path);
+  for (const char* id : {"u1", "u2", "u3"}) REQUIRE(submit(d, job(id, "research", "1")).ok());
+  REQUIRE(submit(d, job("p1", "prod", "1")).ok());
+  auto admin = v1::Admin::NewStub(grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials()));
+  auto pages = [&](v1::UsageBy by) {
+    std::vector<std::string> keys, tokens;
+    v1::UsageRequest r;
+    r.set_by(by);
+    r.set_page_size(1);
+    do {
+      grpc::ClientContext ctx;
+      v1::UsageResponse resp;
+      const grpc::Status st = admin->Usage(&ctx, r, &resp);
+      REQUIRE_MESSAGE(st.ok(), st.error_message());
+      CHECK(resp.rows_size() <= 1);
+      for (const auto& row : resp.rows()) keys.push_back(row.key());
+      tokens.push_back(resp.next_page_token());
+      r.set_page_token(resp.next_page_token());
+      r.set_until(resp.until());  // the same period on every page
+    } while (!r.page_token().empty());
+    return std::pair{keys, tokens};
+  };
+  const auto [jobs, job_tokens] = pages(v1::USAGE_BY_JOB);
+  CHECK(jobs == std::vector<std::string>{"u1", "u2", "u3", "p1"});  // submission order
+  CHECK(job_tokens == std::vector<std::string>{"1", "2", "3", ""});
+  const auto [queues, queue_tokens] = pages(v1::USAGE_BY_QUEUE);
+  CHECK(queues == std::vector<std::string>{"prod", "research"});
+  CHECK(queue_tokens == std::vector<std::string>{"k:prod", ""});
 }
 
 TEST_CASE("gpuqd: /metrics, /healthz and /readyz") {

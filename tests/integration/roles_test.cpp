@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <map>
 
 #include "cli/requests.hpp"
 #include "tests/integration/cli_as.hpp"
@@ -351,4 +352,45 @@ TEST_CASE("a queue's submitters and viewers: nobody is refused on a restricted q
   // A viewer does not change others' jobs.
   r = as_nobody(d, "cancel " + secret_job);
   refused_with(r, "user nobody may not cancel job " + secret_job + " of user root");
+}
+
+TEST_CASE("usage as nobody: queue totals for all; by user or job only its own jobs, every job of a queue it views; another user's refused") {
+  TempDir dir;
+  ::chmod(dir.path.c_str(), 0755);
+  Daemon d(dir.path, true, kGuardedConfig);
+  const std::string mine = submitted_id(as_me(d, {"submit", "--queue", "research", "--gpus", "1", "--", "true"}));
+  const std::string mine_open = submitted_id(as_me(d, {"submit", "--queue", "open", "--gpus", "1", "--", "true"}));
+  if (::getuid() != 0) {
+    MESSAGE("not root: the calls as nobody (setpriv) are skipped; CI runs as root");
+    return;
+  }
+  const std::string theirs = submitted_id(as_nobody(d, "submit --queue research --gpus 1 -- true"));
+  auto rows = [](const Run& r) {
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    std::map<std::string, std::int64_t> unfinished;
+    const json::value v = json::parse(r.out);
+    for (const auto& row : v.at("rows").as_array())
+      unfinished[std::string(row.at("key").as_string())] = std::stoll(std::string(row.at("unfinished").as_string()));
+    return unfinished;
+  };
+  using Rows = std::map<std::string, std::int64_t>;
+  // Queue totals are queue summaries: every job counts, root's too.
+  CHECK(rows(as_nobody(d, "usage -o json")) == Rows{{"open", 1}, {"research", 2}});
+  // By job or user: its own jobs only.
+  CHECK(rows(as_nobody(d, "usage --by job -o json")) == Rows{{theirs, 1}});
+  CHECK(rows(as_nobody(d, "usage --by user -o json")) == Rows{{"nobody", 1}});
+  CHECK(rows(as_nobody(d, "usage --by user --queue research -o json")) == Rows{{"nobody", 1}});
+  // A queue it views: every job there.
+  CHECK(rows(as_nobody(d, "usage --by job --queue open -o json")) == Rows{{mine_open, 1}});
+  CHECK(rows(as_nobody(d, "usage --by user --queue open --user root -o json")) == Rows{{"root", 1}});
+  // Another user's usage, elsewhere: refused, saying who may.
+  const Run r = as_nobody(d, "usage --by job --user root");
+  CHECK(r.rc == 1);
+  CHECK_MESSAGE(r.out.find("user nobody may not see the jobs of user root: a job's details are its owner's and "
+                           "gpuqd's admins' (root) (PERMISSION_DENIED)") != std::string::npos,
+                r.out);
+  // An admin sees everyone's.
+  CHECK(rows(as_me(d, {"usage", "--by", "user", "-o", "json"})) == Rows{{"nobody", 1}, {"root", 2}});
+  CHECK(rows(as_me(d, {"usage", "--by", "job", "--user", "nobody", "-o", "json"})) == Rows{{theirs, 1}});
+  CHECK(mine != theirs);
 }

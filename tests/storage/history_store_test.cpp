@@ -21,16 +21,6 @@ void check_same(const HistoryRecord& a, const HistoryRecord& b) {
   CHECK(a.average == b.average);  // the JSON numbers round-trip every bit of a double
 }
 
-std::string schema_version(const std::string& path) {
-  SqliteError e;
-  Db db = Db::open(path, SQLITE_OPEN_READONLY, e);
-  REQUIRE(db);
-  Stmt s;
-  REQUIRE_FALSE(Stmt::prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'", s));
-  REQUIRE(s.step() == SQLITE_ROW);
-  return std::string(s.text(0));
-}
-
 }  // namespace
 
 TEST_CASE("usage history survives commit, close and reopen, by queue and resource name") {

@@ -53,6 +53,17 @@ inline void raw_exec(const std::string& path, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
+// meta.schema_version of a file, read through a connection of the test's own.
+inline std::string schema_version(const std::string& path) {
+  SqliteError e;
+  Db db = Db::open(path, SQLITE_OPEN_READONLY, e);
+  REQUIRE(db);
+  Stmt s;
+  REQUIRE_FALSE(Stmt::prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'", s));
+  REQUIRE(s.step() == SQLITE_ROW);
+  return std::string(s.text(0));
+}
+
 inline std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -266,7 +277,9 @@ inline void check_same(const JobRecord& a, const JobRecord& b) {
 
 inline EventRecord make_event(std::uint64_t seq, const std::string& job, std::optional<JobState> from,
                        JobState to) {
-  return {seq, static_cast<Time>(5000 + seq), job, "ml-train", from, to, "reason " + std::to_string(seq), ""};
+  const bool holds = to == JobState::kAdmitted || to == JobState::kRunning || to == JobState::kPreempting;
+  return {seq, static_cast<Time>(5000 + seq), job, "ml-train", from, to, "reason " + std::to_string(seq), "",
+          holds ? "h100" : ""};
 }
 
 }  // namespace gpuq::storage::test

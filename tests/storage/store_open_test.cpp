@@ -1,4 +1,5 @@
-// The SQLite store: refusing bad files, migrations, listing, events, usage, backup, big loads.
+// The SQLite store: refusing bad files, migrations, listing, events, backup, big loads (usage:
+// usage_store_test.cpp).
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;
@@ -220,59 +221,6 @@ TEST_CASE("events are replayed after a sequence number, in order, a page at a ti
   CHECK(page->front().seq == 11);
   CHECK(page->back().seq == 15);
   CHECK(store->events_after(50, 5)->empty());
-}
-
-TEST_CASE("usage: GPU-hours per queue and flavor, clipped to the window") {
-  TempDir dir;
-  ResourceNames names;
-  auto store = open_ok(dir.file("s.db"), names);
-  const Time h = 3600;
-  auto job = [&](std::uint64_t n, const std::string& queue, const std::string& flavor,
-                 JobState st, Time admitted, Time finished, std::int32_t pods, Quantity milli) {
-    JobRecord j = make_job(n, queue, st);
-    j.spec.pod_sets[0].count = pods;
-    j.spec.pod_sets[0].per_pod[kGpu] = milli;
-    PodSet cpu_only;
-    cpu_only.name = "driver";
-    cpu_only.per_pod[kCpu] = 1000;
-    j.spec.pod_sets.push_back(cpu_only);
-    j.flavor = flavor;
-    j.admitted_at = admitted;
-    j.finished_at = finished;
-    return j;
-  };
-  Batch b;
-  // Window [10h, 20h).
-  b.jobs = {
-      job(1, "a", "h100", JobState::kSucceeded, 8 * h, 12 * h, 2, 4000),   // 2h x 8 GPU = 16
-      job(2, "a", "h100", JobState::kRunning, 15 * h, 0, 1, 500),          // 5h x 0.5 = 2.5
-      job(3, "a", "a100", JobState::kFailed, 11 * h, 13 * h, 4, 1000),     // 2h x 4 = 8
-      job(4, "b", "h100", JobState::kCancelled, 5 * h, 25 * h, 1, 2000),   // 10h x 2 = 20
-      job(5, "b", "h100", JobState::kSucceeded, 1 * h, 10 * h, 1, 8000),   // ends at the start: 0
-      job(6, "b", "h100", JobState::kRunning, 20 * h, 0, 1, 8000),         // starts at the end: 0
-      job(7, "b", "h100", JobState::kPending, 12 * h, 0, 1, 8000),         // requeued: holds nothing
-      job(8, "b", "h100", JobState::kPending, 0, 0, 1, 8000),              // never admitted
-  };
-  REQUIRE(store->commit(b).ok());
-  auto u = store->usage(10 * h, 20 * h, "");
-  REQUIRE(u.ok());
-  REQUIRE(u->size() == 3);
-  CHECK((*u)[0].queue == "a");
-  CHECK((*u)[0].flavor == "a100");
-  CHECK((*u)[0].gpu_hours == doctest::Approx(8));
-  CHECK((*u)[0].jobs == 1);
-  CHECK((*u)[1].queue == "a");
-  CHECK((*u)[1].flavor == "h100");
-  CHECK((*u)[1].gpu_hours == doctest::Approx(18.5));
-  CHECK((*u)[1].jobs == 2);
-  CHECK((*u)[2].queue == "b");
-  CHECK((*u)[2].gpu_hours == doctest::Approx(20));
-  CHECK((*u)[2].jobs == 1);
-  auto only_b = store->usage(10 * h, 20 * h, "b");
-  REQUIRE(only_b.ok());
-  REQUIRE(only_b->size() == 1);
-  CHECK(only_b->front().queue == "b");
-  CHECK(store->usage(20 * h, 10 * h, "")->empty());
 }
 
 TEST_CASE("a backup taken while the engine thread commits opens and loads consistently") {

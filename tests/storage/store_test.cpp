@@ -52,7 +52,9 @@ TEST_CASE("every field of queues, nodes, jobs and events survives commit, close 
       CHECK((*evs)[i].from == events[i].from);
       CHECK((*evs)[i].to == events[i].to);
       CHECK((*evs)[i].reason == events[i].reason);
+      CHECK((*evs)[i].flavor == events[i].flavor);
     }
+    CHECK((*evs)[1].flavor == "h100");  // written on the event that admitted it
   };
   {
     auto store = open_ok(path, names);

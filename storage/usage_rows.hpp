@@ -1,0 +1,60 @@
+#pragma once
+// The accounting reads (storage/usage.hpp) on a connection of their own: a report over a long
+// period reads many rows, and must hold neither the API's read lock (a submit's id check waits
+// on it) nor the writer's. Each read is one read transaction: one consistent state.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "storage/sqlite_db.hpp"
+#include "storage/store.hpp"
+#include "storage/usage.hpp"
+
+namespace gpuq::storage {
+
+// The candidates: the columns of JobFacts, in this order. ?1 until, ?2 queue ('' any), ?3 owner
+// ('' any), ?4 since, ?5 after number (by job).
+// Unfinished jobs submitted before the period ends (partial index jobs_unfinished).
+inline constexpr const char* kUsageUnfinished =
+    "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
+    "gpu_milli, "
+    "attempts, preemptions FROM jobs WHERE state < 4 "
+    "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3)";
+// Jobs that ended at or after its start (partial index jobs_by_finished).
+inline constexpr const char* kUsageFinished =
+    "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
+    "gpu_milli, "
+    "attempts, preemptions FROM jobs WHERE state >= 4 AND finished_at >= ?4 "
+    "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3)";
+// By job: both, in submission order after a number (the primary key, from the page's token on).
+inline constexpr const char* kUsageJobs =
+    "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
+    "gpu_milli, "
+    "attempts, preemptions FROM jobs WHERE number > ?5 AND (state < 4 OR finished_at >= ?4) "
+    "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3) ORDER BY number";
+// A job's events in order from its submission on (index events_by_job; an id freed by
+// jobRetention and taken again never mixes in the older job's events, all before it).
+inline constexpr const char* kUsageEvents =
+    "SELECT at, from_state, to_state, flavor FROM events WHERE job = ?1 AND at >= ?2 ORDER BY seq";
+
+class UsageReader {
+ public:
+  // Its own connection to the state file (reads only).
+  static Result<std::unique_ptr<UsageReader>> open(const std::string& path);
+  // The rows of `q`: groups in key order after q.after_key, jobs in submission order after
+  // q.after_number; at most q.limit (0: all).
+  Result<std::vector<UsageRow>> read(const UsageQuery& q);
+
+ private:
+  Error failed(const std::string& doing) const;
+  Result<void> each_job(Stmt& s, const UsageQuery& q, UsageTally& tally, std::size_t stop_after);
+  Result<void> events_of(const JobFacts& job, std::vector<StateChange>& out);
+
+  std::string path_;
+  std::mutex mu_;
+  Db db_;  // before the statements: they are finalized first
+  Stmt begin_, end_, unfinished_, finished_, jobs_, events_;
+};
+
+}  // namespace gpuq::storage
