@@ -69,7 +69,7 @@ JobAttempts attempts_of(const JobFacts& job, std::span<const StateChange> events
       // It stopped holding without an event (gpuqd restarted while it was being preempted: it
       // waited again from there): the attempt ends where the events last showed it.
       w.end(last_at, w.preempting && !(e.from && is_finished(*e.from)));
-    } else if (!w.open && from_holds && e.from) {
+    } else if (!w.open && from_holds) {
       w.start(e.at, e.flavor, *e.from == JobState::kPreempting);  // admitted without an event
     }
     if (holding(e.to)) {
