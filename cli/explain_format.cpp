@@ -30,6 +30,15 @@ std::string fixed(double v, const char* format = "%.3f") {
   return buf;
 }
 
+// Each line of `text` two spaces in.
+void indented(std::ostringstream& o, const std::string& text) {
+  for (std::size_t at = 0, next; at < text.size(); at = next + 1) {
+    next = text.find('\n', at);
+    if (next == std::string::npos) next = text.size();
+    o << "  " << text.substr(at, next - at) << "\n";
+  }
+}
+
 void order_lines(std::ostringstream& o, const v1::Job& job, const v1::JobExplanation& e) {
   if (e.queue_pending() > 0)
     o << "Queue order: " << ordinal(e.queue_position()) << " of " << e.queue_pending() << " pending in queue "
@@ -70,12 +79,7 @@ void quota_lines(std::ostringstream& o, const v1::JobExplanation& e) {
                               : escaped(q.cohort()) + ": " + amount(r, q.cohort_used()) + " of " +
                                     amount(r, q.cohort_lendable()) + " drawn"});
   }
-  std::string table = t.render(0);
-  for (std::size_t at = 0, next; at < table.size(); at = next + 1) {
-    next = table.find('\n', at);
-    if (next == std::string::npos) next = table.size();
-    o << "  " << table.substr(at, next - at) << "\n";
-  }
+  indented(o, t.render(0));
 }
 
 void room_lines(std::ostringstream& o, const v1::JobExplanation& e) {
@@ -90,12 +94,7 @@ void room_lines(std::ostringstream& o, const v1::JobExplanation& e) {
            std::to_string(r.pods()) + (r.pods() == 1 ? " pod" : " pods") +
                (r.gpu_per_pod() > 0 ? ", " + human_milli(r.gpu_per_pod()) + " GPU per pod" : std::string())});
   }
-  std::string table = t.render(0);
-  for (std::size_t at = 0, next; at < table.size(); at = next + 1) {
-    next = table.find('\n', at);
-    if (next == std::string::npos) next = table.size();
-    o << "  " << table.substr(at, next - at) << "\n";
-  }
+  indented(o, t.render(0));
   o << "  (stranded: free GPUs on nodes where none of its GPU pods fits)\n";
 }
 

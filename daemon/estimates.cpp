@@ -53,12 +53,16 @@ void Estimator::run_once() {
   const auto t0 = clock::now();
   loop_.run_sync([&](Core& c) {
     now = Loop::now();
-    copy.emplace(c.engine());
+    // Nothing pending: nothing to estimate, and no copy made on the engine thread.
+    const Engine& e = c.engine();
+    std::size_t pending = e.reserved_jobs().size();
+    for (QueueIdx q = 0; q < e.queue_count() && pending == 0; ++q) pending += e.pending_count(q);
+    if (pending > 0) copy.emplace(e);
   });
   const auto t1 = clock::now();
   std::unordered_map<std::string, std::optional<Time>> starts;
-  for (const Job* j : copy->pending_in_submission_order()) starts.emplace(j->spec.id.value, std::nullopt);
-  if (!starts.empty()) {
+  if (copy) {
+    for (const Job* j : copy->pending_in_submission_order()) starts.emplace(j->spec.id.value, std::nullopt);
     WhatIfResult w = estimate_starts(std::move(*copy), now);
     for (auto& [id, at] : w.starts) starts[id] = at;
   }
