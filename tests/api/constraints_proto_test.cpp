@@ -9,6 +9,9 @@
 #include "api/to_proto.hpp"
 #include "spec/limits.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace api_constraints_proto_test {
+
 using namespace gpuq;
 
 namespace {
@@ -177,3 +180,5 @@ TEST_CASE("a node's taints: read, checked, shown back") {
   }
   CHECK(node_error(n) == "spec.taints: lists 33 taints; at most 32 are allowed");
 }
+
+}  // namespace api_constraints_proto_test

@@ -8,6 +8,9 @@
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace daemon_audit_test {
+
 using namespace gpuq;
 using namespace gpuq::daemon;
 using namespace gpuq::test;
@@ -118,3 +121,5 @@ TEST_CASE("audit: a user's refusals are recorded at most 60 a minute, then say h
   CHECK(page->front().result ==
         "NOT_FOUND: job does not exist (and 10 earlier refusals of mallory not recorded: over 60 a minute)");
 }
+
+}  // namespace daemon_audit_test

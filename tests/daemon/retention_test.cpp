@@ -8,6 +8,9 @@
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace daemon_retention_test {
+
 using namespace gpuq;
 using namespace gpuq::daemon;
 using namespace gpuq::test;
@@ -94,3 +97,5 @@ TEST_CASE("jobRetention: 0 (keep for ever, the default) or a duration from 1h to
   CHECK(error("jobRetention: 10m\n").find("jobRetention: \"10m\" is not allowed; use 3600s to") != std::string::npos);
   CHECK(error("jobRetention: soon\n").find("is not a duration") != std::string::npos);
 }
+
+}  // namespace daemon_retention_test

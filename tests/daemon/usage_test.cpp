@@ -9,6 +9,9 @@
 #include "tests/support/builders.hpp"
 #include "tests/support/files.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace daemon_usage_test {
+
 using namespace gpuq;
 using namespace gpuq::daemon;
 using namespace gpuq::test;
@@ -161,3 +164,5 @@ TEST_CASE(
         std::string::npos);
   CHECK(error("currency: ABCDEFGHIJKLMNOPQ\n").find("currency:") != std::string::npos);
 }
+
+}  // namespace daemon_usage_test

@@ -16,6 +16,9 @@
 
 #include "tests/integration/daemon_process.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace integration_notify_test {
+
 using namespace gpuq::test;
 namespace json = boost::json;
 
@@ -172,3 +175,4 @@ TEST_CASE("gpuqd: notifications are POSTed once the change is written, retried, 
   CHECK(m.find("gpuq_notifications_total{result=\"sent\"} 4") != std::string::npos);
 }
 
+}  // namespace integration_notify_test

@@ -10,6 +10,9 @@
 #include "cli/requests.hpp"
 #include "tests/integration/cli_as.hpp"
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace integration_roles_test {
+
 using namespace gpuq::test;
 namespace json = boost::json;
 
@@ -394,3 +397,5 @@ TEST_CASE("usage as nobody: queue totals for all; by user or job only its own jo
   CHECK(rows(as_me(d, {"usage", "--by", "job", "--user", "nobody", "-o", "json"})) == Rows{{theirs, 1}});
   CHECK(mine != theirs);
 }
+
+}  // namespace integration_roles_test

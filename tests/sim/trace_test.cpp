@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace sim_trace_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -618,3 +621,5 @@ TEST_CASE("trace files: the openb pod lists") {
           return gpuq::sim::read_trace(multi, TraceFormat::kOpenb);
         }).starts_with(multi + ":1: column \"creation_time\" is missing; gpuq sim run needs it"));
 }
+
+}  // namespace sim_trace_test
