@@ -2,6 +2,7 @@
 // The API gpuqd serves. Implemented above the daemon, by api/ (the gRPC services of gpuq.v1;
 // make_frontend is defined in api/services.cpp and linked into gpuqd), so that daemon/ includes
 // nothing of api/: the daemon owns the engine thread and the state, the API only posts work to it.
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "auth/roles.hpp"
 #include "auth/unix_listener.hpp"
+#include "daemon/http.hpp"
 #include "daemon/loop.hpp"
 
 namespace gpuq::daemon {
@@ -33,5 +35,11 @@ class Frontend {
 };
 
 std::unique_ptr<Frontend> make_frontend(Loop& loop);
+
+// The web dashboard on the HTTP port (web/README.md; defined in web/dashboard.cpp and linked into
+// gpuqd): its page, and a read-only JSON API whose every call is a call of the gRPC API through
+// `channel` (the server's in-process channel) with the browser's bearer token, each with
+// `deadline`, so the gate decides what each viewer sees exactly as for `gpuq` over TCP.
+HttpHandler make_dashboard(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds deadline);
 
 }  // namespace gpuq::daemon

@@ -204,9 +204,11 @@ int main(int argc, char** argv) {
 
   if (socket) socket->serve(server.get());
 
-  daemon::HttpServer http([&] { return core.value()->metrics().render(loop); }, [&] {
-    return true;  // serving gRPC means the state is loaded
-  });
+  // The dashboard reads the gRPC API through the server's in-process channel, as its viewer.
+  daemon::HttpServer http([&] { return core.value()->metrics().render(loop); },
+                          [&] { return true; },  // serving gRPC means the state is loaded
+                          daemon::make_dashboard(server->InProcessChannel(grpc::ChannelArguments()),
+                                                          std::chrono::seconds(5)));
   try {
     http.start(config.http_address);
   } catch (const std::exception& e) {

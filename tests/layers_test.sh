@@ -6,7 +6,7 @@
 set -u
 root=$1
 cd "$root" || exit 2
-folders="api cli daemon auth binder storage sim scheduler preemption drf spec"
+folders="web api cli daemon auth binder storage sim scheduler preemption drf spec"
 fail=0
 
 edges=$(for f in $folders; do
@@ -39,6 +39,7 @@ bad=$( {
   allowed auth spec
   allowed daemon auth binder storage scheduler preemption drf spec
   allowed api daemon auth binder storage scheduler preemption drf spec
+  allowed web daemon auth binder storage scheduler preemption drf spec
 } )
 if [ -n "$bad" ]; then echo "$bad"; fail=1; fi
 [ $fail -eq 0 ] && echo "ok: no cycle; every folder includes only the folders below it"
