@@ -2,9 +2,11 @@
 #include <memory>
 #include <type_traits>
 
+#include "api/from_proto.hpp"
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
+#include "spec/kueue.hpp"
 
 namespace gpuq::cli {
 
@@ -78,6 +80,31 @@ int run_delete_queue(Context& ctx, const std::string& name) {
   return 0;
 }
 
+// Every queue as Kueue YAML (spec/kueue.hpp): what Kueue cannot say is named on stderr.
+int run_export(Context& ctx, const std::string& format) {
+  if (format != "kueue") throw UsageError("--format " + format + " is not allowed; use kueue");
+  auto stub = v1::Queues::NewStub(ctx.channel());
+  v1::ListQueuesResponse list;
+  if (grpc::Status st = list_all(ctx, *stub, list, &v1::ListQueuesResponse::mutable_queues); !st.ok())
+    return ctx.fail(st);
+  ResourceNames names;
+  std::vector<QueueSpec> specs;
+  for (const v1::QueueStatus& q : list.queues()) {
+    Result<QueueSpec> spec = api::from_proto(q.spec(), names);
+    if (!spec) {
+      ctx.err << "gpuq: queue " << escaped(q.spec().name()) << " from gpuqd cannot be read: "
+              << escaped(spec.error()) << "\n";
+      return 1;
+    }
+    specs.push_back(std::move(spec).value());
+  }
+  std::vector<std::string> warnings;
+  const std::string text = spec::write_kueue(specs, names, warnings);
+  for (const std::string& w : warnings) ctx.err << "gpuq: warning: " << w << "\n";
+  ctx.out << text;
+  return 0;
+}
+
 void add_queues(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<QueuesOptions>();
   auto* cmd = app.add_subcommand("queues", "List queues with quota, usage and fair share, or delete one");
@@ -89,8 +116,12 @@ void add_queues(CLI::App& app, Context& ctx) {
   auto* del = cmd->add_subcommand("delete", "Delete a queue that has no unfinished jobs");
   del->add_option("NAME", *target, "queue name")->required();
   del->callback([&ctx, target] { ctx.action = [target](Context& c) { return run_delete_queue(c, *target); }; });
+  auto format = std::make_shared<std::string>("kueue");
+  auto* exp = cmd->add_subcommand("export", "Write every queue as Kueue ClusterQueues and ResourceFlavors");
+  exp->add_option("--format", *format, "kueue (kueue.x-k8s.io/v1beta1 YAML)")->check(CLI::IsMember({"kueue"}));
+  exp->callback([&ctx, format] { ctx.action = [format](Context& c) { return run_export(c, *format); }; });
   cmd->callback([&ctx, cmd, o] {
-    if (!cmd->get_subcommands().empty()) return;  // delete set the action
+    if (!cmd->get_subcommands().empty()) return;  // delete or export set the action
     ctx.action = [o](Context& c) { return run_queues(c, *o); };
   });
 }
@@ -166,10 +197,23 @@ void add_nodes(CLI::App& app, Context& ctx) {
   });
 }
 
-int run_apply(Context& ctx, const std::string& file) {
+int run_apply(Context& ctx, const std::string& file, bool dry_run) {
   // The whole file is checked before anything is sent: a typo in the last document changes
   // nothing.
-  const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(file), file);
+  std::vector<std::string> warnings;
+  const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(file), file, &warnings);
+  for (const std::string& w : warnings) ctx.err << "gpuq: warning: " << escaped(w) << "\n";
+  if (dry_run) {  // what would be sent, as gpuqd's API reads it
+    for (const ApplyItem& item : items) {
+      if (item.queue)
+        ctx.out << "# queue/" << item.queue->name() << " (dry run: not applied)\n"
+                << render_message(*item.queue, OutputFormat::kYaml);
+      else
+        ctx.out << "# node/" << item.node->name() << " (dry run: not applied)\n"
+                << render_message(*item.node, OutputFormat::kYaml);
+    }
+    return 0;
+  }
   auto queues = v1::Queues::NewStub(ctx.channel());
   auto nodes = v1::Nodes::NewStub(ctx.channel());
   for (const ApplyItem& item : items) {
@@ -200,11 +244,16 @@ int run_apply(Context& ctx, const std::string& file) {
 
 void add_apply(CLI::App& app, Context& ctx) {
   auto file = std::make_shared<std::string>();
+  auto dry_run = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("apply", "Create or replace queues and nodes from a YAML file");
   cmd->add_option("-f,--file", *file,
-                  "YAML: documents with queues:/nodes: lists or kind: Queue|Node; - for stdin")
+                  "YAML: documents with queues:/nodes: lists or kind: Queue|Node, or Kueue's "
+                  "ClusterQueue, ResourceFlavor, Cohort and LocalQueue objects; - for stdin")
       ->required();
-  cmd->callback([&ctx, file] { ctx.action = [file](Context& c) { return run_apply(c, *file); }; });
+  cmd->add_flag("--dry-run", *dry_run, "print what would be applied (YAML), apply nothing");
+  cmd->callback([&ctx, file, dry_run] {
+    ctx.action = [file, dry_run](Context& c) { return run_apply(c, *file, *dry_run); };
+  });
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "api/to_proto.hpp"
 #include "spec/constraints.hpp"
 #include "spec/enums.hpp"
+#include "spec/kueue.hpp"
 #include "spec/quantity.hpp"
 #include "spec/yaml_read.hpp"
 
@@ -242,7 +243,30 @@ void add_document(spec::yaml::Node root, std::vector<ApplyItem>& items) {
 
 }  // namespace
 
-std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file) {
+namespace {
+
+// A file of Kubernetes objects (apiVersion beside kind): Kueue's, read by spec/kueue.hpp.
+std::vector<ApplyItem> kueue_items(const std::vector<spec::yaml::Document>& docs, const std::string& file,
+                                   std::vector<std::string>* warnings) {
+  for (const spec::yaml::Document& doc : docs) {
+    const spec::yaml::Node root = doc.root();
+    if (!root.is_null() && !root.find("apiVersion"))
+      throw spec::SpecError("a gpuq document (queues:, nodes: or kind: Queue|Node) in a file of "
+                            "Kubernetes objects (apiVersion:); apply the two from separate files",
+                            root.mark())
+          .from_source(file);
+  }
+  spec::KueueImport k = spec::read_kueue(docs, file);
+  if (warnings != nullptr) *warnings = std::move(k.warnings);
+  std::vector<ApplyItem> items;
+  for (const QueueSpec& q : k.queues) items.push_back({api::to_proto(q, k.names), std::nullopt});
+  return items;
+}
+
+}  // namespace
+
+std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file,
+                                        std::vector<std::string>* warnings) {
   std::vector<spec::yaml::Document> docs;
   try {
     docs = spec::yaml::parse_stream(text);
@@ -250,6 +274,8 @@ std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::stri
     e.from_source(file);
     throw;
   }
+  for (const spec::yaml::Document& doc : docs)
+    if (doc.root().is_map() && doc.root().find("apiVersion")) return kueue_items(docs, file, warnings);
   std::vector<ApplyItem> items;
   std::size_t with_content = 0;
   for (const spec::yaml::Document& doc : docs) {

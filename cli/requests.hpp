@@ -67,7 +67,11 @@ struct ApplyItem {
 // Each document (separated by ---) is either a map with `queues:` and/or `nodes:` lists (the
 // scenario format's keys) or one object with `kind: Queue` or `kind: Node` beside its keys. In
 // file order; within a document queues come before nodes.
-std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file);
+// Or every document is a Kubernetes object (apiVersion beside kind): Kueue's ClusterQueues become
+// queues (spec/kueue.hpp), and `warnings` gets one line per field or object gpuq ignores. A file
+// mixing the two is refused.
+std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::string& file,
+                                        std::vector<std::string>* warnings = nullptr);
 
 // "1700000000" (Unix seconds), "7d" / "-7d", "24h", "30m", "90s", "2w" (back from now; the
 // minus is optional), or "YYYY-MM-DD" (midnight UTC). Empty: 0.
