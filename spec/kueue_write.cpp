@@ -1,5 +1,6 @@
 // gpuq queue specs to Kueue YAML (spec/kueue.hpp): what `gpuq queues export --format kueue`
 // writes, read back by read_kueue into the same specs.
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -25,10 +26,19 @@ std::string shortest(double v) {
   return std::string(buf, res.ptr);
 }
 
-std::vector<ResourceId> resources_of(const FlavorQuota& f) {
+// A flavor's resources by name: the order a queue's quotas come in (from a proto map, from a
+// YAML mapping) says nothing, so groups are found and written in this one.
+std::vector<ResourceId> resources_of(const FlavorQuota& f, const ResourceNames& names) {
   std::vector<ResourceId> out;
   for (const auto& [r, quota] : f.resources) out.push_back(r);
+  std::sort(out.begin(), out.end(), [&](ResourceId a, ResourceId b) { return names.name(a) < names.name(b); });
   return out;
+}
+
+const ResourceQuota& quota_of(const FlavorQuota& f, ResourceId r) {
+  for (const auto& [id, quota] : f.resources)
+    if (id == r) return quota;
+  throw SpecError("flavor " + f.flavor + ": no such resource");  // resources_of's own ids: never
 }
 
 // Consecutive flavors that list the same resources form one resource group (Kueue: every flavor
@@ -38,17 +48,17 @@ std::vector<std::vector<const FlavorQuota*>> groups_of(const QueueSpec& s, const
   std::vector<std::vector<const FlavorQuota*>> groups;
   std::set<ResourceId> used;
   for (const FlavorQuota& f : s.quotas) {
-    if (!groups.empty() && resources_of(*groups.back().front()) == resources_of(f)) {
+    if (!groups.empty() && resources_of(*groups.back().front(), names) == resources_of(f, names)) {
       groups.back().push_back(&f);
       continue;
     }
-    for (ResourceId r : resources_of(f))
+    for (ResourceId r : resources_of(f, names))
       if (!used.insert(r).second)
         throw SpecError("queue " + quoted(s.name.value) + ": flavor " + quoted(f.flavor) + " lists " +
                         names.name(r) +
                         " with other resources than the flavors before it, which Kueue cannot say (a "
                         "resource belongs to one resource group, whose flavors all list the same "
-                        "resources); give its flavors the same resources, in the same order");
+                        "resources); give its flavors the same resources");
     groups.push_back({&f});
   }
   return groups;
@@ -71,14 +81,14 @@ void write_cluster_queue(std::string& out, const QueueSpec& s, const ResourceNam
   for (const auto& group : groups) {
     out += "  - coveredResources: [";
     bool first = true;
-    for (ResourceId r : resources_of(*group.front())) {
+    for (ResourceId r : resources_of(*group.front(), names)) {
       out += (first ? "" : ", ") + q(kueue_resource_name(r, names));
       first = false;
     }
     out += "]\n    flavors:\n";
     for (const FlavorQuota* f : group) {
       out += "    - name: " + q(f->flavor) + "\n      resources:\n";
-      for (const auto& [r, quota] : f->resources) write_quota(out, r, quota, names);
+      for (ResourceId r : resources_of(*f, names)) write_quota(out, r, quota_of(*f, r), names);
     }
   }
   const PreemptionSpec& p = s.preemption;

@@ -59,7 +59,7 @@ TEST_CASE("kueue migration: apply the docs' examples, export them, apply the exp
   CHECK(str(queues[1].at("spec").at("queueing_strategy")) == "StrictFIFO");
 
   const fs::path exported = dir.path / "export.yaml";
-  REQUIRE(gpuq_bin(first, "queues export --format kueue", exported, err) == 0);
+  REQUIRE_MESSAGE(gpuq_bin(first, "queues export --format kueue", exported, err) == 0, read(err));
   CHECK_MESSAGE(read(err).empty(), read(err));
   CHECK(read(exported).find("kind: ClusterQueue") != std::string::npos);
 

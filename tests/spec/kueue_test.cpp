@@ -4,8 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "spec/enums.hpp"
 #include "spec/kueue.hpp"
@@ -60,15 +63,15 @@ void same_specs(const KueueImport& a, const KueueImport& b) {
     REQUIRE(x.quotas.size() == y.quotas.size());
     for (std::size_t f = 0; f < x.quotas.size(); ++f) {
       CHECK(x.quotas[f].flavor == y.quotas[f].flavor);
-      REQUIRE(x.quotas[f].resources.size() == y.quotas[f].resources.size());
-      for (std::size_t r = 0; r < x.quotas[f].resources.size(); ++r) {
-        const auto& [xr, xq] = x.quotas[f].resources[r];
-        const auto& [yr, yq] = y.quotas[f].resources[r];
-        CHECK(a.names.name(xr) == b.names.name(yr));
-        CHECK(xq.nominal == yq.nominal);
-        CHECK(xq.borrowing_limit == yq.borrowing_limit);
-        CHECK(xq.lending_limit == yq.lending_limit);
-      }
+      // By resource name: the export writes a flavor's resources sorted by name.
+      using Row = std::tuple<Quantity, std::optional<Quantity>, std::optional<Quantity>>;
+      const auto rows = [](const FlavorQuota& fq, const ResourceNames& names) {
+        std::map<std::string, Row> out;
+        for (const auto& [r, quota] : fq.resources)
+          out[names.name(r)] = Row{quota.nominal, quota.borrowing_limit, quota.lending_limit};
+        return out;
+      };
+      CHECK(rows(x.quotas[f], a.names) == rows(y.quotas[f], b.names));
     }
   }
 }
