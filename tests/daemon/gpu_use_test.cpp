@@ -50,7 +50,8 @@ TEST_CASE("the accumulator: a rounded mean per sample, the peak memory over its 
   // One busy GPU of two ends the stretch, and the next stretch may be warned of again.
   use.idle_since = kT0;
   use.idle_warned = true;
-  add_gpu_sample(use, {{gpu(0, 0), gpu(1, 50)}}, kT0 + 40, 1);
+  const std::vector<binder::GpuReading> half = {gpu(0, 0), gpu(1, 50)};
+  add_gpu_sample(use, half, kT0 + 40, 1);
   CHECK(use.idle_since == 0);
   CHECK_FALSE(use.idle_warned);
 }
@@ -101,7 +102,8 @@ TEST_CASE("through the Core: samples reach the jobs on those GPUs; idle jobs are
   REQUIRE(core->end_turn(kT0).ok);
   auto gpus_of = [&](const std::string& id) {
     std::vector<int> out;
-    for (const auto& p : core->job(id).value().placement) out.insert(out.end(), p.gpus.begin(), p.gpus.end());
+    const storage::JobRecord rec = core->job(id).value();
+    for (const auto& p : rec.placement) out.insert(out.end(), p.gpus.begin(), p.gpus.end());
     return out;
   };
   REQUIRE(core->job("idle").value().state == JobState::kRunning);
