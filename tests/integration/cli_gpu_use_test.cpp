@@ -1,7 +1,7 @@
 // GPU use through a real gpuqd with the local executor and a fake nvidia-smi whose output the
 // test changes (README: GPU idleness): bad output is counted and survived; a job's mean
 // utilization shows in `gpuq ls -o wide`, `gpuq show` and `gpuq usage`; under a queue with
-// idle: {warnAfter: 1s, cancelAfter: 2s} an idle job is warned (an event) and then cancelled
+// idle: {warnAfter: 1s, cancelAfter: 3s} an idle job is warned (an event) and then cancelled
 // with a reason that says so, while a busy one runs on.
 #include <sys/stat.h>
 
@@ -50,7 +50,7 @@ std::string config(const fs::path& dir) {
          "    quotas:\n"
          "      - flavor: default\n"
          "        resources: {gpu: {nominal: 4}}\n"
-         "    idle: {warnAfter: 1s, cancelAfter: 2s}\n";
+         "    idle: {warnAfter: 1s, cancelAfter: 3s}\n";
 }
 
 // Polls `ok` until it holds, at most 30 s.
@@ -92,12 +92,12 @@ TEST_CASE("GPU use: sampled from nvidia-smi, shown by ls, show and usage; idle j
   const std::string idle_gpu = run_job(d, "idle");
   put(dir.path / ("util-" + idle_gpu), "0\n");
 
-  // Idle for 1 s: an event (a note: Running to Running) says so; after 2 s it is cancelled.
+  // Idle for 1 s: an event (a note: Running to Running) says so; after 3 s it is cancelled.
   REQUIRE(eventually([&] { return get(d, "idle").state() == v1::JOB_STATE_CANCELLED; }));
   const v1::Job idle = get(d, "idle");
   INFO(idle.reason());
   CHECK(idle.reason().find("cancelled: idle for ") == 0);
-  CHECK(idle.reason().find(" on GPU " + idle_gpu + " (queue q: idle.cancelAfter 2s)") != std::string::npos);
+  CHECK(idle.reason().find(" on GPU " + idle_gpu + " (queue q: idle.cancelAfter 3s)") != std::string::npos);
   CHECK(idle.has_gpu_util_percent());
 
   // The busy job runs on, sampled at 87%.
@@ -142,7 +142,7 @@ TEST_CASE("GPU use: sampled from nvidia-smi, shown by ls, show and usage; idle j
   w.finish();
   const std::string events = w.out();
   INFO(events);
-  const auto warned = events.find("s on GPU " + idle_gpu + " (queue q: idle.warnAfter 1s; it is cancelled once idle for 2s)");
+  const auto warned = events.find("s on GPU " + idle_gpu + " (queue q: idle.warnAfter 1s; it is cancelled once idle for 3s)");
   CHECK(warned != std::string::npos);
   CHECK(warned < events.find("cancelled: idle for"));
   CHECK(events.find("idle.warnAfter", warned + 1) == std::string::npos);  // once
