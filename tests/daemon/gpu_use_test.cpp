@@ -131,7 +131,9 @@ TEST_CASE("through the Core: samples reach the jobs on those GPUs; idle jobs are
   CHECK(core->job("busy").value().gpu_use.idle_since == 0);
   const auto notes = [&](const std::string& job) {
     std::vector<storage::EventRecord> out;
-    for (const auto& e : core->store().events_after(0, 1000).value())
+    auto events = core->store().events_after(0, 1000);
+    REQUIRE(events.ok());
+    for (const auto& e : events.value())
       if (e.job == job && e.from && *e.from == e.to) out.push_back(e);
     return out;
   };
