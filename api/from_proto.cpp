@@ -193,6 +193,8 @@ void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   if (q.has_default_max_runtime_seconds()) out.default_max_runtime = q.default_max_runtime_seconds();
   if (q.has_runtime_estimate_seconds()) out.runtime_estimate = q.runtime_estimate_seconds();
   if (q.has_max_grace_period_seconds()) out.max_grace_period = q.max_grace_period_seconds();
+  if (q.has_idle_warn_after_seconds()) out.idle.warn_after = q.idle_warn_after_seconds();
+  if (q.has_idle_cancel_after_seconds()) out.idle.cancel_after = q.idle_cancel_after_seconds();
   {
     Path::Key k(at, "allowedPriorityClasses");
     spec::check_count(static_cast<std::size_t>(q.allowed_priority_classes_size()), limits::kPriorityClasses,

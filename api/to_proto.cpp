@@ -65,6 +65,8 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   if (s.default_max_runtime) out.set_default_max_runtime_seconds(*s.default_max_runtime);
   if (s.runtime_estimate) out.set_runtime_estimate_seconds(*s.runtime_estimate);
   if (s.max_grace_period) out.set_max_grace_period_seconds(*s.max_grace_period);
+  if (s.idle.warn_after) out.set_idle_warn_after_seconds(*s.idle.warn_after);
+  if (s.idle.cancel_after) out.set_idle_cancel_after_seconds(*s.idle.cancel_after);
   for (const std::string& c : s.allowed_priority_classes) out.add_allowed_priority_classes(c);
   out.set_non_preemptible_may_borrow(s.non_preemptible_may_borrow);
   out.set_max_running_jobs_per_user(s.max_running_jobs_per_user);

@@ -123,6 +123,8 @@ void fill_row(const storage::UsageRow& r, storage::UsageBy by, const daemon::Pri
     out.set_wait_p50_seconds(r.wait_p50);
     out.set_wait_p90_seconds(r.wait_p90);
   }
+  out.set_sampled_gpu_milli_seconds(r.sampled_held);
+  if (auto util = r.gpu_util()) out.set_gpu_util_percent(*util);
   if (prices.per_gpu_hour.empty()) return;
   double cost = 0;
   for (const auto& [flavor, milli_seconds] : r.held) {

@@ -35,6 +35,10 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   j.set_exit_code(r.exit_code);
   j.set_preempted_by(r.preempted_by);
   j.set_stopping(r.state == JobState::kCancelled && core.stopping(r.spec.id));
+  if (auto util = r.gpu_use.mean()) j.set_gpu_util_percent(*util);
+  j.set_gpu_samples(r.gpu_use.samples);
+  j.set_gpu_memory_peak_mib(r.gpu_use.memory_peak_mib);
+  if (r.state == JobState::kRunning) j.set_idle_since(r.gpu_use.idle_since);
   if (r.state == JobState::kPending)
     if (auto e = core.estimates().of(r.spec.id.value)) {
       j.set_estimated_start(e->start.value_or(0));

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -58,6 +59,19 @@ struct HistorySeen {
   std::vector<storage::HistoryRecord> records;
   std::string from;  // who wrote it
 };
+// One sample of a node's GPUs (the local executor's nvidia-smi sampling, binder/local/README.md:
+// GPU use). The Core maps each GPU to the jobs placed on it and keeps each job's GPU use.
+struct GpuReading {
+  int index = 0;                     // the GPU index jobs are placed on
+  int utilization = 0;               // percent, 0..100
+  std::int64_t memory_used_mib = 0;  // 0 when the board does not say
+};
+struct GpuSample {
+  std::string node;
+  std::vector<GpuReading> gpus;  // the GPUs read in this sample (one that could not be read is left out)
+};
+using GpuReport = std::function<void(GpuSample)>;
+
 using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced, HistorySeen>;
 using SourceReport = std::function<void(SourceFact)>;
 
@@ -99,6 +113,9 @@ class Binder {
   // and stops (its thread ends before the engine thread's loop goes; what runs, runs on).
   virtual void start() {}
   virtual void halt() {}
+  // Where a binder that samples its GPUs reports each sample (set before start(); called from
+  // the binder's own threads; the Core posts each to the engine thread). Others never call it.
+  virtual void set_gpu_report(GpuReport report) { (void)report; }
   // Whether a cancelled job keeps its GPUs until the binder says it stopped
   // (EngineConfig::stops_confirmed); the none binder stops jobs at once.
   virtual bool confirms_stops() const { return false; }

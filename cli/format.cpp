@@ -423,12 +423,15 @@ std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t
     return row;
   };
   if (wide) {
-    Table t(with({"ID", "NAME", "QUEUE", "OWNER", "STATE", "PRIO", "GPU", "PODS", "FLAVOR", "NODES", "AGE", "REASON"}, 4,
-                 nullptr));
+    Table t(with({"ID", "NAME", "QUEUE", "OWNER", "STATE", "PRIO", "GPU", "GPU-UTIL", "PODS", "FLAVOR", "NODES", "AGE",
+                  "REASON"},
+                 4, nullptr));
     for (const auto& j : jobs)
       t.add(with({j.spec().id(), or_dash(j.spec().name()), j.spec().queue(), or_dash(j.spec().owner()), job_state(j),
-                  std::to_string(j.priority()), human_milli(job_gpu_milli(j)), std::to_string(job_pods(j)),
-                  or_dash(j.flavor()), job_nodes(j), human_age(now - j.submitted_at()), or_dash(j.reason())},
+                  std::to_string(j.priority()), human_milli(job_gpu_milli(j)),
+                  percent_text(j.has_gpu_util_percent() ? std::optional(j.gpu_util_percent()) : std::nullopt),
+                  std::to_string(job_pods(j)), or_dash(j.flavor()), job_nodes(j), human_age(now - j.submitted_at()),
+                  or_dash(j.reason())},
                  4, &j));
     return t.render(0);
   }
@@ -472,6 +475,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     << "Admitted:    " << format_time(j.admitted_at()) << "\n"
     << "Finished:    " << format_time(j.finished_at()) << "\n"
     << "Flavor:      " << or_dash(j.flavor()) << "\n"
+    << "GPU use:     " << gpu_use_text(j, now) << "\n"
     << "Attempts:    " << j.attempts() << "  Preemptions: " << j.preemptions()
     << (j.preempted_by().empty() ? "" : "  (last by " + escaped(j.preempted_by()) + ")") << "\n";
   if (is_finished(j.state())) o << "Exit code:   " << j.exit_code() << "\n";
@@ -595,6 +599,9 @@ std::string queue_detail(const v1::QueueStatus& q) {
     limits.push_back("maxGracePeriod " + seconds_text(s.max_grace_period_seconds()));
   if (s.has_runtime_estimate_seconds())
     limits.push_back("runtimeEstimate " + seconds_text(s.runtime_estimate_seconds()));
+  if (s.has_idle_warn_after_seconds()) limits.push_back("idle.warnAfter " + seconds_text(s.idle_warn_after_seconds()));
+  if (s.has_idle_cancel_after_seconds())
+    limits.push_back("idle.cancelAfter " + seconds_text(s.idle_cancel_after_seconds()));
   if (!s.allowed_priority_classes().empty()) {
     std::string classes;
     for (const auto& c : s.allowed_priority_classes()) classes += (classes.empty() ? "" : ",") + escaped(c);

@@ -4,6 +4,7 @@
 #include <google/protobuf/message.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,10 @@ std::string jobs_table(const std::vector<v1::Job>& jobs, bool wide, std::int64_t
 // A pending job's estimated start: "in 2h", "now", "?" (none within the horizon), "-" (not
 // estimated, or not pending).
 std::string start_text(const v1::Job& job, std::int64_t now);
+// A mean GPU utilization as shown: "87%"; "-" when none (never sampled: virtual GPUs).
+std::string percent_text(std::optional<double> percent);
+// `gpuq show`'s GPU use line: mean, samples, peak memory, idle since.
+std::string gpu_use_text(const v1::Job& job, std::int64_t now);
 std::string job_detail(const v1::Job& job, std::int64_t now);
 // `gpuq explain`: why it waits, what orders it, the quota and the nodes (cli/explain_format.cpp).
 std::string explanation_text(const v1::Job& job, const v1::JobExplanation& e);

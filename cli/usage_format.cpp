@@ -1,6 +1,7 @@
 // `gpuq usage`: the table and the CSV (-o json|yaml print the UsageResponse itself).
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "cli/format.hpp"
@@ -33,6 +34,16 @@ std::string lower(std::string s) {
   return s;
 }
 
+bool any_util(const v1::UsageResponse& r) {
+  for (const auto& row : r.rows())
+    if (row.has_gpu_util_percent()) return true;
+  return false;
+}
+
+std::optional<double> util_of(const v1::UsageRow& row) {
+  return row.has_gpu_util_percent() ? std::optional(row.gpu_util_percent()) : std::nullopt;
+}
+
 bool any_cost(const v1::UsageResponse& r) {
   for (const auto& row : r.rows())
     if (row.has_cost()) return true;
@@ -51,8 +62,11 @@ v1::UsageRow total_of(const v1::UsageResponse& r) {
   v1::UsageRow t;
   t.set_key("TOTAL");
   bool every_cost = true;
-  double cost = 0;
+  double cost = 0, util = 0;
   for (const auto& row : r.rows()) {
+    // The rows' means weighted by the GPU time they were sampled over, as each row's own.
+    util += row.gpu_util_percent() * static_cast<double>(row.sampled_gpu_milli_seconds());
+    t.set_sampled_gpu_milli_seconds(t.sampled_gpu_milli_seconds() + row.sampled_gpu_milli_seconds());
     t.set_gpu_hours(t.gpu_hours() + row.gpu_hours());
     t.set_gpu_hours_lost(t.gpu_hours_lost() + row.gpu_hours_lost());
     t.set_succeeded(t.succeeded() + row.succeeded());
@@ -64,10 +78,23 @@ v1::UsageRow total_of(const v1::UsageResponse& r) {
     cost += row.cost();
   }
   if (every_cost && !r.rows().empty()) t.set_cost(cost);
+  if (t.sampled_gpu_milli_seconds() > 0) t.set_gpu_util_percent(util / static_cast<double>(t.sampled_gpu_milli_seconds()));
   return t;
 }
 
 }  // namespace
+
+std::string percent_text(std::optional<double> percent) {
+  return percent ? fixed(*percent, 0) + "%" : "-";
+}
+
+std::string gpu_use_text(const v1::Job& j, std::int64_t now) {
+  if (!j.has_gpu_util_percent()) return "- (not sampled)";
+  std::string out = percent_text(j.gpu_util_percent()) + " mean over " + std::to_string(j.gpu_samples()) +
+                    " samples, peak memory " + std::to_string(j.gpu_memory_peak_mib()) + " MiB";
+  if (j.idle_since() > 0) out += "; idle since " + format_time(j.idle_since()) + " (" + human_age(now - j.idle_since()) + ")";
+  return out;
+}
 
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
@@ -85,12 +112,14 @@ std::string usage_table(const v1::UsageResponse& r, bool wide) {
   o << "From " << (r.since() == 0 ? std::string("the beginning") : format_time(r.since())) << " to "
     << format_time(r.until()) << ", by " << lower(key_header(r.by())) << "\n";
   const bool cost = any_cost(r);
+  const bool util = any_util(r);  // only where some job's GPUs were sampled, as cost
   const std::string cost_header = r.currency().empty() ? "COST" : "COST(" + r.currency() + ")";
   std::vector<std::string> header = {key_header(r.by())};
   if (jobs) header.insert(header.end(), {"QUEUE", "USER"});
   if (jobs && wide) header.push_back("FLAVOR");
   if (jobs) header.push_back("STATE");
   header.insert(header.end(), {"GPU-HOURS", "LOST"});
+  if (util) header.push_back("GPU-UTIL");
   if (jobs)
     header.push_back("WAIT");
   else if (wide)
@@ -109,6 +138,7 @@ std::string usage_table(const v1::UsageResponse& r, bool wide) {
     if (jobs && wide) cells.push_back(total ? "" : dash_if_empty(row.flavor()));
     if (jobs) cells.push_back(total ? "" : state_name(row.state()));
     cells.insert(cells.end(), {fixed(row.gpu_hours(), 2), fixed(row.gpu_hours_lost(), 2)});
+    if (util) cells.push_back(percent_text(util_of(row)));
     if (jobs) {
       cells.push_back(total ? "" : wait_of(row, false));
     } else if (wide) {
@@ -137,7 +167,7 @@ std::string usage_csv(const v1::UsageResponse& r) {
   std::ostringstream o;
   o << lower(key_header(r.by())) << (jobs ? ",queue,user,flavor,state" : "")
     << ",gpu_hours,gpu_hours_lost,succeeded,failed,cancelled,unfinished,waited,wait_p50_seconds,"
-       "wait_p90_seconds,cost,currency\n";
+       "wait_p90_seconds,cost,currency,gpu_util_percent\n";
   for (const auto& row : r.rows()) {
     o << csv_field(row.key());
     if (jobs)
@@ -149,7 +179,8 @@ std::string usage_csv(const v1::UsageResponse& r) {
       << (row.has_wait_p50_seconds() ? std::to_string(row.wait_p50_seconds()) : "") << ','
       << (row.has_wait_p90_seconds() ? std::to_string(row.wait_p90_seconds()) : "") << ','
       << (row.has_cost() ? fixed(row.cost(), 6) : "") << ','
-      << (row.has_cost() ? csv_field(r.currency()) : "") << '\n';
+      << (row.has_cost() ? csv_field(r.currency()) : "") << ','
+      << (row.has_gpu_util_percent() ? fixed(row.gpu_util_percent(), 1) : "") << '\n';
   }
   return o.str();
 }

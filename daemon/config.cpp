@@ -24,7 +24,8 @@ using spec::yaml::Node;
 binder::LocalConfig read_local(Node node, Path& at) {
   binder::LocalConfig l;
   spec::for_each_key(
-      node, at, {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim"},
+      node, at, {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim",
+                  "gpuSampleInterval", "gpuIdleThreshold"},
       [&](std::string_view key, Node v) {
         if (key == "node") {
           l.node = spec::string_of(v, at);
@@ -53,6 +54,14 @@ binder::LocalConfig read_local(Node node, Path& at) {
           l.log_dir = spec::string_of(v, at);
         } else if (key == "runDir") {
           l.run_dir = spec::string_of(v, at);
+        } else if (key == "gpuSampleInterval") {
+          l.gpu_sample_interval_ms = spec::text_of(v, at, "a duration such as 30s") == "0"
+                                         ? 0
+                                         : millis_of(v, at, 100, 3'600'000);
+        } else if (key == "gpuIdleThreshold") {
+          const auto t = spec::int_of(v, at);
+          if (t < 0 || t > 100) spec::fail_at(v, at, std::to_string(t) + " is not allowed; use a percentage 0 to 100");
+          l.gpu_idle_threshold = static_cast<int>(t);
         } else {
           l.shim = spec::string_of(v, at);
         }
@@ -292,6 +301,7 @@ Result<NodeSpec> prepare_local(Config& config) {
                node.name, inventory.value().gpus.size(), inventory.value().source,
                inventory.value().gpus.empty() ? "" : inventory.value().gpus.front().name, inventory.value().cpu,
                inventory.value().memory, l.log_dir.string());
+  config.core.gpu_idle_threshold = l.gpu_idle_threshold;
   config.core.make_binder = [l, inv = inventory.value()](binder::Report report) -> std::unique_ptr<binder::Binder> {
     return std::make_unique<binder::LocalBinder>(l, inv, std::move(report));
   };

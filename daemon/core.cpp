@@ -25,8 +25,9 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
 }
 
 void Core::start_binder(std::function<void(const BinderFact&)> post,
-                        std::function<void(binder::SourceFact)> post_source) {
+                        std::function<void(binder::SourceFact)> post_source, binder::GpuReport post_gpus) {
   fact_post_ = std::move(post);
+  if (post_gpus) binder_->set_gpu_report(std::move(post_gpus));
   if (binder_->is_source()) binder_->set_source(std::move(post_source), *names_);
   binder_started_ = true;
   binder_->start();
@@ -254,7 +255,7 @@ bool Core::stopping(const JobId& id) const {
   return job != nullptr && job->draining;
 }
 
-Result<void> Core::cancel(const std::string& id, Time now, bool force) {
+Result<void> Core::cancel(const std::string& id, Time now, bool force, std::string reason) {
   if (force && stopping(JobId(id))) {  // cancelled already, still stopping: kill it now
     binder_->stop_now(JobId(id));
     return Ok();
@@ -266,7 +267,7 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force) {
                    ErrorCode::kFailedPrecondition};
     return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};
   }
-  if (auto r = engine_->cancel(JobId(id), now); !r) return r;
+  if (auto r = engine_->cancel(JobId(id), now, std::move(reason)); !r) return r;
   // Cancelled while it runs: its processes are stopped, and its GPUs free once they are gone.
   if (const Job* job = engine_->job(JobId(id)); job && job->draining) {
     if (force)
@@ -505,6 +506,7 @@ Core::TurnResult Core::write(const storage::Batch& batch) {
 
 void Core::notify(const storage::Batch& batch) {
   for (const storage::EventRecord& e : batch.events) {
+    if (e.from && *e.from == e.to) continue;  // a note (the idle warning), not a transition
     const auto event = notify_event(e.to);
     if (!event) continue;
     auto rec = unfinished_.find(e.job);  // finished jobs of this batch are still here

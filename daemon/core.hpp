@@ -54,6 +54,9 @@ struct CoreConfig {
   std::function<std::unique_ptr<binder::Binder>(binder::Report)> make_binder;
   // Notifications (config `notifications`): the URLs allowed here; the Notifier sends them.
   NotifyConfig notify;
+  // GPU idleness (config local.gpuIdleThreshold): a sampled GPU at most this busy (percent) is
+  // idle. daemon/gpu_use.cpp.
+  int gpu_idle_threshold = 1;
 };
 
 // A queue as the API shows it: its spec, and its live usage, share and job counts.
@@ -107,7 +110,8 @@ class Core {
   Result<std::string> submit(Submission sub, Time now);
   // force: its processes are killed now, not given its grace period; also for a job already
   // cancelled whose processes are still stopping.
-  Result<void> cancel(const std::string& id, Time now, bool force = false);
+  // `reason`: the job's end reason (the idle policy says why it cancelled a job).
+  Result<void> cancel(const std::string& id, Time now, bool force = false, std::string reason = "cancelled");
   // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
   bool stopping(const JobId& id) const;
   Result<void> apply_queue(const QueueSpec& spec);
@@ -152,7 +156,12 @@ class Core {
   // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn;
   // a source's (binder.hpp, SourceFact) go to `post_source`, which must run observe_source().
   void start_binder(std::function<void(const BinderFact&)> post,
-                    std::function<void(binder::SourceFact)> post_source = {});
+                    std::function<void(binder::SourceFact)> post_source = {},
+                    binder::GpuReport post_gpus = {});
+  // A sample of a node's GPUs (the local executor's; daemon/gpu_use.cpp), in a turn: each running
+  // job placed on sampled GPUs gets its GPU use updated, and its queue's idle policy applied
+  // (an event once its GPUs have been idle for idle.warnAfter, a cancel after idle.cancelAfter).
+  void observe_gpus(const binder::GpuSample& sample, Time now);
   // A source's fact, in a turn (daemon/source.cpp): a node seen, a job arrived or withdrawn,
   // the source synced (placing begins; jobs of the state file it did not report end).
   void observe_source(binder::SourceFact fact, Time now);
@@ -221,6 +230,8 @@ class Core {
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
   void tell_waiting(Time now);
+  // daemon/gpu_use.cpp: an event of a running job that is not a transition (Running -> Running).
+  void record_note(const storage::JobRecord& rec, std::string reason, Time now);
   // daemon/history.cpp: what load() read, kept until the jobs are restored; the checkpoint that
   // close_turn() adds to the batch when one is due.
   void keep_stored_history(storage::Loaded& loaded);

@@ -185,6 +185,12 @@ int main(int argc, char** argv) {
             core.observe_source(std::move(fact), now);
             return {};
           });
+        },
+        [&loop](binder::GpuSample sample) {
+          loop.post([sample = std::move(sample)](daemon::Core& core, Time now) -> daemon::Loop::Done {
+            core.observe_gpus(sample, now);
+            return {};
+          });
         });
   });
 

@@ -165,7 +165,8 @@ class Engine {
   // (draining: ask again once they have).
   bool forget(const JobId& id);
   std::size_t job_slots() const { return jobs_.size(); }  // live and free, for tests
-  Result<void> cancel(const JobId& id, Time now);
+  // `reason`: the job's end reason (a front end's policy may say why it cancelled it).
+  Result<void> cancel(const JobId& id, Time now, std::string reason = "cancelled");
   Result<void> observe(const BinderFact& fact, Time now);
   // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).
   Result<void> set_usage_history(const QueueName& queue, const ResourceVec& average, Time now);

@@ -6,7 +6,7 @@
 
 namespace gpuq {
 
-Result<void> Engine::cancel(const JobId& id, Time now) {
+Result<void> Engine::cancel(const JobId& id, Time now, std::string reason) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end())
@@ -26,7 +26,7 @@ Result<void> Engine::cancel(const JobId& id, Time now) {
     return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
                  ErrorCode::kFailedPrecondition};
   }
-  finish(it->second, JobState::kCancelled, now, "cancelled");
+  finish(it->second, JobState::kCancelled, now, std::move(reason));
   return Ok();
 }
 

@@ -113,6 +113,16 @@ struct NotifySpec {
   bool operator==(const NotifySpec&) const = default;
 };
 
+// A queue's policy for jobs whose GPUs sit idle (the local executor samples them; README: GPU
+// idleness): once every GPU of a running job has been idle this long, an event warns (once per
+// idle stretch), and then the job is cancelled. Unset: never. Both > 0; cancel_after >= warn_after.
+struct IdlePolicy {
+  std::optional<Time> warn_after;    // seconds
+  std::optional<Time> cancel_after;  // seconds
+  bool empty() const { return !warn_after && !cancel_after; }
+  bool operator==(const IdlePolicy&) const = default;
+};
+
 struct QueueSpec {
   QueueName name;
   std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
@@ -149,6 +159,7 @@ struct QueueSpec {
   std::int32_t max_running_jobs_per_user = 0;
   std::int32_t max_pending_jobs_per_user = 0;
   std::int32_t max_submits_per_user_per_minute = 0;
+  IdlePolicy idle;
 
   // Roles (gpuqd's API gate, api/access.hpp): who may submit (unset: every local user, as a
   // Slurm partition) and who may see all of the queue's jobs, not only their own.

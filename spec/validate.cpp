@@ -137,6 +137,19 @@ void check_guardrails(const QueueSpec& q, Path& at) {
     Path::Key k(at, "maxGracePeriod");
     fail(at, quoted(std::to_string(*q.max_grace_period)) + " must be >= 0 seconds");
   }
+  {
+    Path::Key idle(at, "idle");
+    for (const auto& [key, v] : {std::pair{"warnAfter", q.idle.warn_after}, std::pair{"cancelAfter", q.idle.cancel_after}})
+      if (v && *v <= 0) {
+        Path::Key k(at, key);
+        fail(at, quoted(std::to_string(*v) + "s") + " is not allowed; it must be a duration > 0, e.g. 2h");
+      }
+    if (q.idle.warn_after && q.idle.cancel_after && *q.idle.cancel_after < *q.idle.warn_after) {
+      Path::Key k(at, "cancelAfter");
+      fail(at, quoted(std::to_string(*q.idle.cancel_after) + "s") + " is less than warnAfter " +
+                   quoted(std::to_string(*q.idle.warn_after) + "s") + "; it must be >= warnAfter");
+    }
+  }
   Path::Key k(at, "allowedPriorityClasses");
   check_count(q.allowed_priority_classes.size(), limits::kPriorityClasses, "classes", at);
   for (std::size_t i = 0; i < q.allowed_priority_classes.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "spec/yaml_read.hpp"
 
+#include <charconv>
+
 #include "spec/constraints.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
@@ -216,6 +218,33 @@ Members read_members(yaml::Node n, Path& at) {
   return m;
 }
 
+// A duration in whole seconds: 90, "90s", "30m", "2h" or "1d" (a negative one is read, and
+// refused by validate()).
+Time duration_of(yaml::Node n, const Path& at) {
+  std::string text(text_of(n, at, "a duration such as 30m or 2h"));
+  Time unit = 1;
+  if (!text.empty() && std::string_view("smhd").find(text.back()) != std::string_view::npos) {
+    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : text.back() == 'h' ? 3600 : 86400;
+    text.pop_back();
+  }
+  Time v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > (Time{1} << 40) ||
+      v < -(Time{1} << 40))
+    fail_at(n, at, quoted(std::string(text_of(n, at))) + " is not a duration; use e.g. 90s, 30m, 2h or 1d");
+  return v * unit;
+}
+
+// idle: {warnAfter: 2h, cancelAfter: 6h}
+IdlePolicy read_idle(yaml::Node n, Path& at) {
+  if (!n.is_map()) fail_at(n, at, "expected a map such as {warnAfter: 2h, cancelAfter: 6h}, got " + n.shown());
+  IdlePolicy p;
+  for_each_key(n, at, {"warnAfter", "cancelAfter"}, [&](std::string_view key, yaml::Node v) {
+    (key == "warnAfter" ? p.warn_after : p.cancel_after) = duration_of(v, at);
+  });
+  return p;
+}
+
 // A queue's guardrail keys (README: queues); false for another key.
 bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) {
   if (key == "maxGpusPerJob")
@@ -240,6 +269,8 @@ bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) 
     q.max_pending_jobs_per_user = int32_of(v, at);
   else if (key == "maxSubmitsPerUserPerMinute")
     q.max_submits_per_user_per_minute = int32_of(v, at);
+  else if (key == "idle")
+    q.idle = read_idle(v, at);
   else
     return false;
   return true;
@@ -255,7 +286,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
       {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
        "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "runtimeEstimate", "maxGracePeriod",
        "allowedPriorityClasses", "nonPreemptibleMayBorrow", "maxRunningJobsPerUser",
-       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "submitters", "viewers", "notify"},
+       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "idle", "submitters", "viewers", "notify"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
           q.name = QueueName(string_of(v, at));

@@ -125,6 +125,8 @@ void encode_guardrails(const QueueSpec& q, json::object& o) {
   if (q.max_running_jobs_per_user != 0) o["max_running_jobs_per_user"] = q.max_running_jobs_per_user;
   if (q.max_pending_jobs_per_user != 0) o["max_pending_jobs_per_user"] = q.max_pending_jobs_per_user;
   if (q.max_submits_per_user_per_minute != 0) o["max_submits_per_user_per_minute"] = q.max_submits_per_user_per_minute;
+  if (q.idle.warn_after) o["idle_warn_after"] = *q.idle.warn_after;
+  if (q.idle.cancel_after) o["idle_cancel_after"] = *q.idle.cancel_after;
   if (q.submitters) o["submitters"] = encode_members(*q.submitters);
   if (!q.viewers.empty()) o["viewers"] = encode_members(q.viewers);
 }
@@ -153,6 +155,8 @@ void decode_guardrails(const json::object& o, QueueSpec& q) {
   q.max_running_jobs_per_user = int32_at("max_running_jobs_per_user");
   q.max_pending_jobs_per_user = int32_at("max_pending_jobs_per_user");
   q.max_submits_per_user_per_minute = int32_at("max_submits_per_user_per_minute");
+  q.idle.warn_after = int64_at("idle_warn_after");
+  q.idle.cancel_after = int64_at("idle_cancel_after");
   if (const auto* v = o.if_contains("submitters")) q.submitters = decode_members(*v);
   if (const auto* v = o.if_contains("viewers")) q.viewers = decode_members(*v);
 }

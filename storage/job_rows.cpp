@@ -48,6 +48,9 @@ Result<void> decode_job(const RowView& row, JobRecord& j, ResourceInterner& name
   j.attempts = static_cast<std::int32_t>(n[6]);
   j.preemptions = static_cast<std::int32_t>(n[7]);
   j.exit_code = static_cast<std::int32_t>(n[8]);
+  j.gpu_use.samples = n[9];
+  j.gpu_use.util_sum = n[10];
+  j.gpu_use.memory_peak_mib = n[11];
   j.spec.queue = QueueName(std::string(t[1]));
   j.spec.owner = t[2];
   j.spec.name = t[3];

@@ -17,8 +17,9 @@ namespace gpuq::storage {
 // The columns of every job query, in this order (RowView indexes them).
 inline constexpr const char* kJobColumns =
     "number, state, priority, submitted_at, admitted_at, finished_at, attempts, preemptions, "
-    "exit_code, id, queue, owner, name, priority_text, flavor, preempted_by, reason, body";
-inline constexpr int kJobIntColumns = 9;
+    "exit_code, gpu_samples, gpu_util_sum, gpu_memory_peak_mib, id, queue, owner, name, priority_text, flavor, "
+    "preempted_by, reason, body";
+inline constexpr int kJobIntColumns = 12;
 inline constexpr int kJobTextColumns = 9;
 
 struct RowView {

@@ -116,11 +116,19 @@ ALTER TABLE events ADD COLUMN flavor TEXT NOT NULL DEFAULT '';
 CREATE INDEX events_by_job ON events(job, seq);
 )sql";
 
+// v7. GPU use as the local executor samples it (store.hpp: GpuUse), as columns so that usage()
+// reads a job's mean utilization without decoding its body. Jobs written before: never sampled.
+constexpr const char* kV7 = R"sql(
+ALTER TABLE jobs ADD COLUMN gpu_samples INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN gpu_util_sum INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN gpu_memory_peak_mib INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}};
-  static_assert(kSchemaVersion == 6, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}, {kV7}};
+  static_assert(kSchemaVersion == 7, "add the new step to migrations()");
   return steps;
 }
 

@@ -161,8 +161,9 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&put_job_,
        "INSERT INTO jobs(number, id, queue, owner, name, state, priority, priority_text, "
        "submitted_at, admitted_at, finished_at, flavor, gpu_milli, attempts, preemptions, "
-       "exit_code, preempted_by, reason, body) "
-       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
+       "exit_code, preempted_by, reason, body, gpu_samples, gpu_util_sum, gpu_memory_peak_mib) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+       "?22) "
        "ON CONFLICT(number) DO UPDATE SET id = excluded.id, queue = excluded.queue, "
        "owner = excluded.owner, name = excluded.name, state = excluded.state, "
        "priority = excluded.priority, priority_text = excluded.priority_text, "
@@ -170,7 +171,9 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
        "finished_at = excluded.finished_at, flavor = excluded.flavor, "
        "gpu_milli = excluded.gpu_milli, attempts = excluded.attempts, "
        "preemptions = excluded.preemptions, exit_code = excluded.exit_code, "
-       "preempted_by = excluded.preempted_by, reason = excluded.reason, body = excluded.body"},
+       "preempted_by = excluded.preempted_by, reason = excluded.reason, body = excluded.body, "
+       "gpu_samples = excluded.gpu_samples, gpu_util_sum = excluded.gpu_util_sum, "
+       "gpu_memory_peak_mib = excluded.gpu_memory_peak_mib"},
       {&put_event_,
        "INSERT INTO events(seq, at, job, queue, from_state, to_state, reason, flavor) "
        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
@@ -345,6 +348,9 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     s.bind(17, j.preempted_by);
     s.bind(18, j.reason);
     s.bind(19, encode_job_body(j, names_));
+    s.bind(20, j.gpu_use.samples);
+    s.bind(21, j.gpu_use.util_sum);
+    s.bind(22, j.gpu_use.memory_peak_mib);
     if (s.step() != SQLITE_DONE) return failed("commit: writing job " + j.spec.id.value);
   }
   for (const auto& e : batch.events) {

@@ -23,9 +23,24 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr int kJobPruneBatch = 10000;
 
+
+// A job's GPU use as the local executor sampled it (binder/local/README.md: GPU use). Integers
+// (the sum of the per-sample percentages, not a float mean) so that a restart goes on exactly.
+struct GpuUse {
+  std::int64_t samples = 0;          // 0: never sampled (virtual GPUs, or not yet)
+  std::int64_t util_sum = 0;         // sum over samples of its GPUs' mean utilization, percent
+  std::int64_t memory_peak_mib = 0;  // the most memory its GPUs held in one sample, MiB
+  // Not stored (a restart begins a new idle stretch, so gpuqd down never counts as idle):
+  Time idle_since = 0;               // its first sample of the current idle stretch; 0: not idle
+  bool idle_warned = false;          // the warning of this stretch was recorded
+  std::optional<double> mean() const {
+    if (samples <= 0) return std::nullopt;
+    return static_cast<double>(util_sum) / static_cast<double>(samples);
+  }
+};
 
 struct JobRecord {
   JobSpec spec;             // priority resolved to an integer; submitted_at set
@@ -45,6 +60,7 @@ struct JobRecord {
   std::int32_t exit_code = 0;
   std::string preempted_by;
   std::uint64_t number = 0;   // submission number: strictly increasing, the listing order
+  GpuUse gpu_use;
 };
 
 struct EventRecord {

@@ -145,6 +145,11 @@ bool UsageTally::add(const JobFacts& job, const JobAttempts& a) {
     UsageRow& r = row(key(t.flavor), job);
     r.held[t.flavor] += held;
     if (t.preempted) r.lost += held;
+    if (job.gpu_samples > 0) {  // the job's one mean stands for each of its attempts
+      r.sampled_held += held;
+      r.util_held += static_cast<double>(held) * static_cast<double>(job.gpu_util_sum) /
+                     static_cast<double>(job.gpu_samples);
+    }
     counted = true;
   }
   const bool ended_within =

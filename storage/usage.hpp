@@ -52,6 +52,15 @@ struct UsageRow {
   // (nearest-rank percentiles, seconds; 0 when waited is 0).
   std::int64_t waited = 0;
   Time wait_p50 = 0, wait_p90 = 0;
+  // GPU utilization (JobRecord::gpu_use): of `held`, the part held by jobs that were sampled, and
+  // the sum over those jobs of GPU time x their mean utilization (percent), for a GPU-time
+  // weighted mean.
+  std::int64_t sampled_held = 0;
+  double util_held = 0;
+  std::optional<double> gpu_util() const {
+    if (sampled_held <= 0) return std::nullopt;
+    return util_held / static_cast<double>(sampled_held);
+  }
 
   std::int64_t held_total() const {
     std::int64_t t = 0;
@@ -68,6 +77,7 @@ struct JobFacts {
   Time submitted_at = 0, admitted_at = 0, finished_at = 0;
   std::int64_t gpu_milli = 0;
   std::int32_t attempts = 0, preemptions = 0;
+  std::int64_t gpu_samples = 0, gpu_util_sum = 0;  // JobRecord::gpu_use
 };
 
 // One of a job's events, as stored.

@@ -96,6 +96,8 @@ Result<void> UsageReader::each_job(Stmt& s, const UsageQuery& q, UsageTally& tal
     j.gpu_milli = s.int64(9);
     j.attempts = static_cast<std::int32_t>(s.int64(10));
     j.preemptions = static_cast<std::int32_t>(s.int64(11));
+    j.gpu_samples = s.int64(12);
+    j.gpu_util_sum = s.int64(13);
     // A job never admitted (the bulk of a long queue) has no attempts to read.
     events.clear();
     if (j.admitted_at > 0 || j.attempts > 0 || j.preemptions > 0 || j.state != JobState::kPending)

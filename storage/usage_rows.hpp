@@ -19,19 +19,19 @@ namespace gpuq::storage {
 inline constexpr const char* kUsageUnfinished =
     "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
     "gpu_milli, "
-    "attempts, preemptions FROM jobs WHERE state < 4 "
+    "attempts, preemptions, gpu_samples, gpu_util_sum FROM jobs WHERE state < 4 "
     "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3)";
 // Jobs that ended at or after its start (partial index jobs_by_finished).
 inline constexpr const char* kUsageFinished =
     "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
     "gpu_milli, "
-    "attempts, preemptions FROM jobs WHERE state >= 4 AND finished_at >= ?4 "
+    "attempts, preemptions, gpu_samples, gpu_util_sum FROM jobs WHERE state >= 4 AND finished_at >= ?4 "
     "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3)";
 // By job: both, in submission order after a number (the primary key, from the page's token on).
 inline constexpr const char* kUsageJobs =
     "SELECT number, id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "
     "gpu_milli, "
-    "attempts, preemptions FROM jobs WHERE number > ?5 AND (state < 4 OR finished_at >= ?4) "
+    "attempts, preemptions, gpu_samples, gpu_util_sum FROM jobs WHERE number > ?5 AND (state < 4 OR finished_at >= ?4) "
     "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3) ORDER BY number";
 // A job's events in order from its submission on (index events_by_job; an id freed by
 // jobRetention and taken again never mixes in the older job's events, all before it).

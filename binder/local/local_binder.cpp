@@ -24,6 +24,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "binder/local/gpu_sampler.hpp"
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"
 #include "binder/local/spawn.hpp"
@@ -141,6 +142,8 @@ struct LocalBinder::State {
   // Engine thread only.
   std::vector<std::function<void()>> open, closed;
   std::set<std::string> adopted;  // by adopt(), until stop_strays()
+  GpuReport gpu_report;                 // set before start()
+  std::unique_ptr<GpuSampler> sampler;  // from start() to halt(), with GPUs from nvidia-smi
   // Both threads.
   std::mutex mu;
   std::map<std::string, Tracked> jobs;
@@ -293,6 +296,7 @@ LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report)
 LocalBinder::~LocalBinder() { halt(); }
 
 void LocalBinder::halt() {
+  if (s_->sampler) s_->sampler->stop();
   s_->guard.reset();
   s_->io.stop();
   if (s_->thread.joinable()) s_->thread.join();
@@ -307,7 +311,20 @@ std::optional<fs::path> LocalBinder::log_path(const JobId& job, int pod) const {
 void LocalBinder::start() {
   spdlog::info("event=local_executor runs=\"{}\"", s_->launcher.describe_identity());
   s_->thread = std::thread([this] { s_->io.run(); });
+  // Virtual GPUs have nothing to sample: their jobs show no GPU use.
+  if (s_->inventory.source == "nvidia-smi" && s_->config.gpu_sample_interval_ms > 0 && s_->gpu_report) {
+    GpuSampler::Options o;
+    o.nvidia_smi = s_->config.nvidia_smi;
+    o.interval = std::chrono::milliseconds(s_->config.gpu_sample_interval_ms);
+    o.node = local_node(s_->config, s_->inventory).name;
+    s_->sampler = std::make_unique<GpuSampler>(std::move(o), s_->gpu_report, s_->errors);
+    s_->sampler->start();
+    spdlog::info("event=gpu_sampling nvidia_smi={} interval_ms={}", s_->config.nvidia_smi,
+                 s_->config.gpu_sample_interval_ms);
+  }
 }
+
+void LocalBinder::set_gpu_report(GpuReport report) { s_->gpu_report = std::move(report); }
 
 Result<void> LocalBinder::check_run(const RunSpec& run, const std::string& owner) const {
   return s_->launcher.check(run, owner);

@@ -37,6 +37,12 @@ struct LocalConfig {
   std::filesystem::path log_dir = "var/logs";
   std::filesystem::path run_dir = "var/run";
   std::filesystem::path shim;       // empty: gpuq-shim next to the running executable
+  // GPU use (README.md: GPU use): nvidia-smi is sampled this often (milliseconds), only when the
+  // GPUs came from it; 0: never.
+  std::int64_t gpu_sample_interval_ms = 30000;
+  // A GPU is idle in a sample when its utilization is at most this (percent); gpuqd's Core
+  // applies it (CoreConfig::gpu_idle_threshold), the binder only reads it from the config.
+  int gpu_idle_threshold = 1;
 };
 
 struct Inventory {
@@ -73,6 +79,7 @@ class LocalBinder final : public Binder {
   void forget(const JobId& job) override;
   void start() override;
   void halt() override;
+  void set_gpu_report(GpuReport report) override;
   bool confirms_stops() const override { return true; }
   Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
   std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const override;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "binder/local/gpu_sampler.hpp"
 #include "binder/local/local_binder.hpp"
 #include "binder/local/spawn.hpp"
 
@@ -219,4 +220,63 @@ TEST_CASE("a job's owner must be an account the executor can run as") {
     CHECK(r.error().find("spec.owner: gpuqd runs as " + self + " without root, so it runs every job as " + self) == 0);
     CHECK_FALSE(l.check(run, "nobody"));
   }
+}
+
+TEST_CASE("GPU samples: index, utilization and memory used per GPU; unreadable GPUs left out; bad lines named") {
+  auto g = parse_gpu_readings("0, 87, 40960\n1, 0, 3\n\n2, [N/A], 100\n3, 5 %, [N/A]\n");
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].index == 0);
+  CHECK(g[0].utilization == 87);
+  CHECK(g[0].memory_used_mib == 40960);
+  CHECK(g[1].utilization == 0);
+  CHECK(g[2].index == 3);  // GPU 2's utilization is not known: no reading of it
+  CHECK(g[2].utilization == 5);
+  CHECK(g[2].memory_used_mib == 0);
+  CHECK(parse_gpu_readings("").empty());
+  CHECK_THROWS_WITH(parse_gpu_readings("0, 87\n"),
+                    doctest::Contains("line 1 \"0, 87\": expected index, utilization.gpu, memory.used"));
+  CHECK_THROWS_WITH(parse_gpu_readings("0, 1, 2\nx, 1, 2\n"), doctest::Contains("line 2 \"x, 1, 2\": index \"x\""));
+  CHECK_THROWS_WITH(parse_gpu_readings("0, 101, 2\n"), doctest::Contains("utilization \"101\" is not a percentage"));
+  CHECK_THROWS_WITH(parse_gpu_readings("0, busy, 2\n"), doctest::Contains("utilization \"busy\""));
+  CHECK_THROWS(parse_gpu_readings("NVIDIA-SMI has failed because it couldn't communicate with the driver\n"));
+}
+
+TEST_CASE("a bounded run: the output of a command that exits 0; a slow, loud or failing one is cut off and says why") {
+  Scratch s;
+  auto ok = run_bounded({s.script("ok", "echo \"$1\"\n").string(), "arg"}, std::chrono::seconds(10), 1024);
+  CHECK(ok.error.empty());
+  CHECK(ok.out == "arg\n");
+  auto slow = run_bounded({s.script("slow", "sleep 30\n").string()}, std::chrono::milliseconds(200), 1024);
+  CHECK(slow.error.find("no answer within 200 ms") == 0);
+  auto loud = run_bounded({s.script("loud", "yes\n").string()}, std::chrono::seconds(10), 4096);
+  CHECK(loud.error.find("more than 4096 bytes") == 0);
+  CHECK(loud.out.empty());
+  auto failing = run_bounded({s.script("failing", "echo half; exit 3\n").string()}, std::chrono::seconds(10), 1024);
+  CHECK(failing.error == "exit code 3");
+  CHECK(failing.out.empty());
+  CHECK(run_bounded({(s.dir / "missing").string()}, std::chrono::seconds(1), 1024).error.find("cannot run") == 0);
+}
+
+TEST_CASE("the sampler reports nvidia-smi's readings for its node; bad output is counted, not reported") {
+  Scratch s;
+  const fs::path out = s.dir / "smi.csv";
+  std::ofstream(out) << "0, 42, 100\n1, 0, 0\n";
+  GpuSampler::Options o;
+  o.nvidia_smi = s.script("nvidia-smi", "case \"$*\" in *utilization.gpu*) cat " + out.string() + ";; *) exit 1;; esac\n")
+                     .string();
+  o.node = "box";
+  std::vector<GpuSample> got;
+  auto errors = std::make_shared<ErrorCounter>();
+  std::vector<std::string> kinds;
+  errors->set([&](std::string_view k) { kinds.emplace_back(k); });
+  GpuSampler sampler(o, [&](GpuSample x) { got.push_back(std::move(x)); }, errors);
+  CHECK(sampler.sample_once());
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].node == "box");
+  REQUIRE(got[0].gpus.size() == 2);
+  CHECK(got[0].gpus[0].utilization == 42);
+  std::ofstream(out) << "garbage\n";
+  CHECK_FALSE(sampler.sample_once());
+  CHECK(got.size() == 1);
+  CHECK(kinds == std::vector<std::string>{"gpu_sample_failed"});
 }

@@ -273,9 +273,9 @@ TEST_CASE("usage: CSV with a header row and RFC 4180 quoting; tables within 80 c
   const std::string csv = usage_csv(r);
   CHECK(csv ==
         "queue,gpu_hours,gpu_hours_lost,succeeded,failed,cancelled,unfinished,waited,wait_p50_seconds,"
-        "wait_p90_seconds,cost,currency\n"
-        "research,12.500000,0.250000,3,1,0,2,4,90,7200,31.250000,\"US$,\"\"x\"\"\"\n"
-        "a-queue-with-a-rather-long-name-that-does-not-fit,1.000000,0.000000,0,0,1,0,0,,,,\n");
+        "wait_p90_seconds,cost,currency,gpu_util_percent\n"
+        "research,12.500000,0.250000,3,1,0,2,4,90,7200,31.250000,\"US$,\"\"x\"\"\",\n"
+        "a-queue-with-a-rather-long-name-that-does-not-fit,1.000000,0.000000,0,0,1,0,0,,,,,\n");
 
   const std::string table = usage_table(r, false);
   check_lines_fit(table);

@@ -199,11 +199,11 @@ TEST_CASE(
     CHECK(csv[0] ==
           "queue,gpu_hours,gpu_hours_lost,succeeded,failed,cancelled,unfinished,waited,wait_p50_"
           "seconds,"
-          "wait_p90_seconds,cost,currency");
+          "wait_p90_seconds,cost,currency,gpu_util_percent");
     CHECK(csv[1].rfind("prod,", 0) == 0);
     CHECK(csv[2].rfind("research,", 0) == 0);
     CHECK(csv[2].find(",0,0,2,1,3,") != std::string::npos);
-    CHECK(csv[2].substr(csv[2].size() - 4) == ",USD");
+    CHECK(csv[2].substr(csv[2].size() - 5) == ",USD,");  // never sampled: no gpu_util_percent
 
     // One row a page: gpuq follows every page to the same answer.
     r = gpuq_cmd(d, {"usage", "--by", "job", "--since", "0", "--until", U, "-o", "json",

@@ -102,6 +102,16 @@ viewers: {groups: [ml-leads]}
   CHECK(queue_from("name: q\nsubmitters: {}\n").submitters.has_value());
 }
 
+TEST_CASE("a queue's idle policy: durations with units, either or both") {
+  QueueSpec q = queue_from("name: q\nidle: {warnAfter: 2h, cancelAfter: 1d}\n");
+  CHECK(q.idle.warn_after == 7200);
+  CHECK(q.idle.cancel_after == 86400);
+  q = queue_from("name: q\nidle: {cancelAfter: 90}\n");
+  CHECK_FALSE(q.idle.warn_after);
+  CHECK(q.idle.cancel_after == 90);
+  CHECK(queue_from("name: q\n").idle.empty());
+}
+
 TEST_CASE("a bad guardrail or role is refused naming the field, the value and what is allowed") {
   struct Case {
     const char* yaml;
@@ -136,6 +146,13 @@ TEST_CASE("a bad guardrail or role is refused naming the field, the value and wh
       {"name: q\nviewers: {users: [\"bob smith\"]}\n", "viewers.users[0]: \"bob smith\" is not a user name: it holds ' '"},
       {"name: q\nviewers: {groups: [\"\"]}\n", "viewers.groups[0]: is empty; name a group or \"*\" for everyone"},
       {"name: q\nmaxGpusPerjob: 8\n", "maxGpusPerjob: unknown key; did you mean maxGpusPerJob?"},
+      {"name: q\nidle: {warnAfter: 0s}\n", "idle.warnAfter: \"0s\" is not allowed; it must be a duration > 0, e.g. 2h"},
+      {"name: q\nidle: {cancelAfter: -1h}\n", "idle.cancelAfter: \"-3600s\" is not allowed; it must be a duration > 0"},
+      {"name: q\nidle: {warnAfter: 2m, cancelAfter: 60}\n",
+       "idle.cancelAfter: \"60s\" is less than warnAfter \"120s\"; it must be >= warnAfter"},
+      {"name: q\nidle: {warnAfter: soon}\n", "idle.warnAfter: \"soon\" is not a duration; use e.g. 90s, 30m, 2h or 1d"},
+      {"name: q\nidle: {warn: 1h}\n", "idle.warn: unknown key"},
+      {"name: q\nidle: 2h\n", "idle: expected a map such as {warnAfter: 2h, cancelAfter: 6h}"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.yaml);
