@@ -26,6 +26,7 @@ std::string read_file_arg(const std::string& path) {
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Context ctx(out, err);
+  ctx.args = args;
   CLI::App app{"gpuq: a fair-share GPU batch scheduler"};
   app.name("gpuq");
   app.require_subcommand(1);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "cli/credentials.hpp"
 
@@ -21,6 +22,9 @@ struct Context {
   std::string server_flag;  // --server; empty: $GPUQ_SERVER, then 127.0.0.1:7433
   double timeout_s = 30;    // per call; 0: none
   CredentialFlags credential_flags;  // --token, --token-file, --tls-* (cli/credentials.hpp)
+  // The words run_cli was given: whether submit's words came after "--" (a command) or not (a
+  // batch script).
+  std::vector<std::string> args;
   // The command chosen by the parse; run after every option has its value.
   std::function<int(Context&)> action;
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "api/to_proto.hpp"
+#include "cli/batch_script.hpp"
 #include "cli/requests.hpp"
 #include "spec/quantity.hpp"
 
@@ -496,9 +497,16 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
       o << "\n";
     }
   }
-  if (!s.command().empty()) {
+  const std::vector<std::string> command(s.command().begin(), s.command().end());
+  if (const auto script = script_of(command)) {  // a batch script's content, as submitted
+    o << "Script:      " << escaped(script->name);
+    for (const auto& a : script->args) o << " " << escaped(a);
+    o << "\n";
+    std::istringstream lines(script->text);
+    for (std::string l; std::getline(lines, l);) o << "  | " << escaped(l) << "\n";
+  } else if (!command.empty()) {
     o << "Command:    ";
-    for (const auto& c : s.command()) o << " " << escaped(c);
+    for (const auto& c : command) o << " " << escaped(c);
     o << "\n";
   }
   return o.str();
