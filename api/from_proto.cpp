@@ -346,6 +346,7 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
     }
     sub.run.working_dir = j.working_dir();
     sub.notify = notify_of(j.notify(), at);
+    sub.hold = j.hold();
     spec::validate(out, at, names);
     spec::validate(sub.run, at);
     Path::Key k(at, "notify");

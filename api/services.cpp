@@ -212,6 +212,15 @@ class JobsService final : public v1::Jobs::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* ctx, const v1::HoldJobRequest* req,
+                                 v1::HoldJobResponse* resp) override {
+    return hold_or_release(ctx, req->id(), resp->mutable_job(), true);
+  }
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseJobRequest* req,
+                                    v1::ReleaseJobResponse* resp) override {
+    return hold_or_release(ctx, req->id(), resp->mutable_job(), false);
+  }
+
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
                                                 const v1::WatchJobsRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx, const v1::LogsRequest* req) override {
@@ -227,6 +236,25 @@ class JobsService final : public v1::Jobs::CallbackService {
   }
 
  private:
+  // Jobs.Hold and Jobs.Release: the job's owner or an admin, as Cancel; audited.
+  grpc::ServerUnaryReactor* hold_or_release(grpc::CallbackServerContext* ctx, const std::string& id, v1::Job* out,
+                                            bool hold) {
+    auto* reactor = ctx->DefaultReactor();
+    const Access access = readers_.gate->of(*ctx);
+    const char* action = hold ? "hold" : "release";
+    const Audited what{access, action, id};
+    if (refuse_if(loop_, reactor, what, readers_.gate->known(access, std::string(action) + " a job"))) return reactor;
+    in_audited_turn(loop_, reactor, what, [this, id, out, access, action, hold](Core& core, Time now, Audited&) {
+      if (auto job = core.job(id))
+        if (auto st = readers_.gate->may_change_job(access, action, id, job.value().spec.owner); !st.ok())
+          return Reply::error(st);
+      const std::string by = access.caller.user.empty() ? std::string("an anonymous caller") : access.caller.user;
+      if (auto r = hold ? core.hold(id, now, by) : core.release(id, now, by); !r) return Reply::error(failed(r));
+      return answer_view(out, [id](Core& c) { return c.job(id); });
+    });
+    return reactor;
+  }
+
   // The job as `access` may see it (a viewer of the queue: without its environment, where tokens
   // live), or why not.
   grpc::Status shown_job(const Access& access, const std::string& id, Core& c, v1::Job& out) const {

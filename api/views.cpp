@@ -39,6 +39,7 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   j.set_gpu_samples(r.gpu_use.samples);
   j.set_gpu_memory_peak_mib(r.gpu_use.memory_peak_mib);
   if (r.state == JobState::kRunning) j.set_idle_since(r.gpu_use.idle_since);
+  j.set_held(r.state == JobState::kPending && r.held);
   if (r.state == JobState::kPending)
     if (auto e = core.estimates().of(r.spec.id.value)) {
       j.set_estimated_start(e->start.value_or(0));

@@ -1,4 +1,4 @@
-// ls, show, explain, cancel, watch, logs (submit: commands_submit.cpp).
+// ls, show, explain, cancel, hold, release, watch, logs (submit: commands_submit.cpp).
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -148,6 +148,45 @@ void add_cancel(CLI::App& app, Context& ctx) {
   });
 }
 
+// gpuq hold / gpuq release: each id in turn (exit 1 if any failed), like cancel.
+void add_hold_release(CLI::App& app, Context& ctx, bool hold) {
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto* cmd = hold ? app.add_subcommand("hold", "Hold pending jobs: they stay pending but are not scheduled")
+                   : app.add_subcommand("release", "Release held jobs: back in their place in their queue");
+  cmd->add_option("ID", *ids, "job ids")->required();
+  cmd->callback([&ctx, ids, hold] {
+    ctx.action = [ids, hold](Context& c) {
+      auto stub = v1::Jobs::NewStub(c.channel());
+      int rc = 0;
+      for (const auto& id : *ids) {
+        v1::Job job;
+        grpc::Status st;
+        auto call = c.call();
+        if (hold) {
+          v1::HoldJobRequest req;
+          req.set_id(id);
+          v1::HoldJobResponse resp;
+          st = stub->Hold(call.get(), req, &resp);
+          job = resp.job();
+        } else {
+          v1::ReleaseJobRequest req;
+          req.set_id(id);
+          v1::ReleaseJobResponse resp;
+          st = stub->Release(call.get(), req, &resp);
+          job = resp.job();
+        }
+        if (!st.ok()) {
+          rc = c.fail(st);
+          if (is_unreachable(st)) break;  // the rest would fail the same way
+          continue;
+        }
+        c.out << "job/" << id << (hold ? " held (" : " released (") << job_state(job) << ")\n";
+      }
+      return rc;
+    };
+  });
+}
+
 struct WatchOptions {
   std::uint64_t from = 0;
   std::string queue, job, output = "table";
@@ -266,6 +305,8 @@ void add_job_commands(CLI::App& app, Context& ctx) {
   add_show(app, ctx);
   add_explain(app, ctx);
   add_cancel(app, ctx);
+  add_hold_release(app, ctx, true);
+  add_hold_release(app, ctx, false);
   add_watch(app, ctx);
   add_logs(app, ctx);
 }

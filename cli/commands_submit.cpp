@@ -59,6 +59,7 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
                              "a batch script and its arguments (SCRIPT ARGS...), or a command after --");
   flag_opts.push_back(c.command);
   cmd.add_option("--owner", o.flags.owner, "the job's owner (gpuqd's admins only); default: you");
+  cmd.add_flag("--hold", o.hold, "submit it held: pending, not scheduled until gpuq release");
   cmd.add_option("-o,--output", o.output, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   cmd.add_flag("--wait", o.wait,
@@ -224,6 +225,7 @@ int run_submit(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitComman
     if (o.flags.owner.empty() && !ctx.identified_by_credentials()) o.flags.owner = current_user();
     req = submit_request_from_flags(o.flags);
   }
+  if (o.hold) req.mutable_spec()->set_hold(true);
   const OutputFormat f = parse_output_format(o.output);
   auto stub = v1::Jobs::NewStub(ctx.channel());
   v1::SubmitJobResponse resp;
@@ -233,7 +235,7 @@ int run_submit(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitComman
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
     ctx.out << render_message(resp.job(), f);
   else
-    ctx.out << "job/" << resp.job().spec().id() << " submitted (" << state_name(resp.job().state()) << ")\n";
+    ctx.out << "job/" << resp.job().spec().id() << " submitted (" << job_state(resp.job()) << ")\n";
   if (!o.wait) return 0;
   ctx.out.flush();  // the id is known while it waits
   return wait_for_job(ctx, resp.job().spec().id());

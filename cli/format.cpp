@@ -356,8 +356,7 @@ int job_pods(const v1::Job& j) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-// "Stopping" for a cancelled job whose processes are still stopping (it holds its GPUs).
-std::string job_state(const v1::Job& j) { return j.stopping() ? "Stopping" : state_name(j.state()); }
+
 
 // A pod set's node constraints as `gpuq show` prints them, one line each under the pod set,
 // values from column 20; nothing when it has none.
@@ -689,6 +688,10 @@ std::string event_line(const v1::JobEvent& e) {
                   " queue/" + e.queue() + " " + from + " -> " + state_name(e.to());
   if (!e.reason().empty()) l += ": " + e.reason();
   return escaped(l);
+}
+
+std::string job_state(const v1::Job& j) {
+  return j.stopping() ? "Stopping" : j.held() ? "Held" : state_name(j.state());
 }
 
 }  // namespace gpuq::cli

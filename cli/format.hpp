@@ -32,6 +32,9 @@ std::string human_bytes(std::int64_t bytes);
 std::string human_age(std::int64_t seconds);
 // "PENDING" from v1::JOB_STATE_PENDING; "Pending" for tables.
 std::string state_name(v1::JobState s);
+// A job's state as tables show it: "Stopping" for a cancelled job whose processes are still
+// stopping (it holds its GPUs), "Held" for a pending job on hold, else state_name.
+std::string job_state(const v1::Job& j);
 // "pending", "Pending", "PENDING" or "JOB_STATE_PENDING"; throws UsageError otherwise.
 v1::JobState parse_state(const std::string& text);
 bool is_finished(v1::JobState s);

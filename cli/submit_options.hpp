@@ -20,6 +20,7 @@ struct SubmitOptions {
   bool preemptible = true;
   std::int64_t grace = 30;
   bool wait = false;
+  bool hold = false;  // submitted held: pending, not scheduled until gpuq release
 };
 
 struct SubmitCommand {

@@ -189,6 +189,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
       batch_.jobs.push_back(rec);
     }
     r = engine_->submit(rec.spec, now);
+    if (r && rec.held) (void)engine_->hold(rec.spec.id, now, {});  // restoring: no event
   }
   if (!r) {
     rec.state = JobState::kFailed;
@@ -237,6 +238,7 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   if (auto r = check_queue_limits(queue->second, sub, now); !r) return Error{r.error(), r.code()};
   spec.submitted_at = now;
   if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
+  if (sub.hold) (void)engine_->hold(spec.id, now, "held at submission");  // pending: cannot fail
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
     submit_rate_.take(spec.queue.value, spec.owner, limit, now);
   storage::JobRecord rec;
@@ -391,6 +393,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     rec.preemptions = j->preemptions;
     rec.preempted_by = j->preempted_by.value;
     rec.reason = j->end_reason;
+    rec.held = j->held;
     if (j->holds_resources()) {
       rec.admitted_at = j->admitted_at;
       rec.flavor = j->flavor == kNoFlavor ? std::string() : engine_->flavor_name(j->flavor);

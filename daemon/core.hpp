@@ -112,6 +112,9 @@ class Core {
   // cancelled whose processes are still stopping.
   // `reason`: the job's end reason (the idle policy says why it cancelled a job).
   Result<void> cancel(const std::string& id, Time now, bool force = false, std::string reason = "cancelled");
+  // Holds and releases (Engine::hold): `by` names who, in the job's event. daemon/holds.cpp.
+  Result<void> hold(const std::string& id, Time now, const std::string& by);
+  Result<void> release(const std::string& id, Time now, const std::string& by);
   // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
   bool stopping(const JobId& id) const;
   Result<void> apply_queue(const QueueSpec& spec);

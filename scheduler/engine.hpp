@@ -98,6 +98,8 @@ struct Job {
   // placement (slots, flavor) booked; it is admitted there once every job in waiting_on stopped.
   bool reserved = false;
   std::vector<std::uint32_t> waiting_on;
+  // Held (Engine::hold): Pending, counted as pending, but out of its queue's order until released.
+  bool held = false;
   // As a victim, while Preempting: its quota is already released, `slots` hold only what its
   // preemptors did not need (so nothing else lands where it still runs), and preemptors wait.
   std::vector<std::uint32_t> preemptors;
@@ -167,6 +169,11 @@ class Engine {
   std::size_t job_slots() const { return jobs_.size(); }  // live and free, for tests
   // `reason`: the job's end reason (a front end's policy may say why it cancelled it).
   Result<void> cancel(const JobId& id, Time now, std::string reason = "cancelled");
+  // A pending job out of its queue's order (still counted as pending) until release_hold puts it
+  // back in its place; `reason` is the event's. Holding a held job changes nothing. Errors:
+  // kNotFound, kFailedPrecondition (not pending, being admitted, or, releasing, not held).
+  Result<void> hold(const JobId& id, Time now, std::string reason);
+  Result<void> release_hold(const JobId& id, Time now, std::string reason);
   Result<void> observe(const BinderFact& fact, Time now);
   // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).
   Result<void> set_usage_history(const QueueName& queue, const ResourceVec& average, Time now);
@@ -189,7 +196,7 @@ class Engine {
   std::optional<QueueIdx> queue_index(const QueueName& name) const;
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }  // removed ones included
-  std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size(); }
+  std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size() + queues_[q].held; }
   // A job owner's jobs in queue q: pending (a booked preemptor not counted, as pending_count),
   // and admitted or running (a booked preemptor counted: maxRunningJobsPerUser).
   struct OwnerJobs {
@@ -246,6 +253,7 @@ class Engine {
     std::map<Quantity, std::uint32_t> by_total_gpu;
     std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
     std::uint32_t without_gpu = 0;
+    std::uint32_t held = 0;  // pending jobs on hold (not in `pending`)
     // Pending jobs with node constraints: one of them may find victims where a job before it
     // found none, so a queue that may preempt and holds any is not left early.
     std::uint32_t constrained = 0;
@@ -313,6 +321,7 @@ class Engine {
   void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
   PendingKey pending_key(std::uint32_t j) const;
   void add_pending(std::uint32_t j);
+  void drop_hold(Job& job);
   void remove_pending(std::uint32_t j);
   bool none_can_fit(QueueIdx q) const;
   // Per-queue rules on a job (guardrails.cpp): its owner is at maxRunningJobsPerUser; it is not

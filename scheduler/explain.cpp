@@ -253,6 +253,7 @@ std::string Engine::too_big_for_nodes(const Job& job, FlavorId f) const {
 std::string Engine::pending_reason(const Job& job) const {
   const QueueRec& q = queues_[job.queue];
   if (job.state != JobState::kPending) return to_string(job.state);
+  if (job.held) return "held: not scheduled until released (gpuq release " + job.spec.id.value + ")";
   if (job.reserved) {
     const std::size_t n = job.waiting_on.size();
     return "waiting for " + std::to_string(n) + " preempted job" + (n == 1 ? "" : "s") + " to stop";

@@ -13,7 +13,9 @@ Result<void> Engine::cancel(const JobId& id, Time now, std::string reason) {
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
   if (job.state == JobState::kPending) {
-    if (job.reserved)
+    if (job.held)
+      drop_hold(job);
+    else if (job.reserved)
       drop_reservation(it->second, now);  // its victims still stop, holding their room again
     else
       remove_pending(it->second);

@@ -260,6 +260,7 @@ struct Submission {
   RunSpec run;
   NotifySpec notify;
   std::string priority;
+  bool hold = false;  // submitted held (gpuq submit --hold): pending, not scheduled until released
 };
 
 }  // namespace gpuq

@@ -18,7 +18,7 @@
 // Format "j3;" is "j2;" (constraints written, maybe none) followed by the extras, written only
 // when a job has one, so that older builds refuse such a row ("unknown format") instead of
 // misreading it: count; per extra: name, value (strings). Known: expected_runtime (seconds, in
-// decimal), notify_url, notify_on (events, comma-separated).
+// decimal), notify_url, notify_on (events, comma-separated), held ("1": pending and held).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -160,6 +160,7 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   std::vector<std::pair<std::string_view, std::string>> extra;
   if (j.spec.expected_runtime) extra.emplace_back("expected_runtime", std::to_string(*j.spec.expected_runtime));
   if (!j.notify.url.empty()) extra.emplace_back("notify_url", j.notify.url);
+  if (j.held) extra.emplace_back("held", "1");
   if (!j.notify.on.empty()) {
     std::string on;
     for (const std::string& e : j.notify.on) on += (on.empty() ? "" : ",") + e;
@@ -280,6 +281,8 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
           const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
           if (ec != std::errc() || end != value.data() + value.size()) return fail("expected_runtime \"" + std::string(value) + "\" is not a number");
           j.spec.expected_runtime = seconds;
+        } else if (name == "held") {
+          j.held = value == "1";
         } else if (name == "notify_url") {
           j.notify.url = std::string(value);
         } else if (name == "notify_on") {

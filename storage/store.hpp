@@ -61,6 +61,7 @@ struct JobRecord {
   std::string preempted_by;
   std::uint64_t number = 0;   // submission number: strictly increasing, the listing order
   GpuUse gpu_use;
+  bool held = false;  // pending and held (Engine::hold)
 };
 
 struct EventRecord {

@@ -142,7 +142,7 @@ async function loadJobs() {
   body.replaceChildren();
   const now = Date.now() / 1000;
   for (const j of items) {
-    const state = j.stopping ? 'stopping' : stateName(j.state);
+    const state = j.stopping ? 'stopping' : j.held ? 'held' : stateName(j.state);
     let why = j.reason || '';
     if (state === 'pending' && num(j.estimated_start))
       why = `est. start in ${duration(num(j.estimated_start) - now)}` + (why ? ' — ' + why : '');
