@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <sstream>
 #include <stdexcept>
 
-#include <boost/algorithm/string/trim.hpp>
 #include <spdlog/spdlog.h>
+
+#include "binder/local/smi_csv.hpp"
 
 extern char** environ;
 
@@ -35,27 +35,18 @@ bool leading_int(std::string_view s, std::int64_t& v) {
 
 std::vector<GpuReading> parse_gpu_readings(const std::string& csv) {
   std::vector<GpuReading> out;
-  std::istringstream in(csv);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (boost::algorithm::trim_copy(line).empty()) continue;
-    std::vector<std::string> f;
-    std::istringstream fields(line);
-    for (std::string x; std::getline(fields, x, ',');) f.push_back(boost::algorithm::trim_copy(x));
-    const std::string where = "nvidia-smi output line " + std::to_string(n) + " \"" + line.substr(0, 200) + "\": ";
+  for_each_smi_row(csv, [&out](const std::vector<std::string>& f, const std::string& where) {
     if (f.size() != 3) throw std::runtime_error(where + "expected index, utilization.gpu, memory.used");
     std::int64_t index = -1, util = -1, memory = 0;
     const auto [end, ec] = std::from_chars(f[0].data(), f[0].data() + f[0].size(), index);
     if (ec != std::errc() || end != f[0].data() + f[0].size() || index < 0 || index > 1'000'000)
       throw std::runtime_error(where + "index \"" + f[0] + "\" is not a GPU index");
-    if (!f[1].empty() && f[1].front() == '[') continue;  // "[N/A]", "[Not Supported]": no reading
+    if (!f[1].empty() && f[1].front() == '[') return;  // "[N/A]", "[Not Supported]": no reading
     if (!leading_int(f[1], util) || util < 0 || util > 100)
       throw std::runtime_error(where + "utilization \"" + f[1] + "\" is not a percentage 0 to 100");
     if (!leading_int(f[2], memory) || memory < 0) memory = 0;  // informative only
     out.push_back(GpuReading{static_cast<int>(index), static_cast<int>(util), memory});
-  }
+  });
   return out;
 }
 

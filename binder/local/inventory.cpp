@@ -7,13 +7,12 @@
 #include <cctype>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
-#include <boost/algorithm/string/trim.hpp>
 #include <spdlog/spdlog.h>
 
 #include "binder/local/local_binder.hpp"
+#include "binder/local/smi_csv.hpp"
 
 namespace gpuq::binder {
 
@@ -30,16 +29,7 @@ std::string sh_quote(const std::string& s) {
 
 std::vector<LocalGpu> parse_nvidia_smi(const std::string& csv) {
   std::vector<LocalGpu> out;
-  std::istringstream in(csv);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (boost::algorithm::trim_copy(line).empty()) continue;
-    std::vector<std::string> f;
-    std::istringstream fields(line);
-    for (std::string x; std::getline(fields, x, ',');) f.push_back(boost::algorithm::trim_copy(x));
-    const std::string where = "nvidia-smi output line " + std::to_string(n) + " \"" + line + "\": ";
+  for_each_smi_row(csv, [&out](const std::vector<std::string>& f, const std::string& where) {
     if (f.size() != 4) throw std::runtime_error(where + "expected index, uuid, name, memory.total");
     LocalGpu g;
     try {
@@ -58,7 +48,7 @@ std::vector<LocalGpu> parse_nvidia_smi(const std::string& csv) {
       g.memory_mib = 0;
     }
     out.push_back(std::move(g));
-  }
+  });
   return out;
 }
 

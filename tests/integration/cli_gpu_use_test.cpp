@@ -37,20 +37,18 @@ void put(const fs::path& p, const std::string& text) {
   fs::rename(p.string() + ".tmp", p);
 }
 
+// local_executor_config's, with the fake nvidia-smi sampled every 100 ms and the queue's idle
+// policy.
 std::string config(const fs::path& dir) {
-  return "binder: local\n"
-         "local:\n"
-         "  node: box\n"
-         "  nvidiaSmi: " + fake_nvidia_smi(dir) + "\n"
-         "  gpuSampleInterval: 100ms\n"
-         "  logDir: " + (dir / "logs").string() + "\n"
-         "  runDir: " + (dir / "run").string() + "\n"
-         "queues:\n"
-         "  - name: q\n"
-         "    quotas:\n"
-         "      - flavor: default\n"
-         "        resources: {gpu: {nominal: 4}}\n"
-         "    idle: {warnAfter: 1s, cancelAfter: 3s}\n";
+  std::string c = local_executor_config(dir);
+  const auto replace = [&c](const std::string& from, const std::string& to) {
+    const auto at = c.find(from);
+    REQUIRE(at != std::string::npos);
+    c.replace(at, from.size(), to);
+  };
+  replace("  nvidiaSmi: \"\"\n  gpus: 4\n", "  nvidiaSmi: " + fake_nvidia_smi(dir) + "\n  gpuSampleInterval: 100ms\n");
+  replace("    preemption: {withinQueue: LowerPriority}\n", "    idle: {warnAfter: 1s, cancelAfter: 3s}\n");
+  return c;
 }
 
 // Polls `ok` until it holds, at most 30 s.
