@@ -2,7 +2,7 @@
 // gpuqd's configuration: one YAML file (`gpuqd --config FILE`), every key optional.
 //
 //   grpc: 127.0.0.1:7433          # gRPC listen address
-//   http: 127.0.0.1:7434          # /metrics, /healthz, /readyz
+//   http: 127.0.0.1:7434          # /metrics, /healthz, /readyz, the web dashboard at /
 //   stateFile: gpuqd.db           # SQLite state; relative to the working directory
 //   binder: none                  # none (admitted jobs are marked running) | local (processes
 //                                 # here) | kubernetes (pods: binder/kubernetes/README.md)

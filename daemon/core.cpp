@@ -199,6 +199,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
     if (++failures <= 10) spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
     return;
   }
+  engine_->restore_counts(rec.spec.id, rec.attempts, rec.preemptions);  // they go on from the file's
   std::string id = rec.spec.id.value;
   unfinished_.emplace(std::move(id), std::move(rec));
 }

@@ -158,6 +158,9 @@ class Engine {
   // as the cluster and quotas stand; the job is not kept).
   Result<void> submit(JobSpec spec, Time now);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
+  // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
+  // there. An unknown id changes nothing.
+  void restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions);
   // Room for this many more jobs (a restart restoring a million jobs rehashes nothing).
   void reserve_jobs(std::size_t more);
   // Drops a job that ended and holds nothing any more from memory, so that the engine's memory

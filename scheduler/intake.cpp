@@ -147,6 +147,13 @@ Result<void> Engine::submit(JobSpec spec, Time now) {
   return Ok();
 }
 
+void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions) {
+  auto it = job_ids_.find(id.value);
+  if (it == job_ids_.end()) return;
+  jobs_[it->second].attempts = attempts;
+  jobs_[it->second].preemptions = preemptions;
+}
+
 Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
   const std::string who = "job \"" + spec.id.value + "\": ";
