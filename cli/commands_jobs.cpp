@@ -1,4 +1,5 @@
 // ls, show, explain, cancel, hold, release, watch, logs (submit: commands_submit.cpp).
+#include <functional>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -115,6 +116,36 @@ void add_show(CLI::App& app, Context& ctx) {
   });
 }
 
+// Calls `act` for each id in turn (the job as it is after) and prints "job/ID VERB (STATE)";
+// exit 1 if any failed, stopping early when gpuqd cannot be reached (the rest would fail too).
+using JobAction = std::function<grpc::Status(v1::Jobs::Stub&, grpc::ClientContext*, const std::string&, v1::Job&)>;
+int each_job(Context& c, const std::vector<std::string>& ids, const std::string& verb, const JobAction& act) {
+  auto stub = v1::Jobs::NewStub(c.channel());
+  int rc = 0;
+  for (const auto& id : ids) {
+    v1::Job job;
+    auto call = c.call();
+    if (grpc::Status st = act(*stub, call.get(), id, job); !st.ok()) {
+      rc = c.fail(st);
+      if (is_unreachable(st)) break;
+      continue;
+    }
+    c.out << "job/" << id << " " << verb << " (" << job_state(job) << ")\n";
+  }
+  return rc;
+}
+
+// One call of a Jobs RPC that takes a job id and answers with the job.
+template <class Req, class Resp, class Rpc>
+grpc::Status job_call(v1::Jobs::Stub& stub, grpc::ClientContext* ctx, Req req, const std::string& id, v1::Job& out,
+                      Rpc rpc) {
+  req.set_id(id);
+  Resp resp;
+  grpc::Status st = (stub.*rpc)(ctx, req, &resp);
+  out = resp.job();
+  return st;
+}
+
 void add_cancel(CLI::App& app, Context& ctx) {
   auto ids = std::make_shared<std::vector<std::string>>();
   auto force = std::make_shared<bool>(false);
@@ -125,25 +156,11 @@ void add_cancel(CLI::App& app, Context& ctx) {
                 "them the job's grace period; also for a job already cancelled and stopping");
   cmd->callback([&ctx, ids, force] {
     ctx.action = [ids, force](Context& c) {
-      auto stub = v1::Jobs::NewStub(c.channel());
-      int rc = 0;
-      for (const auto& id : *ids) {
+      return each_job(c, *ids, "cancelled", [force](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
         v1::CancelJobRequest req;
-        req.set_id(id);
         req.set_force(*force);
-        v1::CancelJobResponse resp;
-        auto call = c.call();
-        grpc::Status st = stub->Cancel(call.get(), req, &resp);
-        if (!st.ok()) {
-          rc = c.fail(st);
-          if (is_unreachable(st)) break;  // the rest would fail the same way
-          continue;
-        }
-        c.out << "job/" << id << " cancelled ("
-              << (resp.job().stopping() ? std::string("Stopping") : state_name(resp.job().state()))
-              << ")\n";
-      }
-      return rc;
+        return job_call<v1::CancelJobRequest, v1::CancelJobResponse>(s, x, req, id, out, &v1::Jobs::Stub::Cancel);
+      });
     };
   });
 }
@@ -156,33 +173,14 @@ void add_hold_release(CLI::App& app, Context& ctx, bool hold) {
   cmd->add_option("ID", *ids, "job ids")->required();
   cmd->callback([&ctx, ids, hold] {
     ctx.action = [ids, hold](Context& c) {
-      auto stub = v1::Jobs::NewStub(c.channel());
-      int rc = 0;
-      for (const auto& id : *ids) {
-        v1::Job job;
-        grpc::Status st;
-        auto call = c.call();
-        if (hold) {
-          v1::HoldJobRequest req;
-          req.set_id(id);
-          v1::HoldJobResponse resp;
-          st = stub->Hold(call.get(), req, &resp);
-          job = resp.job();
-        } else {
-          v1::ReleaseJobRequest req;
-          req.set_id(id);
-          v1::ReleaseJobResponse resp;
-          st = stub->Release(call.get(), req, &resp);
-          job = resp.job();
-        }
-        if (!st.ok()) {
-          rc = c.fail(st);
-          if (is_unreachable(st)) break;  // the rest would fail the same way
-          continue;
-        }
-        c.out << "job/" << id << (hold ? " held (" : " released (") << job_state(job) << ")\n";
-      }
-      return rc;
+      return each_job(c, *ids, hold ? "held" : "released",
+                      [hold](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
+                        if (hold)
+                          return job_call<v1::HoldJobRequest, v1::HoldJobResponse>(s, x, {}, id, out,
+                                                                                  &v1::Jobs::Stub::Hold);
+                        return job_call<v1::ReleaseJobRequest, v1::ReleaseJobResponse>(s, x, {}, id, out,
+                                                                                      &v1::Jobs::Stub::Release);
+                      });
     };
   });
 }

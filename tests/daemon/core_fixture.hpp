@@ -23,6 +23,19 @@ inline daemon::CoreConfig one_node_core(const std::string& file, std::vector<std
   return c;
 }
 
+// Queue `a` (8 GPUs of h100, preempting lower priorities within it) on one 8-GPU node.
+inline daemon::CoreConfig preempting_core(const std::string& file) {
+  daemon::CoreConfig c;
+  c.state_file = file;
+  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& qs, std::vector<NodeSpec>& nodes) {
+    QueueSpec a = queue("a", "", "h100", {{kGpu, gpus(8)}});
+    a.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
+    qs = {a};
+    nodes = {node("n", "h100", res(gpus(8)))};
+  };
+  return c;
+}
+
 inline std::unique_ptr<daemon::Core> open_core(const daemon::CoreConfig& c, Time now) {
   auto core = daemon::Core::open(c, now);
   INFO((core.ok() ? std::string() : core.error()));

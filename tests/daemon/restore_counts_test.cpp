@@ -16,22 +16,9 @@ using namespace gpuq::test;
 
 constexpr Time kT0 = 1'700'000'000;
 
-// One queue preempting lower priorities within it, on one 8-GPU node.
-CoreConfig preempting_core(const std::string& file) {
-  CoreConfig c;
-  c.state_file = file;
-  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& qs, std::vector<NodeSpec>& nodes) {
-    QueueSpec q = queue("q", "", "h100", {{kGpu, gpus(8)}});
-    q.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-    qs = {q};
-    nodes = {node("n", "h100", res(gpus(8)))};
-  };
-  return c;
-}
-
 void submit(Core& core, const std::string& id, std::int32_t priority, Time now) {
   Submission s;
-  s.job = job(id, "q", res(gpus(8)), 1, priority);
+  s.job = job(id, "a", res(gpus(8)), 1, priority);
   auto r = core.submit(std::move(s), now);
   INFO((r.ok() ? std::string() : r.error()));
   REQUIRE(r.ok());

@@ -21,19 +21,6 @@ namespace {
 constexpr Time kT0 = 1'700'000'000;
 constexpr std::int64_t kEightGpuSeconds = 8 * 1000;  // milli-GPU-seconds of 8 GPUs for a second
 
-// Queue `a` (8 GPUs of h100, preempting lower priorities within it) on one 8-GPU node.
-CoreConfig preempting_core(const std::string& file) {
-  CoreConfig c;
-  c.state_file = file;
-  c.start_specs = [](ResourceNames&, std::vector<QueueSpec>& qs, std::vector<NodeSpec>& nodes) {
-    QueueSpec a = queue("a", "", "h100", {{kGpu, gpus(8)}});
-    a.preemption.within_queue = WithinQueuePolicy::kLowerPriority;
-    qs = {a};
-    nodes = {node("n", "h100", res(gpus(8)))};
-  };
-  return c;
-}
-
 void submit(Core& core, const std::string& id, const std::string& owner, std::int32_t priority,
             Time now) {
   Submission s;
