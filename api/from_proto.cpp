@@ -1,6 +1,7 @@
 #include "api/from_proto.hpp"
 
 #include "spec/constraints.hpp"
+#include "spec/job_array.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 #include "spec/values.hpp"
@@ -205,6 +206,7 @@ void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   out.max_running_jobs_per_user = q.max_running_jobs_per_user();
   out.max_pending_jobs_per_user = q.max_pending_jobs_per_user();
   out.max_submits_per_user_per_minute = q.max_submits_per_user_per_minute();
+  out.max_retries = q.max_retries();
   if (q.has_submitters()) out.submitters = members_of(q.submitters(), "submitters", at);
   out.viewers = members_of(q.viewers(), "viewers", at);
   out.notify = notify_of(q.notify(), at);
@@ -347,6 +349,36 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
     sub.run.working_dir = j.working_dir();
     sub.notify = notify_of(j.notify(), at);
     sub.hold = j.hold();
+    out.retries = j.retries();
+    out.singleton = j.singleton();
+    {
+      Path::Key k(at, "after");
+      spec::check_count(static_cast<std::size_t>(j.after_size()), limits::kDependencies, "dependencies", at);
+      for (int i = 0; i < j.after_size(); ++i) {
+        Path::Index ik(at, static_cast<std::size_t>(i));
+        const v1::Dependency& d = j.after(i);
+        Dependency dep;
+        {
+          Path::Key kk(at, "kind");
+          if (d.kind() == "ok") dep.kind = AfterKind::kOk;
+          else if (d.kind() == "any") dep.kind = AfterKind::kAny;
+          else if (d.kind() == "not_ok") dep.kind = AfterKind::kNotOk;
+          else spec::fail(at, "\"" + d.kind().substr(0, 64) + "\" is not a dependency kind; use ok, any or not_ok");
+        }
+        Path::Key jk(at, "job");
+        if (d.job().empty()) spec::fail(at, "is empty; name the job to wait for");
+        spec::check_job_id(d.job(), at);
+        dep.job = d.job();
+        sub.after.push_back(std::move(dep));
+      }
+    }
+    if (!j.array().empty()) {
+      Path::Key k(at, "array");
+      auto range = spec::parse_array(j.array());
+      if (!range) spec::fail(at, range.error());
+      sub.array = std::move(range.value().indices);
+      out.array_throttle = range.value().throttle;
+    }
     spec::validate(out, at, names);
     spec::validate(sub.run, at);
     Path::Key k(at, "notify");

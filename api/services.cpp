@@ -203,11 +203,12 @@ class JobsService final : public v1::Jobs::CallbackService {
     const Audited what{access, req->force() ? "cancel --force" : "cancel", req->id()};
     if (refuse_if(loop_, reactor, what, readers_.gate->known(access, "cancel a job"))) return reactor;
     in_audited_turn(loop_, reactor, what, [this, req, resp, access](Core& core, Time now, Audited&) {
-      if (auto job = core.job(req->id()))
+      const std::string shown = shown_for(core, req->id());
+      if (auto job = core.job(shown))
         if (auto st = readers_.gate->may_change_job(access, "cancel", req->id(), job.value().spec.owner); !st.ok())
           return Reply::error(st);
       if (auto r = core.cancel(req->id(), now, req->force()); !r) return Reply::error(failed(r));
-      return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+      return answer_view(resp->mutable_job(), [shown](Core& c) { return c.job(shown); });
     });
     return reactor;
   }
@@ -219,6 +220,32 @@ class JobsService final : public v1::Jobs::CallbackService {
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseJobRequest* req,
                                     v1::ReleaseJobResponse* resp) override {
     return hold_or_release(ctx, req->id(), resp->mutable_job(), false);
+  }
+
+  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* ctx, const v1::UpdateJobRequest* req,
+                                   v1::UpdateJobResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    const Access access = readers_.gate->of(*ctx);
+    const Audited what{access, "update", req->id()};
+    if (refuse_if(loop_, reactor, what, readers_.gate->known(access, "update a job"))) return reactor;
+    in_audited_turn(loop_, reactor, what, [this, req, resp, access](Core& core, Time now, Audited&) {
+      if (auto job = core.job(req->id()))
+        if (auto st = readers_.gate->may_change_job(access, "update", req->id(), job.value().spec.owner); !st.ok())
+          return Reply::error(st);
+      Core::JobChange change;
+      if (req->has_priority()) change.priority = req->priority().substr(0, 256);
+      if (req->has_max_runtime_seconds()) change.max_runtime = req->max_runtime_seconds();
+      if (req->has_queue()) {
+        change.queue = req->queue().substr(0, 256);
+        // Moving to a queue is submitting to it: its submitters (and admins) only.
+        if (const QueueSpec* q = core.queue_spec(*change.queue))
+          if (auto st = readers_.gate->may_submit(access, *q); !st.ok()) return Reply::error(st);
+      }
+      const std::string by = access.caller.user.empty() ? std::string("an anonymous caller") : access.caller.user;
+      if (auto r = core.update(req->id(), change, now, by, access.admin || !access.checked); !r) return Reply::error(failed(r));
+      return answer_view(resp->mutable_job(), [req](Core& c) { return c.job(req->id()); });
+    });
+    return reactor;
   }
 
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
@@ -245,14 +272,23 @@ class JobsService final : public v1::Jobs::CallbackService {
     const Audited what{access, action, id};
     if (refuse_if(loop_, reactor, what, readers_.gate->known(access, std::string(action) + " a job"))) return reactor;
     in_audited_turn(loop_, reactor, what, [this, id, out, access, action, hold](Core& core, Time now, Audited&) {
-      if (auto job = core.job(id))
+      const std::string shown = shown_for(core, id);
+      if (auto job = core.job(shown))
         if (auto st = readers_.gate->may_change_job(access, action, id, job.value().spec.owner); !st.ok())
           return Reply::error(st);
       const std::string by = access.caller.user.empty() ? std::string("an anonymous caller") : access.caller.user;
       if (auto r = hold ? core.hold(id, now, by) : core.release(id, now, by); !r) return Reply::error(failed(r));
-      return answer_view(out, [id](Core& c) { return c.job(id); });
+      return answer_view(out, [shown](Core& c) { return c.job(shown); });
     });
     return reactor;
+  }
+
+  // The job a call on `id` is checked against and answers with: the job, or for an array's id
+  // its first member (every member is the same owner's; the call acts on all of them).
+  static std::string shown_for(Core& core, const std::string& id) {
+    if (const auto* members = core.array_members(id); members && !members->empty() && !core.job(id))
+      return members->front();
+    return id;
   }
 
   // The job as `access` may see it (a viewer of the queue: without its environment, where tokens

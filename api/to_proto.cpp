@@ -72,6 +72,7 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   out.set_max_running_jobs_per_user(s.max_running_jobs_per_user);
   out.set_max_pending_jobs_per_user(s.max_pending_jobs_per_user);
   out.set_max_submits_per_user_per_minute(s.max_submits_per_user_per_minute);
+  out.set_max_retries(s.max_retries);
   auto put_members = [](const Members& m, v1::Members* p) {
     for (const auto& u : m.users) p->add_users(u);
     for (const auto& g : m.groups) p->add_groups(g);
@@ -126,6 +127,8 @@ v1::JobSpec to_proto(const JobSpec& s, const ResourceNames& names) {
   out.set_grace_period_seconds(s.grace_period);
   out.set_exclusive(s.exclusive);
   out.set_on_node_loss(to_string(s.on_node_loss));
+  out.set_retries(s.retries);
+  out.set_singleton(s.singleton);
   return out;
 }
 

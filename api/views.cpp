@@ -40,6 +40,14 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   j.set_gpu_memory_peak_mib(r.gpu_use.memory_peak_mib);
   if (r.state == JobState::kRunning) j.set_idle_since(r.gpu_use.idle_since);
   j.set_held(r.state == JobState::kPending && r.held);
+  j.set_retries_used(r.retried);
+  j.set_array_id(r.spec.array_id);
+  j.set_array_index(r.spec.array_id.empty() ? 0 : r.spec.array_index);
+  for (const Dependency& d : r.after) {
+    auto* p = spec.add_after();
+    p->set_kind(d.kind == AfterKind::kOk ? "ok" : d.kind == AfterKind::kAny ? "any" : "not_ok");
+    p->set_job(d.job);
+  }
   if (r.state == JobState::kPending)
     if (auto e = core.estimates().of(r.spec.id.value)) {
       j.set_estimated_start(e->start.value_or(0));

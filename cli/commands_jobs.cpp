@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/batch_format.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
 
@@ -13,7 +14,7 @@ namespace {
 struct ListOptions {
   std::string queue, owner, output = "table";
   std::vector<std::string> states;
-  bool all = false, finished = false, start = false;
+  bool all = false, finished = false, start = false, expand = false;
   int limit = 0;
 };
 
@@ -53,6 +54,7 @@ int run_ls(Context& ctx, const ListOptions& o) {
     return 0;
   }
   std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
+  if (!o.expand) jobs = fold_arrays(std::move(jobs));
   if (jobs.empty())
     ctx.out << (o.finished ? "No finished jobs\n"
                 : o.states.empty() && !o.all ? "No unfinished jobs (--all shows finished ones too)\n"
@@ -81,6 +83,8 @@ void add_ls(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));
   cmd->add_option("--limit", o->limit, "at most this many jobs; 0 (default): all")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-r,--array-members", o->expand,
+                "one row per pending array member (by default they fold into one: j12_[40-99], as squeue)");
   cmd->add_flag("--start", o->start,
                 "a START column: when each pending job is expected to start (gpuqd's what-if run; "
                 "? beyond 30 days or never as things stand, - not estimated yet)");
@@ -181,6 +185,29 @@ void add_hold_release(CLI::App& app, Context& ctx, bool hold) {
                         return job_call<v1::ReleaseJobRequest, v1::ReleaseJobResponse>(s, x, {}, id, out,
                                                                                       &v1::Jobs::Stub::Release);
                       });
+    };
+  });
+}
+
+// gpuq update: pending jobs' priority, max runtime or queue, each id in turn, like cancel.
+void add_update(CLI::App& app, Context& ctx) {
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto req = std::make_shared<v1::UpdateJobRequest>();
+  auto* cmd = app.add_subcommand("update", "Change pending jobs' priority, max runtime or queue (audited)");
+  cmd->add_option("ID", *ids, "job ids")->required();
+  cmd->add_option_function<std::string>("--priority", [req](const std::string& v) { req->set_priority(v); },
+                                        "integer or class name");
+  cmd->add_option_function<std::int64_t>("--max-runtime", [req](std::int64_t v) { req->set_max_runtime_seconds(v); },
+                                         "seconds; 0: no limit (the queue's maxRuntime still applies)");
+  cmd->add_option_function<std::string>("-q,--queue", [req](const std::string& v) { req->set_queue(v); },
+                                        "move it to this queue (you must be allowed to submit there)");
+  cmd->callback([&ctx, ids, req] {
+    ctx.action = [ids, req](Context& c) {
+      if (!req->has_priority() && !req->has_max_runtime_seconds() && !req->has_queue())
+        throw UsageError("give what to change: --priority, --max-runtime or --queue");
+      return each_job(c, *ids, "updated", [req](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
+        return job_call<v1::UpdateJobRequest, v1::UpdateJobResponse>(s, x, *req, id, out, &v1::Jobs::Stub::Update);
+      });
     };
   });
 }
@@ -305,6 +332,7 @@ void add_job_commands(CLI::App& app, Context& ctx) {
   add_cancel(app, ctx);
   add_hold_release(app, ctx, true);
   add_hold_release(app, ctx, false);
+  add_update(app, ctx);
   add_watch(app, ctx);
   add_logs(app, ctx);
 }

@@ -55,6 +55,18 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
                                      "repeatable: any of them)"));
   flag_opts.push_back(cmd.add_option("--workdir", o.flags.workdir,
                                      "working directory of the command; default: the current directory"));
+  flag_opts.push_back(cmd.add_option("--retries", o.flags.retries,
+                                     "requeue a failed run (non-zero exit, node lost) up to N times; default 0"));
+  flag_opts.push_back(cmd.add_option("--array", o.flags.array,
+                                     "a job array: 0-99, 1,3,5-9 or 0-30:10, then %N to run at most N at once; "
+                                     "each member gets GPUQ_ARRAY_INDEX"));
+  flag_opts.push_back(cmd.add_option("--after-ok", o.flags.after_ok,
+                                     "run once this job (or array) succeeded; repeatable, or ids comma-separated"));
+  flag_opts.push_back(cmd.add_option("--after-any", o.flags.after_any, "run once this job (or array) ended"));
+  flag_opts.push_back(cmd.add_option("--after-not-ok", o.flags.after_not_ok,
+                                     "run once this job (or array) failed or was cancelled"));
+  flag_opts.push_back(cmd.add_flag("--singleton", o.flags.singleton,
+                                   "run only while no other job of yours with this name is admitted or running"));
   c.command = cmd.add_option("command", o.flags.command,
                              "a batch script and its arguments (SCRIPT ARGS...), or a command after --");
   flag_opts.push_back(c.command);
@@ -226,6 +238,8 @@ int run_submit(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitComman
     req = submit_request_from_flags(o.flags);
   }
   if (o.hold) req.mutable_spec()->set_hold(true);
+  if (o.wait && !req.spec().array().empty())
+    throw UsageError("--wait waits for one job; with --array, wait with --after-any on the array instead");
   const OutputFormat f = parse_output_format(o.output);
   auto stub = v1::Jobs::NewStub(ctx.channel());
   v1::SubmitJobResponse resp;
@@ -234,6 +248,9 @@ int run_submit(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitComman
   if (!st.ok()) return ctx.fail(st);
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
     ctx.out << render_message(resp.job(), f);
+  else if (!resp.job().array_id().empty())
+    ctx.out << "array/" << resp.job().array_id() << " submitted: " << resp.job().array_id() << "_["
+            << req.spec().array().substr(0, req.spec().array().find('%')) << "] (" << job_state(resp.job()) << ")\n";
   else
     ctx.out << "job/" << resp.job().spec().id() << " submitted (" << job_state(resp.job()) << ")\n";
   if (!o.wait) return 0;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "api/to_proto.hpp"
+#include "cli/batch_format.hpp"
 #include "cli/batch_script.hpp"
 #include "cli/requests.hpp"
 #include "spec/quantity.hpp"
@@ -479,7 +480,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     << "Attempts:    " << j.attempts() << "  Preemptions: " << j.preemptions()
     << (j.preempted_by().empty() ? "" : "  (last by " + escaped(j.preempted_by()) + ")") << "\n";
   if (is_finished(j.state())) o << "Exit code:   " << j.exit_code() << "\n";
-  o << "Pods:\n";
+  o << batch_detail(j) << "Pods:\n";
   for (const auto& ps : s.pod_sets()) {
     std::map<std::string, std::string> res(ps.resources().begin(), ps.resources().end());
     o << "  " << or_dash(ps.name()) << " x" << std::max(1, ps.count()) << ":";
@@ -599,6 +600,7 @@ std::string queue_detail(const v1::QueueStatus& q) {
   count("maxPendingJobs", s.max_pending_jobs());
   if (!s.max_gpus_per_job().empty()) limits.push_back("maxGpusPerJob " + s.max_gpus_per_job());
   count("maxPodsPerJob", s.max_pods_per_job());
+  count("maxRetries", s.max_retries());
   if (s.has_max_runtime_seconds()) limits.push_back("maxRuntime " + seconds_text(s.max_runtime_seconds()));
   if (s.has_default_max_runtime_seconds())
     limits.push_back("defaultMaxRuntime " + seconds_text(s.default_max_runtime_seconds()));

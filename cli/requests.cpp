@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "api/to_proto.hpp"
+#include "spec/job_array.hpp"
 #include "spec/constraints.hpp"
 #include "spec/enums.hpp"
 #include "spec/kueue.hpp"
@@ -128,6 +129,28 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
     out.mutable_notify()->set_url(f.notify);
     for (const std::string& e : f.notify_on) out.mutable_notify()->add_on(e);
   }
+  if (f.retries < 0) throw UsageError("--retries must be >= 0");
+  out.set_retries(f.retries);
+  out.set_singleton(f.singleton);
+  if (!f.array.empty()) {
+    if (auto r = spec::parse_array(f.array); !r) throw UsageError("--array " + r.error());
+    out.set_array(f.array);
+  }
+  auto add_after = [&](const std::vector<std::string>& ids, const char* kind) {
+    for (const std::string& list : ids)
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) {
+          auto* d = out.add_after();
+          d->set_kind(kind);
+          d->set_job(list.substr(at, comma - at));
+        }
+        at = comma + 1;
+      }
+  };
+  add_after(f.after_ok, "ok");
+  add_after(f.after_any, "any");
+  add_after(f.after_not_ok, "not_ok");
   if (!f.preemptible) out.clear_preemptible();
   if (!f.grace_period) out.clear_grace_period_seconds();
   for (const std::string& kv : f.env) {

@@ -43,6 +43,11 @@ struct SubmitFlags {
   std::vector<std::string> gpu_models;  // the GPU models it accepts (node label gpuq.io/gpu-model)
   std::string workdir;           // empty: the current directory when there is a command
   std::vector<std::string> command;
+  std::int32_t retries = 0;      // failed runs requeued (--retries)
+  std::string array;             // --array 0-99%8
+  // --after-ok / --after-any / --after-not-ok: job ids (repeatable; also comma-separated)
+  std::vector<std::string> after_ok, after_any, after_not_ok;
+  bool singleton = false;
 };
 
 // The working directory sent is absolute, as the local executor needs: --workdir made absolute

@@ -189,7 +189,8 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
       batch_.jobs.push_back(rec);
     }
     r = engine_->submit(rec.spec, now);
-    if (r && rec.held) (void)engine_->hold(rec.spec.id, now, {});  // restoring: no event
+    if (r && rec.held) (void)engine_->hold(rec.spec.id, now, {}, Engine::HoldKind::kUser, /*quiet=*/true);
+    if (r && !rec.after.empty()) restore_dependencies(rec, now);
   }
   if (!r) {
     rec.state = JobState::kFailed;
@@ -199,58 +200,13 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
     if (++failures <= 10) spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
     return;
   }
-  engine_->restore_counts(rec.spec.id, rec.attempts, rec.preemptions);  // they go on from the file's
+  engine_->restore_counts(rec.spec.id, rec.attempts, rec.preemptions, rec.retried);  // they go on from the file's
+  if (!rec.spec.array_id.empty()) {
+    arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
+    ++array_unfinished_[rec.spec.array_id];
+  }
   std::string id = rec.spec.id.value;
   unfinished_.emplace(std::move(id), std::move(rec));
-}
-
-Result<std::string> Core::submit(Submission sub, Time now) {
-  JobSpec& spec = sub.job;
-  sync_names();
-  if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
-  if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
-    return Error{no, ErrorCode::kInvalidArgument};
-  if (spec.id.value.empty()) {
-    do {
-      spec.id = JobId(std::string("j").append(std::to_string(last_job_number_ + 1)));
-      if (unfinished_.count(spec.id.value) == 0 && !engine_->job(spec.id)) {
-        auto on_disk = store_->has_job(spec.id.value);
-        if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
-        if (!on_disk.value()) break;
-      }
-      ++last_job_number_;  // taken by a client-supplied id: skip the number
-    } while (true);
-  } else {
-    // The id's form was checked with the request (spec/validate.hpp); here, whether it is free.
-    bool taken = unfinished_.count(spec.id.value) > 0;
-    if (!taken) {
-      auto on_disk = store_->has_job(spec.id.value);
-      if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
-      taken = on_disk.value();
-    }
-    if (taken)
-      return Error{"spec.id: job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
-  }
-  auto queue = queue_specs_.find(spec.queue.value);
-  if (queue == queue_specs_.end())
-    return Error{"spec.queue: queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kNotFound};
-  // The queue's guardrails and limits (daemon/submit_limits.cpp); they may give the job the
-  // queue's default maxRuntime and priority class.
-  if (auto r = check_queue_limits(queue->second, sub, now); !r) return Error{r.error(), r.code()};
-  spec.submitted_at = now;
-  if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
-  if (sub.hold) (void)engine_->hold(spec.id, now, "held at submission");  // pending: cannot fail
-  if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
-    submit_rate_.take(spec.queue.value, spec.owner, limit, now);
-  storage::JobRecord rec;
-  rec.spec = std::move(spec);
-  rec.run = std::move(sub.run);
-  rec.notify = std::move(sub.notify);
-  rec.priority_text = std::move(sub.priority);
-  rec.number = ++last_job_number_;
-  std::string id = rec.spec.id.value;
-  unfinished_.emplace(id, std::move(rec));
-  return id;
 }
 
 bool Core::stopping(const JobId& id) const {
@@ -261,6 +217,17 @@ bool Core::stopping(const JobId& id) const {
 Result<void> Core::cancel(const std::string& id, Time now, bool force, std::string reason) {
   if (force && stopping(JobId(id))) {  // cancelled already, still stopping: kill it now
     binder_->stop_now(JobId(id));
+    return Ok();
+  }
+  if (unfinished_.count(id) == 0 && arrays_.count(id) > 0) {  // a whole array: its unfinished members
+    std::vector<std::string>& members = arrays_[id];
+    std::erase_if(members, [&](const std::string& m) { return unfinished_.count(m) == 0 && !stopping(JobId(m)); });
+    if (members.empty()) {
+      arrays_.erase(id);
+      return Error{"array \"" + id + "\" already ended (all its members did)", ErrorCode::kFailedPrecondition};
+    }
+    for (const std::string& m : std::vector<std::string>(members))
+      if (unfinished_.count(m) > 0 || force) (void)cancel(m, now, force, reason);
     return Ok();
   }
   if (unfinished_.count(id) == 0) {
@@ -395,6 +362,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     rec.preempted_by = j->preempted_by.value;
     rec.reason = j->end_reason;
     rec.held = j->held;
+    rec.retried = j->retried;
     if (j->holds_resources()) {
       rec.admitted_at = j->admitted_at;
       rec.flavor = j->flavor == kNoFlavor ? std::string() : engine_->flavor_name(j->flavor);
@@ -419,7 +387,13 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
         rec.admitted_at = 0;
       }
     }
-    if (is_finished(j->state)) rec.finished_at = now;
+    if (is_finished(j->state)) {
+      if (rec.finished_at == 0) {  // it ends now: those waiting for it are looked at, its array counts down
+        if (dependents_.count(id) > 0) ended_.push_back(id);
+        if (!rec.spec.array_id.empty()) array_member_ended(rec.spec.array_id);
+      }
+      rec.finished_at = now;
+    }
     batch_.jobs.push_back(rec);
   }
 }
@@ -427,14 +401,20 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
 storage::Batch Core::close_turn(Time now) {
   // Admit; with the none binder admitted jobs start and victims stop at once, which can let
   // booked preemptors in: a few rounds until nothing more happens.
-  const auto started = std::chrono::steady_clock::now();
-  for (int round = 0; round < 8 && placing_; ++round) {
-    auto decisions = engine_->schedule(now);
-    if (decisions.empty()) break;
-    bind(decisions, now);
+  double cycle_seconds = 0;
+  // Jobs that ended release or fail those waiting for them (daemon/dependencies.cpp), which can
+  // be admitted in the same turn: a few passes until nothing more happens.
+  for (int pass = 0; pass < 4 && (pass == 0 || resolve_dependencies(now)); ++pass) {
+    const auto started = std::chrono::steady_clock::now();
+    for (int round = 0; round < 8 && placing_; ++round) {
+      auto decisions = engine_->schedule(now);
+      if (decisions.empty()) break;
+      bind(decisions, now);
+    }
+    cycle_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    record_changes(engine_->take_events(), now);
   }
-  metrics_.cycle(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  record_changes(engine_->take_events(), now);
+  metrics_.cycle(cycle_seconds);
   add_history_checkpoint(now);  // when one is due (daemon/history.cpp)
   if (config_.job_retention > 0 && now >= next_job_prune_) {
     batch_.jobs_prune_before = now - config_.job_retention;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -90,6 +91,17 @@ struct NodeStatus {
 // Receives each committed event (for Watch), on the engine thread.
 using EventSink = std::function<void(const storage::EventRecord&)>;
 
+// A job that a waiting job waits for, and how (daemon/dependencies.cpp); in the Core's
+// dependents_, the waiting job and how. A job as a dependency sees it.
+struct Awaited {
+  std::string job;
+  AfterKind kind;
+};
+struct DependencyView {
+  std::optional<JobState> state;  // nullopt: no such job
+  std::string reason;
+};
+
 class Core {
  public:
   // Opens the state file, loads it and rebuilds the engine. Errors say what to do.
@@ -115,6 +127,19 @@ class Core {
   // Holds and releases (Engine::hold): `by` names who, in the job's event. daemon/holds.cpp.
   Result<void> hold(const std::string& id, Time now, const std::string& by);
   Result<void> release(const std::string& id, Time now, const std::string& by);
+  // gpuq update (daemon/holds.cpp): a pending job's priority (an integer or a class name),
+  // maxRuntime (0: none) or queue. Within the guardrails of its (new) queue unless
+  // `beyond_guardrails` (an admin); `by` names who, in the job's event.
+  struct JobChange {
+    std::optional<std::string> priority;
+    std::optional<Time> max_runtime;
+    std::optional<std::string> queue;
+  };
+  Result<void> update(const std::string& id, const JobChange& change, Time now, const std::string& by,
+                      bool beyond_guardrails);
+  Result<void> hold_or_release(const std::string& id, Time now, const std::string& by, bool hold);
+  // An array's members (ids), or null when `id` names no array this gpuqd knows.
+  const std::vector<std::string>* array_members(const std::string& id) const;
   // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
   bool stopping(const JobId& id) const;
   Result<void> apply_queue(const QueueSpec& spec);
@@ -223,7 +248,22 @@ class Core {
   void restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted);
   // daemon/submit_limits.cpp: the queue's guardrails on `sub` (which may fill its maxRuntime
   // and priority class), maxPendingJobs and the per-user limits; changes nothing else.
-  Result<void> check_queue_limits(const QueueSpec& q, Submission& sub, Time now) const;
+  // `jobs`: how many the submission adds (an array's members).
+  Result<void> check_queue_limits(const QueueSpec& q, Submission& sub, Time now, std::size_t jobs) const;
+  // daemon/submit.cpp: ids, arrays, and a taken submission's record.
+  Result<bool> id_free(const std::string& id);
+  Result<std::string> next_id();
+  Result<std::string> submit_array(Submission sub, Time now);
+  void array_member_ended(const std::string& array);
+  void enter(Submission sub, const std::vector<Awaited>& awaited, Time now);
+  // daemon/dependencies.cpp: the jobs `sub` still waits for (none: it may run), or why it can
+  // never run (refused); holding a job on them; the jobs whose dependencies were met or broken by
+  // jobs that ended (ended_).
+  Result<std::vector<Awaited>> check_after(const Submission& sub);
+  void wait_for(const std::string& id, const std::vector<Awaited>& awaited, Time now, bool quiet);
+  bool resolve_dependencies(Time now);
+  void restore_dependencies(const storage::JobRecord& rec, Time now);
+  Result<DependencyView> dependency_state(const std::string& id);
   // Each of q's allowedPriorityClasses is one of gpuqd's priority classes.
   Result<void> check_classes(const QueueSpec& q) const;
   void bind(const std::vector<Decision>& decisions, Time now);
@@ -259,6 +299,15 @@ class Core {
   std::map<std::string, std::uint64_t> audit_refusals_left_out_;  // per user, since the last recorded
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
+  // Array id -> its members' ids, for arrays submitted since start or with members unfinished at
+  // start (cancel and dependencies by the array's id; no job may take the id).
+  std::unordered_map<std::string, std::vector<std::string>> arrays_;
+  std::unordered_map<std::string, std::size_t> array_unfinished_;  // members; at 0 the array is forgotten
+  // Job id -> the unfinished jobs that wait for it to end and how; per waiting job, how many it
+  // still waits for; ids of jobs that ended since the last resolve_dependencies().
+  std::unordered_map<std::string, std::vector<Awaited>> dependents_;
+  std::unordered_map<std::string, std::uint32_t> awaiting_;
+  std::vector<std::string> ended_;
   // Finished and written, but the engine still holds them (cancelled, processes still stopping):
   // dropped from the engine once they have stopped (committed()).
   std::vector<JobId> forget_later_;

@@ -33,23 +33,32 @@ void SubmitRate::take(const std::string& queue, const std::string& user, std::in
     std::erase_if(buckets_, [&](const auto& b) { return b.second.at + 60 <= now; });
 }
 
-Result<void> Core::check_queue_limits(const QueueSpec& q, Submission& sub, Time now) const {
+Result<void> Core::check_queue_limits(const QueueSpec& q, Submission& sub, Time now, std::size_t jobs) const {
   // May fill sub's maxRuntime and priority class; on a refusal the submission is dropped anyway.
   if (auto r = spec::apply_guardrails(q, config_.priority_classes, sub); !r) return r;
   const std::string& owner = sub.job.owner;
   const auto qi = engine_->queue_index(q.name);
-  if (const std::int32_t limit = q.max_pending_jobs; limit > 0 && qi &&
-                                                     engine_->pending_count(*qi) >= static_cast<std::size_t>(limit))
-    return Error{"queue \"" + q.name.value + "\" already has " + std::to_string(engine_->pending_count(*qi)) +
-                     " pending jobs, its maxPendingJobs limit; submit again once some are admitted",
+  // One job: "already has N, its limit"; an array: what its members would add.
+  if (const std::int32_t limit = q.max_pending_jobs;
+      limit > 0 && qi && engine_->pending_count(*qi) + jobs > static_cast<std::size_t>(limit)) {
+    const std::size_t n = engine_->pending_count(*qi);
+    return Error{"queue \"" + q.name.value + "\" already has " + std::to_string(n) + " pending jobs" +
+                     (jobs == 1 ? ", its maxPendingJobs limit"
+                                : ", and this array's " + std::to_string(jobs) + " more would pass its maxPendingJobs (" +
+                                      std::to_string(limit) + ")") +
+                     "; submit again once some are admitted",
                  ErrorCode::kResourceExhausted};
+  }
   // A job without an owner (an ungated caller that named none) is nobody's: no per-user limit.
   if (const std::int32_t limit = q.max_pending_jobs_per_user; limit > 0 && qi && !owner.empty()) {
     const std::uint32_t n = engine_->owner_jobs(*qi, owner).pending;
-    if (n >= static_cast<std::uint32_t>(limit))
+    if (n + jobs > static_cast<std::size_t>(limit))
       return Error{"user " + owner + " already has " + std::to_string(n) + " pending jobs in queue \"" +
-                       q.name.value + "\", its maxPendingJobsPerUser (" + std::to_string(limit) +
-                       "); submit again once some are admitted",
+                       q.name.value + "\", " +
+                       (jobs == 1 ? "its maxPendingJobsPerUser (" + std::to_string(limit) + ")"
+                                  : "and this array's " + std::to_string(jobs) +
+                                        " more would pass its maxPendingJobsPerUser (" + std::to_string(limit) + ")") +
+                       "; submit again once some are admitted",
                    ErrorCode::kResourceExhausted};
   }
   if (const std::int32_t limit = q.max_submits_per_user_per_minute; limit > 0 && !owner.empty())

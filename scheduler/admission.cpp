@@ -333,7 +333,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     // A job whose owner is at the queue's maxRunningJobsPerUser is passed over, under either
     // strategy: it is held by its owner's jobs, not by room, so another user's job may go (as
     // Slurm's QOS MaxJobsPerUser); StrictFIFO still keeps the order of those that may run.
-    if (at_user_limit(jobs_[j])) {
+    if (at_run_limit(jobs_[j])) {
       WaitReason& wait = jobs_[j].wait;
       wait = {};
       wait.cycle = cycle_;
@@ -476,7 +476,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
 bool Engine::admissible_now(const JobId& id) {
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending ||
-      jobs_[it->second].reserved || at_user_limit(jobs_[it->second]))
+      jobs_[it->second].reserved || at_run_limit(jobs_[it->second]))
     return false;
   rebuild_topology_if_needed();
   return try_admit(it->second, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;

@@ -89,6 +89,7 @@ struct Job {
   std::uint64_t admitted_cycle = 0;  // the schedule() call that admitted it
   std::int32_t attempts = 0;     // times requeued after losing its place
   std::int32_t preemptions = 0;  // times preempted
+  std::int32_t retried = 0;      // failed runs requeued (JobSpec::retries)
   WaitReason wait;
   std::string end_reason;
   // Cancelled (or ended) while its processes still run: its slots stay taken until the binder
@@ -98,8 +99,13 @@ struct Job {
   // placement (slots, flavor) booked; it is admitted there once every job in waiting_on stopped.
   bool reserved = false;
   std::vector<std::uint32_t> waiting_on;
-  // Held (Engine::hold): Pending, counted as pending, but out of its queue's order until released.
+  // Held (Engine::hold): Pending, counted as pending, but out of its queue's order until released:
+  // by a user (held), or by its front end while it waits for other jobs to end (dependent, with
+  // what it waits for in waiting_for). Either keeps it out until both are released.
   bool held = false;
+  bool dependent = false;
+  std::string waiting_for;
+  bool off_order() const { return held || dependent; }
   // As a victim, while Preempting: its quota is already released, `slots` hold only what its
   // preemptors did not need (so nothing else lands where it still runs), and preemptors wait.
   std::vector<std::uint32_t> preemptors;
@@ -160,7 +166,7 @@ class Engine {
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.
-  void restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions);
+  void restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions, std::int32_t retried = 0);
   // Room for this many more jobs (a restart restoring a million jobs rehashes nothing).
   void reserve_jobs(std::size_t more);
   // Drops a job that ended and holds nothing any more from memory, so that the engine's memory
@@ -170,13 +176,28 @@ class Engine {
   // (draining: ask again once they have).
   bool forget(const JobId& id);
   std::size_t job_slots() const { return jobs_.size(); }  // live and free, for tests
-  // `reason`: the job's end reason (a front end's policy may say why it cancelled it).
-  Result<void> cancel(const JobId& id, Time now, std::string reason = "cancelled");
+  // `reason`: the job's end reason (a front end's policy may say why it cancelled it); `to`:
+  // Cancelled, or Failed for a job its front end fails (a dependency that can never be met).
+  Result<void> cancel(const JobId& id, Time now, std::string reason = "cancelled",
+                      JobState to = JobState::kCancelled);
   // A pending job out of its queue's order (still counted as pending) until release_hold puts it
   // back in its place; `reason` is the event's. Holding a held job changes nothing. Errors:
   // kNotFound, kFailedPrecondition (not pending, being admitted, or, releasing, not held).
-  Result<void> hold(const JobId& id, Time now, std::string reason);
-  Result<void> release_hold(const JobId& id, Time now, std::string reason);
+  enum class HoldKind : std::uint8_t { kUser, kDependency };
+  // `quiet`: no event (a front end restoring its holds).
+  Result<void> hold(const JobId& id, Time now, std::string reason, HoldKind kind = HoldKind::kUser,
+                    bool quiet = false);
+  Result<void> release_hold(const JobId& id, Time now, std::string reason, HoldKind kind = HoldKind::kUser);
+  // A pending job's priority, maxRuntime or queue changed (gpuq update; scheduler/update.cpp):
+  // it takes its new place (its submission time and order kept), checked as a submission is
+  // against its new queue. Errors: kNotFound, kFailedPrecondition (not pending, or being
+  // admitted), kRejected (it could never fit its new queue), kInvalidArgument.
+  struct JobUpdate {
+    std::optional<std::int32_t> priority;
+    std::optional<std::optional<Time>> max_runtime;  // a value of nullopt: no limit
+    std::optional<QueueName> queue;
+  };
+  Result<void> update(const JobId& id, const JobUpdate& u, Time now, std::string reason);
   Result<void> observe(const BinderFact& fact, Time now);
   // Declares a queue's decayed average usage as of `now` (restored state, or a scenario's).
   Result<void> set_usage_history(const QueueName& queue, const ResourceVec& average, Time now);
@@ -320,6 +341,7 @@ class Engine {
   void drained(std::uint32_t j);
   ResourceVec history_basis() const;
   void requeue(std::uint32_t j, Time now, const std::string& reason);
+  bool retry(std::uint32_t j, Time now, const std::string& reason);
   void finish(std::uint32_t j, JobState to, Time now, std::string reason);
   void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
   PendingKey pending_key(std::uint32_t j) const;
@@ -330,6 +352,11 @@ class Engine {
   // Per-queue rules on a job (guardrails.cpp): its owner is at maxRunningJobsPerUser; it is not
   // preemptible and may not borrow; the grace period its queue gives it as a victim.
   bool at_user_limit(const Job& job) const;
+  // Or at its array's throttle, or a singleton whose owner runs a job of its name (run_limits.cpp):
+  // passed over as at maxRunningJobsPerUser.
+  bool at_run_limit(const Job& job) const;
+  std::string run_limit_reason(const Job& job) const;
+  void count_groups(const Job& job, int running);
   bool nominal_only(const Job& job) const;
   Time victim_grace(const Job& job) const;
   void count_owner(const Job& job, int pending, int running);
@@ -368,6 +395,14 @@ class Engine {
   std::map<std::pair<FlavorId, QueueIdx>, ResourceVec> capacity_by_owner_;
   void count_node(FlavorId f, QueueIdx dedicated, const ResourceVec& capacity, int delta);
   ResourceVec usable_capacity(FlavorId f, QueueIdx q) const;
+
+  // Jobs holding resources by array ("a" + array id) and by owner and name ("s" + owner + '\x1f'
+  // + name), for array throttles and singletons; a key with none has no entry.
+  std::unordered_map<std::string, std::uint32_t> running_groups_;
+  std::uint32_t running_in(const std::string& key) const {
+    auto it = running_groups_.find(key);
+    return it == running_groups_.end() ? 0 : it->second;
+  }
 
   std::vector<QueueRec> queues_;
   std::unordered_map<std::string, QueueIdx> queue_ids_;

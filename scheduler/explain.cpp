@@ -254,15 +254,16 @@ std::string Engine::pending_reason(const Job& job) const {
   const QueueRec& q = queues_[job.queue];
   if (job.state != JobState::kPending) return to_string(job.state);
   if (job.held) return "held: not scheduled until released (gpuq release " + job.spec.id.value + ")";
+  if (job.dependent) return job.waiting_for;
   if (job.reserved) {
     const std::size_t n = job.waiting_on.size();
     return "waiting for " + std::to_string(n) + " preempted job" + (n == 1 ? "" : "s") + " to stop";
   }
-  if (at_user_limit(job)) return user_limit_reason(job);
+  if (at_run_limit(job)) return run_limit_reason(job);
   if (q.spec.strategy == QueueingStrategy::kStrictFIFO) {
     // The head that holds the queue: the first job whose owner is not at maxRunningJobsPerUser.
     auto head = q.pending.begin();
-    while (head != q.pending.end() && at_user_limit(jobs_[head->job])) ++head;
+    while (head != q.pending.end() && at_run_limit(jobs_[head->job])) ++head;
     if (head != q.pending.end() && head->job != static_cast<std::uint32_t>(&job - jobs_.data()))
       return "waiting behind " + jobs_[head->job].spec.id.value + " (StrictFIFO)";
   }
@@ -283,8 +284,8 @@ std::string Engine::pending_reason(const Job& job) const {
   }
   const WaitReason& w = *wp;
   if (w.user_limit)
-    return "its owner " + job.spec.owner + " was at queue " + q.spec.name.value +
-           "'s maxRunningJobsPerUser at the last scheduling cycle; it may go at the next";
+    return "it was at a running-job limit (its owner's maxRunningJobsPerUser in queue " + q.spec.name.value +
+           ", its array's throttle or --singleton) at the last scheduling cycle; it may go at the next";
   if (w.kept == 0) return "not yet considered by a scheduling cycle";
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < w.kept; ++i) parts.push_back(explain_wait(job, w.on_flavor[i]));

@@ -44,7 +44,7 @@ JobExplanation Engine::explain(const Job& job) const {
   const std::uint32_t self = static_cast<std::uint32_t>(&job - jobs_.data());
 
   if (job.state == JobState::kPending) {
-    if (job.reserved || job.held) {  // held: in no order until released
+    if (job.reserved || job.off_order()) {  // held: in no order until released
       e.queue_position = e.queue_pending = 0;
     } else {
       e.queue_pending = q.pending.size();
@@ -54,7 +54,7 @@ JobExplanation Engine::explain(const Job& job) const {
       }
     }
   }
-  if (job.state == JobState::kPending && !job.held && (qq.unlimited || !job.candidates.empty())) {
+  if (job.state == JobState::kPending && !job.off_order() && (qq.unlimited || !job.candidates.empty())) {
     explain_order(job, e);
   }
 

@@ -19,6 +19,7 @@ Engine::OwnerJobs Engine::owner_jobs(QueueIdx q, const std::string& owner) const
 
 // Jobs without an owner (scenarios may leave it out) are nobody's: no per-user limit applies.
 void Engine::count_owner(const Job& job, int pending, int running) {
+  if (running != 0) count_groups(job, running);
   if (job.spec.owner.empty()) return;
   auto& owners = queues_[job.queue].owners;
   OwnerJobs& c = owners[job.spec.owner];

@@ -147,11 +147,12 @@ Result<void> Engine::submit(JobSpec spec, Time now) {
   return Ok();
 }
 
-void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions) {
+void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions, std::int32_t retried) {
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end()) return;
   jobs_[it->second].attempts = attempts;
   jobs_[it->second].preemptions = preemptions;
+  jobs_[it->second].retried = retried;
 }
 
 Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {

@@ -6,14 +6,14 @@
 
 namespace gpuq {
 
-Result<void> Engine::cancel(const JobId& id, Time now, std::string reason) {
+Result<void> Engine::cancel(const JobId& id, Time now, std::string reason, JobState to) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
   auto it = job_ids_.find(id.value);
   if (it == job_ids_.end())
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it->second];
   if (job.state == JobState::kPending) {
-    if (job.held)
+    if (job.off_order())
       drop_hold(job);
     else if (job.reserved)
       drop_reservation(it->second, now);  // its victims still stop, holding their room again
@@ -28,7 +28,7 @@ Result<void> Engine::cancel(const JobId& id, Time now, std::string reason) {
     return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
                  ErrorCode::kFailedPrecondition};
   }
-  finish(it->second, JobState::kCancelled, now, std::move(reason));
+  finish(it->second, to, now, std::move(reason));
   return Ok();
 }
 
@@ -83,6 +83,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
   release(job, now);
   std::string reason = done.reason;
   if (reason.empty() && done.exit_code != 0) reason = "exit code " + std::to_string(done.exit_code);
+  if (done.exit_code != 0 && retry(it->second, now, reason)) return Ok();
   finish(it->second, done.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed, now,
          std::move(reason));
   return Ok();
@@ -99,8 +100,18 @@ void Engine::lose_job(std::uint32_t j, Time now, const std::string& reason) {
                         reason);
   else if (job.spec.on_node_loss == NodeLossPolicy::kRequeue)
     requeue(j, now, reason);
-  else
+  else if (!retry(j, now, reason))
     finish(j, JobState::kFailed, now, reason);
+}
+
+// A run that failed, with retries left (JobSpec::retries): back to its place in its queue, the
+// retry counted. Its quota and slots are released already.
+bool Engine::retry(std::uint32_t j, Time now, const std::string& reason) {
+  Job& job = jobs_[j];
+  if (job.retried >= job.spec.retries) return false;
+  ++job.retried;
+  requeue(j, now, reason + "; retry " + std::to_string(job.retried) + " of " + std::to_string(job.spec.retries));
+  return true;
 }
 
 void Engine::lose_node(NodeIdx n, Time now) {

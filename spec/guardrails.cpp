@@ -95,6 +95,9 @@ Result<void> apply_guardrails(const QueueSpec& q, const PriorityClasses& classes
     return refused("gracePeriod", "the job asks " + std::to_string(job.grace_period) + " s; " + queue_of(q) +
                                       " allows at most " + std::to_string(*q.max_grace_period) +
                                       " s (maxGracePeriod)");
+  if (q.max_retries > 0 && job.retries > q.max_retries)
+    return refused("retries", "the job asks " + std::to_string(job.retries) + "; " + queue_of(q) + " allows at most " +
+                                  std::to_string(q.max_retries) + " (maxRetries)");
   if (auto r = check_priority(q, classes, sub); !r) return r;
   if (!job.max_runtime) {
     if (q.default_max_runtime)

@@ -124,6 +124,7 @@ void warn_unexported(const QueueSpec& s, std::vector<std::string>& warnings) {
   if (s.max_pending_jobs_per_user != 0) lost("maxPendingJobsPerUser", std::to_string(s.max_pending_jobs_per_user));
   if (s.max_submits_per_user_per_minute != 0)
     lost("maxSubmitsPerUserPerMinute", std::to_string(s.max_submits_per_user_per_minute));
+  if (s.max_retries != 0) lost("maxRetries", std::to_string(s.max_retries));
   if (s.submitters) lost("submitters", "(a role)");
   if (!s.viewers.empty()) lost("viewers", "(a role)");
 }

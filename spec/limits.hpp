@@ -50,6 +50,11 @@ inline constexpr std::size_t kEnvBytes = 256 * 1024;
 inline constexpr std::size_t kArgBytes = 128 * 1024 - 1;
 inline constexpr std::size_t kWorkingDir = 4095;  // PATH_MAX - 1
 
+// Times a failed job is requeued (JobSpec::retries); a queue's maxRetries caps it lower. Jobs
+// one job waits for (gpuq submit --after-*).
+inline constexpr std::int32_t kRetries = 100;
+inline constexpr std::size_t kDependencies = 64;
+
 // Users, and groups, named in one of a queue's roles (submitters, viewers).
 inline constexpr std::size_t kRoleMembers = 1000;
 

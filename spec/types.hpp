@@ -159,6 +159,8 @@ struct QueueSpec {
   std::int32_t max_running_jobs_per_user = 0;
   std::int32_t max_pending_jobs_per_user = 0;
   std::int32_t max_submits_per_user_per_minute = 0;
+  // The most retries a job may ask (JobSpec::retries); 0: the global limit only.
+  std::int32_t max_retries = 0;
   IdlePolicy idle;
 
   // Roles (gpuqd's API gate, api/access.hpp): who may submit (unset: every local user, as a
@@ -243,6 +245,18 @@ struct JobSpec {
   Time grace_period = 30;
   bool exclusive = false;  // no other queue's pods on the nodes this job uses
   NodeLossPolicy on_node_loss = NodeLossPolicy::kRequeue;
+  // Times a failed run (non-zero exit, or its node lost with on_node_loss Fail) is requeued
+  // before the job fails (gpuq submit --retries); preemption uses none of them.
+  std::int32_t retries = 0;
+  // A member of a job array (gpuq submit --array): the array's id, its index, and how many of
+  // the array's members may hold resources at once (0: no cap; Slurm's %N), which admission
+  // honours as it does maxRunningJobsPerUser.
+  std::string array_id;
+  std::int32_t array_index = -1;
+  std::int32_t array_throttle = 0;
+  // Admitted only while no other job of the same owner and name holds resources (Slurm's
+  // --dependency=singleton).
+  bool singleton = false;
 };
 
 // What a binder runs for a job (the local executor: one process per pod). Not the engine's
@@ -255,12 +269,26 @@ struct RunSpec {
 
 // A job as a user submits it: the spec, what runs, and the priority as written ("high", "100",
 // or empty), which the front end that knows the priority classes resolves into job.priority.
+// A job waits for another to end (gpuq submit --after-ok|--after-any|--after-not-ok, Slurm's
+// --dependency=afterok|afterany|afternotok): ok, once it Succeeded; not_ok, once it Failed or
+// was Cancelled; any, once it ended at all. A dependency that can no longer be met fails the job.
+enum class AfterKind : std::uint8_t { kOk, kAny, kNotOk };
+struct Dependency {
+  AfterKind kind = AfterKind::kOk;
+  std::string job;  // a job id, or an array's id for every one of its members
+  bool operator==(const Dependency&) const = default;
+};
+
 struct Submission {
   JobSpec job;
   RunSpec run;
   NotifySpec notify;
   std::string priority;
   bool hold = false;  // submitted held (gpuq submit --hold): pending, not scheduled until released
+  std::vector<Dependency> after;
+  // gpuq submit --array: the indices of its members (empty: not an array); job.array_throttle
+  // caps how many run at once.
+  std::vector<std::int32_t> array;
 };
 
 }  // namespace gpuq

@@ -120,6 +120,7 @@ void check_guardrails(const QueueSpec& q, Path& at) {
   check_not_negative_limit(q.max_pods_per_job, "maxPodsPerJob", at);
   check_not_negative_limit(q.max_running_jobs_per_user, "maxRunningJobsPerUser", at);
   check_not_negative_limit(q.max_pending_jobs_per_user, "maxPendingJobsPerUser", at);
+  check_not_negative_limit(q.max_retries, "maxRetries", at);
   check_not_negative_limit(q.max_submits_per_user_per_minute, "maxSubmitsPerUserPerMinute", at);
   for (const auto& [key, v] : {std::pair{"maxRuntime", q.max_runtime},
                                std::pair{"defaultMaxRuntime", q.default_max_runtime},
@@ -414,6 +415,14 @@ void validate(const JobSpec& j, Path& at, const ResourceNames& names) {
   if (j.grace_period < 0) {
     Path::Key k(at, "gracePeriod");
     fail(at, quoted(std::to_string(j.grace_period)) + " must be >= 0 seconds");
+  }
+  if (j.retries < 0 || j.retries > limits::kRetries) {
+    Path::Key k(at, "retries");
+    fail(at, quoted(std::to_string(j.retries)) + " must be 0.." + std::to_string(limits::kRetries));
+  }
+  if (j.array_throttle < 0) {
+    Path::Key k(at, "arrayThrottle");
+    fail(at, quoted(std::to_string(j.array_throttle)) + " must be >= 0 (0: no cap)");
   }
 }
 

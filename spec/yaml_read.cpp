@@ -269,6 +269,8 @@ bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) 
     q.max_pending_jobs_per_user = int32_of(v, at);
   else if (key == "maxSubmitsPerUserPerMinute")
     q.max_submits_per_user_per_minute = int32_of(v, at);
+  else if (key == "maxRetries")
+    q.max_retries = int32_of(v, at);
   else if (key == "idle")
     q.idle = read_idle(v, at);
   else
@@ -286,7 +288,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
       {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
        "maxGpusPerJob", "maxPodsPerJob", "maxRuntime", "defaultMaxRuntime", "runtimeEstimate", "maxGracePeriod",
        "allowedPriorityClasses", "nonPreemptibleMayBorrow", "maxRunningJobsPerUser",
-       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "idle", "submitters", "viewers", "notify"},
+       "maxPendingJobsPerUser", "maxSubmitsPerUserPerMinute", "maxRetries", "idle", "submitters", "viewers", "notify"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
           q.name = QueueName(string_of(v, at));

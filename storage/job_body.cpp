@@ -18,7 +18,9 @@
 // Format "j3;" is "j2;" (constraints written, maybe none) followed by the extras, written only
 // when a job has one, so that older builds refuse such a row ("unknown format") instead of
 // misreading it: count; per extra: name, value (strings). Known: expected_runtime (seconds, in
-// decimal), notify_url, notify_on (events, comma-separated), held ("1": pending and held).
+// decimal), notify_url, notify_on (events, comma-separated), held ("1": pending and held),
+// retries and retried (decimal), array (id), array_index and array_throttle (decimal), singleton
+// ("1"), after (dependencies, comma-separated, each ok|any|notok ':' job id).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -161,6 +163,20 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   if (j.spec.expected_runtime) extra.emplace_back("expected_runtime", std::to_string(*j.spec.expected_runtime));
   if (!j.notify.url.empty()) extra.emplace_back("notify_url", j.notify.url);
   if (j.held) extra.emplace_back("held", "1");
+  if (j.spec.retries != 0) extra.emplace_back("retries", std::to_string(j.spec.retries));
+  if (j.retried != 0) extra.emplace_back("retried", std::to_string(j.retried));
+  if (!j.spec.array_id.empty()) {
+    extra.emplace_back("array", j.spec.array_id);
+    extra.emplace_back("array_index", std::to_string(j.spec.array_index));
+    if (j.spec.array_throttle != 0) extra.emplace_back("array_throttle", std::to_string(j.spec.array_throttle));
+  }
+  if (j.spec.singleton) extra.emplace_back("singleton", "1");
+  if (!j.after.empty()) {
+    std::string after;
+    for (const Dependency& d : j.after)
+      after += (after.empty() ? "" : ",") + std::string(d.kind == AfterKind::kOk ? "ok:" : d.kind == AfterKind::kAny ? "any:" : "notok:") + d.job;
+    extra.emplace_back("after", std::move(after));
+  }
   if (!j.notify.on.empty()) {
     std::string on;
     for (const std::string& e : j.notify.on) on += (on.empty() ? "" : ",") + e;
@@ -283,6 +299,29 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
           j.spec.expected_runtime = seconds;
         } else if (name == "held") {
           j.held = value == "1";
+        } else if (name == "singleton") {
+          j.spec.singleton = value == "1";
+        } else if (name == "array") {
+          j.spec.array_id = std::string(value);
+        } else if (name == "retries" || name == "retried" || name == "array_index" || name == "array_throttle") {
+          std::int32_t n = 0;
+          const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+          if (ec != std::errc() || end != value.data() + value.size()) return fail(std::string(name) + " \"" + std::string(value) + "\" is not a number");
+          (name == "retries" ? j.spec.retries : name == "retried" ? j.retried : name == "array_index" ? j.spec.array_index : j.spec.array_throttle) = n;
+        } else if (name == "after") {
+          for (std::size_t at = 0; at < value.size();) {
+            const std::size_t comma = std::min(value.find(',', at), value.size());
+            const auto item = value.substr(at, comma - at);
+            const auto colon = item.find(':');
+            if (colon == std::string_view::npos) return fail("after \"" + std::string(item) + "\" has no kind");
+            const auto kind = item.substr(0, colon);
+            Dependency d;
+            d.kind = kind == "ok" ? AfterKind::kOk : kind == "any" ? AfterKind::kAny : AfterKind::kNotOk;
+            if (kind != "ok" && kind != "any" && kind != "notok") return fail("after kind \"" + std::string(kind) + "\" is not known");
+            d.job = std::string(item.substr(colon + 1));
+            j.after.push_back(std::move(d));
+            at = comma + 1;
+          }
         } else if (name == "notify_url") {
           j.notify.url = std::string(value);
         } else if (name == "notify_on") {

@@ -62,6 +62,8 @@ struct JobRecord {
   std::uint64_t number = 0;   // submission number: strictly increasing, the listing order
   GpuUse gpu_use;
   bool held = false;  // pending and held (Engine::hold)
+  std::vector<Dependency> after;  // what it waits for (gpuq submit --after-*)
+  std::int32_t retried = 0;       // failed runs requeued so far (spec.retries)
 };
 
 struct EventRecord {

@@ -171,6 +171,10 @@ std::vector<std::string> Launcher::environment(const PodLaunch& pod, const auth:
   env["GPUQ_POD_INDEX"] = std::to_string(pod.index);
   env["GPUQ_POD_COUNT"] = std::to_string(pod.count);
   env["GPUQ_NODE"] = pod.placement.node;
+  if (const JobSpec& spec = pod.record.spec; !spec.array_id.empty()) {  // a member of a job array
+    env["GPUQ_ARRAY_ID"] = spec.array_id;
+    env["GPUQ_ARRAY_INDEX"] = std::to_string(spec.array_index);
+  }
   if (!pod.placement.gpus.empty() && pod.placement.gpu_milli < kMilliPerGpu)
     env["GPUQ_GPU_MILLI"] = std::to_string(pod.placement.gpu_milli);
   std::vector<std::string> out;

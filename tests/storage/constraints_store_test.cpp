@@ -110,3 +110,35 @@ TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs t
   CHECK(loaded->unfinished[1].spec.pod_sets[0].where.node_selector.at("zone") == "z1");
   CHECK_FALSE(loaded->unfinished[2].spec.expected_runtime);
 }
+
+TEST_CASE("the batch features are kept in the body's extras: retries, array, singleton, dependencies") {
+  TempDir dir;
+  const auto path = dir.file("state.db");
+  ResourceNames names;
+  JobRecord j = make_job(1);
+  j.spec.retries = 3;
+  j.retried = 2;
+  j.spec.array_id = "j7";
+  j.spec.array_index = 12;
+  j.spec.array_throttle = 4;
+  j.spec.singleton = true;
+  j.after = {Dependency{AfterKind::kOk, "j1"}, Dependency{AfterKind::kAny, "j7_3"}, Dependency{AfterKind::kNotOk, "a.b-c"}};
+  {
+    auto store = open_ok(path, names);
+    Batch b;
+    b.jobs = {j};
+    REQUIRE(store->commit(b).ok());
+  }
+  auto store = open_ok(path, names);
+  auto loaded = store->load();
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->unfinished.size() == 1);
+  const JobRecord& back = loaded->unfinished[0];
+  CHECK(back.spec.retries == 3);
+  CHECK(back.retried == 2);
+  CHECK(back.spec.array_id == "j7");
+  CHECK(back.spec.array_index == 12);
+  CHECK(back.spec.array_throttle == 4);
+  CHECK(back.spec.singleton);
+  CHECK(back.after == j.after);
+}

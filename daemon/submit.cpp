@@ -1,0 +1,166 @@
+// Core::submit: one job, or a job array (gpuq submit --array) as one submission whose members
+// all enter the engine in the same turn, so that the turn's one transaction writes them all or
+// none. Checks come first and change nothing; a refused submission leaves no trace.
+#include <spdlog/spdlog.h>
+
+#include "daemon/core.hpp"
+#include "spec/validate.hpp"
+
+namespace gpuq::daemon {
+
+// Whether `id` is free: no unfinished job, no array and no job on disk has it.
+Result<bool> Core::id_free(const std::string& id) {
+  if (unfinished_.count(id) > 0 || arrays_.count(id) > 0 || engine_->job(JobId(id))) return false;
+  auto on_disk = store_->has_job(id);
+  if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
+  return !on_disk.value();
+}
+
+// The next server-assigned id ("j" and the next submission number not taken by a client's id).
+Result<std::string> Core::next_id() {
+  while (true) {
+    std::string id = std::string("j").append(std::to_string(last_job_number_ + 1));
+    auto free = id_free(id);
+    if (!free) return Error{free.error(), free.code()};
+    if (free.value()) return id;
+    ++last_job_number_;  // taken by a client-supplied id: skip the number
+  }
+}
+
+Result<std::string> Core::submit(Submission sub, Time now) {
+  JobSpec& spec = sub.job;
+  sync_names();
+  if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
+  if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
+    return Error{no, ErrorCode::kInvalidArgument};
+  if (!sub.array.empty()) return submit_array(std::move(sub), now);
+  if (spec.id.value.empty()) {
+    auto id = next_id();
+    if (!id) return Error{id.error(), id.code()};
+    spec.id = JobId(id.value());
+  } else {
+    // The id's form was checked with the request (spec/validate.hpp); here, whether it is free.
+    auto free = id_free(spec.id.value);
+    if (!free) return Error{free.error(), free.code()};
+    if (!free.value())
+      return Error{"spec.id: job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  }
+  auto queue = queue_specs_.find(spec.queue.value);
+  if (queue == queue_specs_.end())
+    return Error{"spec.queue: queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kNotFound};
+  // The queue's guardrails and limits (daemon/submit_limits.cpp); they may give the job the
+  // queue's default maxRuntime and priority class.
+  if (auto r = check_queue_limits(queue->second, sub, now, 1); !r) return Error{r.error(), r.code()};
+  auto waiting = check_after(sub);  // daemon/dependencies.cpp
+  if (!waiting) return Error{waiting.error(), waiting.code()};
+  spec.submitted_at = now;
+  if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
+  if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
+    submit_rate_.take(spec.queue.value, spec.owner, limit, now);
+  std::string id = spec.id.value;
+  enter(std::move(sub), waiting.value(), now);
+  return id;
+}
+
+// A submission the engine took: its holds, what it waits for, and its record.
+void Core::enter(Submission sub, const std::vector<Awaited>& awaited, Time now) {
+  const JobId id = sub.job.id;
+  if (sub.hold) (void)engine_->hold(id, now, "held at submission");  // pending: cannot fail
+  if (!awaited.empty()) wait_for(id.value, awaited, now, /*quiet=*/false);
+  storage::JobRecord rec;
+  rec.spec = std::move(sub.job);
+  rec.run = std::move(sub.run);
+  rec.notify = std::move(sub.notify);
+  rec.priority_text = std::move(sub.priority);
+  rec.after = std::move(sub.after);
+  rec.number = ++last_job_number_;
+  std::string key = id.value;
+  unfinished_.emplace(std::move(key), std::move(rec));
+}
+
+// An array: its id is the job id the submission names, else the next number's ("j12"); its
+// members are "<id>_<index>" (the local executor gives each GPUQ_ARRAY_ID and GPUQ_ARRAY_INDEX).
+// The queue's limits count all of them, but it is one submission for maxSubmitsPerUserPerMinute
+// (as sbatch --array is one). Every member is the same job but for its id, so once the first is
+// taken, the engine takes the rest.
+Result<std::string> Core::submit_array(Submission sub, Time now) {
+  JobSpec& spec = sub.job;
+  std::vector<std::int32_t> indices = std::move(sub.array);
+  sub.array.clear();
+  std::string base = spec.id.value;
+  if (base.empty()) {
+    auto id = next_id();
+    if (!id) return Error{id.error(), id.code()};
+    base = id.value();
+  } else if (auto free = id_free(base); !free || !free.value()) {
+    if (!free) return Error{free.error(), free.code()};
+    return Error{"spec.id: job \"" + base + "\" already exists", ErrorCode::kAlreadyExists};
+  }
+  {
+    // The longest member id must be a job id too.
+    spec::Path at;
+    spec::Path::Key k(at, "id");
+    try {
+      spec::check_job_id(base + "_" + std::to_string(indices.back()), at);
+    } catch (const spec::SpecError& e) {
+      return Error{std::string(e.what()) + " (an array's members are named <id>_<index>)", ErrorCode::kInvalidArgument};
+    }
+  }
+  for (std::int32_t index : indices) {
+    auto free = id_free(base + "_" + std::to_string(index));
+    if (!free) return Error{free.error(), free.code()};
+    if (!free.value())
+      return Error{"spec.id: job \"" + base + "_" + std::to_string(index) + "\" already exists (array " + base +
+                       "'s member " + std::to_string(index) + ")",
+                   ErrorCode::kAlreadyExists};
+  }
+  auto queue = queue_specs_.find(spec.queue.value);
+  if (queue == queue_specs_.end())
+    return Error{"spec.queue: queue \"" + spec.queue.value + "\" does not exist", ErrorCode::kNotFound};
+  if (auto r = check_queue_limits(queue->second, sub, now, indices.size()); !r) return Error{r.error(), r.code()};
+  spec.array_id = base;
+  auto waiting = check_after(sub);
+  if (!waiting) return Error{waiting.error(), waiting.code()};
+  spec.submitted_at = now;
+  const std::string queue_name = spec.queue.value, owner = spec.owner;
+  std::vector<std::string>& members = arrays_[base];
+  members.reserve(indices.size());
+  engine_->reserve_jobs(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    Submission m = i + 1 < indices.size() ? sub : std::move(sub);
+    m.job.id = JobId(base + "_" + std::to_string(indices[i]));
+    m.job.array_index = indices[i];
+    if (auto r = engine_->submit(m.job, now); !r) {
+      if (i == 0) {
+        arrays_.erase(base);
+        return Error{r.error(), r.code()};
+      }
+      // Not expected (the members differ only in their ids): those already in are cancelled, so
+      // the caller's error is the whole story and nothing runs.
+      spdlog::error("event=array_submit_failed array={} member={} reason=\"{}\"", base, i, r.error());
+      for (const std::string& id : members) (void)engine_->cancel(JobId(id), now, "array submit failed: " + r.error());
+      return Error{"array " + base + ": member " + std::to_string(indices[i]) + ": " + r.error(), r.code()};
+    }
+    members.push_back(m.job.id.value);
+    ++array_unfinished_[base];
+    enter(std::move(m), waiting.value(), now);
+  }
+  if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
+    submit_rate_.take(queue_name, owner, limit, now);
+  return members.front();
+}
+
+// An array is known (by its id: cancel, hold, dependencies) while any member is unfinished.
+void Core::array_member_ended(const std::string& array) {
+  auto it = array_unfinished_.find(array);
+  if (it == array_unfinished_.end() || --it->second > 0) return;
+  array_unfinished_.erase(it);
+  arrays_.erase(array);
+}
+
+const std::vector<std::string>* Core::array_members(const std::string& id) const {
+  auto it = arrays_.find(id);
+  return it == arrays_.end() ? nullptr : &it->second;
+}
+
+}  // namespace gpuq::daemon
