@@ -347,6 +347,8 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
       sub.run.env.insert(j.env().begin(), j.env().end());
     }
     sub.run.working_dir = j.working_dir();
+    sub.run.tty = j.tty();
+    sub.run.tty_size = j.tty_size().substr(0, 64);
     sub.notify = notify_of(j.notify(), at);
     sub.hold = j.hold();
     out.retries = j.retries();

@@ -1,8 +1,13 @@
 // Jobs.Logs. A thread per stream reads the pod's log file a chunk at a time, waiting for each
-// write to go out before reading on; with follow it polls the file and the job's state (the
-// store's read connection) until the job has finished and the file holds nothing more.
+// write to go out before reading on; with follow it polls the file (every 50 ms) and the job's
+// state (the store's read connection) until the job has finished and the file holds nothing
+// more. Jobs.Input writes into a pod's terminal.
 #include "api/logs.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -72,7 +77,8 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
       if (!send_available()) return Finish(grpc::Status::CANCELLED);
       if (over) return Finish(grpc::Status::OK);
       std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return cancelled_; }))
+      // 50 ms: a terminal's echo (gpuq run) comes back this way.
+      if (cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return cancelled_; }))
         return Finish(grpc::Status::CANCELLED);
     }
   }
@@ -135,5 +141,42 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   }
   return new LogStream(*store, req.id(), *path, req.offset(), req.follow());
 }
+
+grpc::Status send_input(daemon::Loop& loop, const v1::InputRequest& req,
+                        const std::function<grpc::Status(const storage::JobRecord& job)>& may_write) {
+  storage::Store* store = nullptr;
+  const binder::Binder* binder = nullptr;
+  loop.run_sync([&](daemon::Core& c) {
+    store = &c.store();
+    binder = &c.binder();
+  });
+  if (req.data().size() > kChunk)
+    return to_status(ErrorCode::kInvalidArgument, "data: " + std::to_string(req.data().size()) +
+                                                      " bytes; at most 65536 are sent at once");
+  auto found = store->job(req.id());
+  if (!found) return to_status(ErrorCode::kUnavailable, found.error());
+  const std::optional<storage::JobRecord>& rec = found.value();
+  if (!rec) return to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist");
+  if (grpc::Status st = may_write(*rec); !st.ok()) return st;
+  if (!rec->run.tty)
+    return to_status(ErrorCode::kFailedPrecondition,
+                     "job \"" + req.id() + "\" has no terminal; only a job started by gpuq run takes input");
+  const std::optional<std::filesystem::path> path = binder->input_path(JobId(req.id()), req.pod());
+  const int fd = path ? ::open(path->c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW) : -1;
+  if (fd < 0)  // ENXIO: no reader (its shim is not running); ENOENT: no run directory
+    return to_status(ErrorCode::kFailedPrecondition, "job \"" + req.id() + "\" is not running (" +
+                                                          to_string(rec->state) + "): its terminal takes no input");
+  const ssize_t n = ::write(fd, req.data().data(), req.data().size());
+  const int error = errno;
+  ::close(fd);
+  if (n < 0 && error == EAGAIN)
+    return to_status(ErrorCode::kResourceExhausted, "job \"" + req.id() + "\" is not reading its input; try again later");
+  if (n != static_cast<ssize_t>(req.data().size()))
+    return to_status(ErrorCode::kUnavailable, "job \"" + req.id() + "\": its input took " +
+                                                  std::to_string(std::max<ssize_t>(n, 0)) + " of " +
+                                                  std::to_string(req.data().size()) + " bytes");
+  return grpc::Status::OK;
+}
+
 
 }  // namespace gpuq::api

@@ -248,6 +248,18 @@ class JobsService final : public v1::Jobs::CallbackService {
     return reactor;
   }
 
+  // Jobs.Input: its owner or an admin, as Cancel (not audited: keystrokes).
+  grpc::ServerUnaryReactor* Input(grpc::CallbackServerContext* ctx, const v1::InputRequest* req,
+                                  v1::InputResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    const Access access = readers_.gate->of(*ctx);
+    if (finish_if(reactor, readers_.gate->known(access, "type into a job"))) return reactor;
+    reactor->Finish(send_input(loop_, *req, [this, access, id = req->id()](const storage::JobRecord& job) {
+      return readers_.gate->may_change_job(access, "type into", id, job.spec.owner);
+    }));
+    return reactor;
+  }
+
   grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
                                                 const v1::WatchJobsRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx, const v1::LogsRequest* req) override {

@@ -15,6 +15,8 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   for (const auto& c : r.run.command) spec.add_command(c);
   for (const auto& [k, v] : r.run.env) (*spec.mutable_env())[k] = v;
   spec.set_working_dir(r.run.working_dir);
+  spec.set_tty(r.run.tty);
+  spec.set_tty_size(r.run.tty_size);
   put_notify(r.notify, spec.mutable_notify());
   j.set_state(to_proto(r.state));
   j.set_priority(r.spec.priority);

@@ -125,6 +125,14 @@ class Binder {
     (void)pod;
     return std::nullopt;
   }
+  // Whether a job may run on a terminal here (RunSpec::tty, gpuq run), and where what is typed
+  // into a pod's terminal goes (any thread; a FIFO its supervisor reads); nullopt: nowhere.
+  virtual bool has_terminals() const { return false; }
+  virtual std::optional<std::filesystem::path> input_path(const JobId& job, int pod) const {
+    (void)job;
+    (void)pod;
+    return std::nullopt;
+  }
   // What a job must give to run here; an error names the field (checked at submit).
   // `owner` is the job's owner (the local executor runs the job as that account).
   virtual Result<void> check_run(const RunSpec& run, const std::string& owner) const {

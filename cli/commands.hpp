@@ -9,6 +9,7 @@ namespace gpuq::cli {
 
 void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch, logs
 void add_submit(CLI::App& app, Context& ctx);            // submit (commands_submit.cpp)
+void add_run(CLI::App& app, Context& ctx);               // run: submit, wait, attach (commands_submit.cpp)
 void add_cluster_commands(CLI::App& app, Context& ctx);  // queues, nodes, apply
 void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, token, audit; usage
 void add_usage_command(CLI::App& app, Context& ctx);     // usage (commands_usage.cpp)

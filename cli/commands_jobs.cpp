@@ -326,6 +326,7 @@ void add_explain(CLI::App& app, Context& ctx) {
 
 void add_job_commands(CLI::App& app, Context& ctx) {
   add_submit(app, ctx);
+  add_run(app, ctx);
   add_ls(app, ctx);
   add_show(app, ctx);
   add_explain(app, ctx);

@@ -33,6 +33,17 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
   if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
     return Error{no, ErrorCode::kInvalidArgument};
+  if (sub.run.tty) {  // gpuq run
+    if (!binder_->has_terminals())
+      return Error{"spec.tty: gpuqd's binder runs no processes on terminals; gpuq run needs binder: local",
+                   ErrorCode::kFailedPrecondition};
+    std::int64_t pods = 0;
+    for (const PodSet& s : spec.pod_sets) pods += s.count;
+    if (pods != 1 || !sub.array.empty())
+      return Error{"spec.tty: a job on a terminal is one pod, not " +
+                       (sub.array.empty() ? std::to_string(pods) + " pods" : std::string("an array")),
+                   ErrorCode::kInvalidArgument};
+  }
   if (!sub.array.empty()) return submit_array(std::move(sub), now);
   if (spec.id.value.empty()) {
     auto id = next_id();

@@ -265,6 +265,10 @@ struct RunSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string working_dir;
+  // On a terminal (gpuq run): its one pod's stdin, stdout and stderr are a pseudo-terminal whose
+  // output is the log and whose input comes through Jobs.Input; its size "ROWSxCOLS" (empty: 24x80).
+  bool tty = false;
+  std::string tty_size;
 };
 
 // A job as a user submits it: the spec, what runs, and the priority as written ("high", "100",

@@ -486,6 +486,17 @@ void validate(const RunSpec& r, Path& at) {
       fail(at, "is " + count(r.working_dir.size(), "byte") + " long; at most " +
                    std::to_string(limits::kWorkingDir) + " are allowed");
   }
+  if (!r.tty_size.empty()) {
+    Path::Key k(at, "ttySize");
+    const auto x = r.tty_size.find('x');
+    const auto dimension = [](std::string_view d) {
+      return !d.empty() && d.size() <= 5 && d.find_first_not_of("0123456789") == std::string_view::npos &&
+             std::stoi(std::string(d)) >= 1 && std::stoi(std::string(d)) <= 10000;
+    };
+    if (!r.tty || x == std::string::npos || !dimension(std::string_view(r.tty_size).substr(0, x)) ||
+        !dimension(std::string_view(r.tty_size).substr(x + 1)))
+      fail(at, quoted(r.tty_size.substr(0, 32)) + " is not ROWSxCOLS (1 to 10000 each) of a job with a terminal (tty)");
+  }
 }
 
 void validate(const PriorityClasses& c, Path& at) {

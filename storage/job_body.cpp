@@ -20,7 +20,8 @@
 // misreading it: count; per extra: name, value (strings). Known: expected_runtime (seconds, in
 // decimal), notify_url, notify_on (events, comma-separated), held ("1": pending and held),
 // retries and retried (decimal), array (id), array_index and array_throttle (decimal), singleton
-// ("1"), after (dependencies, comma-separated, each ok|any|notok ':' job id).
+// ("1"), after (dependencies, comma-separated, each ok|any|notok ':' job id), tty ("1", or the
+// terminal's size ROWSxCOLS).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -171,6 +172,7 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
     if (j.spec.array_throttle != 0) extra.emplace_back("array_throttle", std::to_string(j.spec.array_throttle));
   }
   if (j.spec.singleton) extra.emplace_back("singleton", "1");
+  if (j.run.tty) extra.emplace_back("tty", j.run.tty_size.empty() ? "1" : j.run.tty_size);
   if (!j.after.empty()) {
     std::string after;
     for (const Dependency& d : j.after)
@@ -301,6 +303,9 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
           j.held = value == "1";
         } else if (name == "singleton") {
           j.spec.singleton = value == "1";
+        } else if (name == "tty") {
+          j.run.tty = true;
+          if (value != "1") j.run.tty_size = std::string(value);
         } else if (name == "array") {
           j.spec.array_id = std::string(value);
         } else if (name == "retries" || name == "retried" || name == "array_index" || name == "array_throttle") {

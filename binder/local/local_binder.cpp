@@ -308,6 +308,10 @@ std::optional<fs::path> LocalBinder::log_path(const JobId& job, int pod) const {
   return pod_log_path(s_->config.log_dir, job.value, pod);
 }
 
+std::optional<fs::path> LocalBinder::input_path(const JobId& job, int pod) const {
+  return pod_input_path(s_->config.run_dir / job.value, pod);
+}
+
 void LocalBinder::start() {
   spdlog::info("event=local_executor runs=\"{}\"", s_->launcher.describe_identity());
   s_->thread = std::thread([this] { s_->io.run(); });

@@ -83,6 +83,8 @@ class LocalBinder final : public Binder {
   bool confirms_stops() const override { return true; }
   Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
   std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const override;
+  bool has_terminals() const override { return true; }
+  std::optional<std::filesystem::path> input_path(const JobId& job, int pod) const override;
 
   const Inventory& inventory() const;
 

@@ -9,9 +9,13 @@
 // sigtimedwait() (all of them stay blocked), so there are no signal handlers and no races.
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,7 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
-    " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] [--env-fd FD] -- COMMAND [ARGS...]\n";
+    " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] [--env-fd FD]"
+    " [--stdin FIFO [--tty-size ROWSxCOLS]] -- COMMAND [ARGS...]\n";
 // Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
 constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
 
@@ -58,6 +63,10 @@ struct Options {
   // Without --env-fd the job gets the shim's environment.
   std::string env_fd_text;
   std::string env_text;  // NUL-terminated entries
+  // A terminal (gpuq run): the command runs on a pseudo-terminal whose output goes to the log
+  // and whose input is what gpuqd writes into this FIFO; its size ROWSxCOLS.
+  std::string stdin_fifo, tty_size;
+  unsigned short rows = 24, cols = 80;
 };
 
 std::optional<std::int64_t> parse_seconds(std::string_view text) {
@@ -129,6 +138,8 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
                         : flag == "--gid"     ? &o.gid_text
                         : flag == "--groups"  ? &o.groups_text
                         : flag == "--env-fd"  ? &o.env_fd_text
+                        : flag == "--stdin"   ? &o.stdin_fifo
+                        : flag == "--tty-size" ? &o.tty_size
                                               : nullptr;
     const char* value = i + 1 < argc ? argv[i + 1] : "--";
     if (!seconds && text == nullptr) problem = "unknown argument \"" + flag + "\"";
@@ -144,6 +155,17 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   else if (i + 1 >= argc) problem = "no command given after --";
   else if (!parse_identity(o)) problem = "--user, --uid, --gid and --groups go together, with numeric ids";
   else if (!o.env_fd_text.empty() && !read_env(o)) problem = "--env-fd " + o.env_fd_text + ": " + std::strerror(errno);
+  else if (!o.tty_size.empty()) {
+    const auto x = o.tty_size.find('x');
+    const auto rows = parse_id(std::string_view(o.tty_size).substr(0, x));
+    const auto cols = x == std::string::npos ? std::nullopt : parse_id(std::string_view(o.tty_size).substr(x + 1));
+    if (!rows || !cols || *rows == 0 || *cols == 0 || *rows > 10000 || *cols > 10000)
+      problem = "--tty-size needs ROWSxCOLS (1 to 10000 each), not \"" + o.tty_size + "\"";
+    else {
+      o.rows = static_cast<unsigned short>(*rows);
+      o.cols = static_cast<unsigned short>(*cols);
+    }
+  }
   if (!problem.empty()) return std::nullopt;
   for (++i; i < argc; ++i) o.command.push_back(argv[i]);
   o.command.push_back(nullptr);
@@ -174,7 +196,8 @@ struct ChildFailure {
 
 // In the forked child: becomes the job's main process, leader of its own session and process
 // group (whose id is its pid), and execs the command.
-[[noreturn]] void exec_job(const Options& o, int log_fd, int null_fd, int pipe_fd, pid_t shim) {
+// `tty`: the slave side of the job's terminal (-1: none), its controlling terminal and its 0, 1, 2.
+[[noreturn]] void exec_job(const Options& o, int log_fd, int null_fd, int tty, int pipe_fd, pid_t shim) {
   // Default dispositions and an empty mask whatever the shim inherited: SIG_IGN and a blocked
   // SIGTERM would both survive exec and keep the job from being stopped.
   struct sigaction dfl {};
@@ -187,6 +210,7 @@ struct ChildFailure {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (::setsid() < 0) child_fails(pipe_fd, kSetup);
+  if (tty >= 0 && ::ioctl(tty, TIOCSCTTY, 0) != 0) child_fails(pipe_fd, kSetup);
   // A SIGKILLed shim must not leave its job running unsupervised.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fails(pipe_fd, kSetup);
   if (::getppid() != shim) ::_exit(127);  // the shim died before the prctl took effect
@@ -200,7 +224,8 @@ struct ChildFailure {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fails(pipe_fd, kSetup);
   // As the owner: a directory the owner may not enter is refused here.
   if (!o.workdir.empty() && ::chdir(o.workdir.c_str()) != 0) child_fails(pipe_fd, kWorkdir);
-  if (::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
+  if (tty >= 0 ? (::dup2(tty, 0) < 0 || ::dup2(tty, 1) < 0 || ::dup2(tty, 2) < 0)
+              : (::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0)) {
     child_fails(pipe_fd, kSetup);
   }
   // Descriptors gpuqd leaked into the shim (opened without O_CLOEXEC) must not reach the job.
@@ -230,7 +255,7 @@ std::string failure_text(const Options& o, const ChildFailure& f) {
 
 // Forks and execs the job. Its pid once exec has succeeded; -1 with `error` set (and the child
 // reaped) when it could not start.
-pid_t start_job(const Options& o, int log_fd, std::string& error) {
+pid_t start_job(const Options& o, int log_fd, int tty, std::string& error) {
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   int fds[2] = {-1, -1};
   if (null_fd < 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
@@ -242,7 +267,7 @@ pid_t start_job(const Options& o, int log_fd, std::string& error) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    exec_job(o, log_fd, null_fd, fds[1], shim);
+    exec_job(o, log_fd, null_fd, tty, fds[1], shim);
   }
   const int fork_errno = errno;
   ::close(fds[1]);
@@ -265,12 +290,91 @@ pid_t start_job(const Options& o, int log_fd, std::string& error) {
   return -1;
 }
 
+// The job's terminal (gpuq run, --stdin): a pseudo-terminal whose output is copied to the log
+// as it comes and whose input is what gpuqd writes into the FIFO, both without blocking. Input
+// the job does not read (its terminal's buffer full) waits here, up to 64 KiB; beyond, it is
+// dropped. The shim opens the FIFO for reading and writing, so it never reads end-of-file when
+// gpuqd closes its end between writes.
+class Terminal {
+ public:
+  bool open(const Options& o, std::string& error) {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    char name[128];
+    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0 || ::ptsname_r(master_, name, sizeof name) != 0)
+      return failed("cannot open a pseudo-terminal", error);
+    slave_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave_ < 0) return failed(std::string("cannot open ") + name, error);
+    winsize size{};
+    size.ws_row = o.rows;
+    size.ws_col = o.cols;
+    ::ioctl(master_, TIOCSWINSZ, &size);
+    ::fcntl(master_, F_SETFL, ::fcntl(master_, F_GETFL) | O_NONBLOCK);
+    fifo_ = ::open(o.stdin_fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fifo_ < 0) return failed("cannot open the terminal's input \"" + o.stdin_fifo + "\"", error);
+    return true;
+  }
+  int slave() const { return slave_; }
+  void close_slave() {  // once the job has it: the job's end is then the terminal's hang-up
+    ::close(slave_);
+    slave_ = -1;
+  }
+
+  // Copies what there is either way, waiting up to `ms` for something to come.
+  void pump(int ms) {
+    pollfd p[2] = {{master_, POLLIN, 0}, {fifo_, POLLIN, 0}};
+    if (::poll(p, 2, ms) <= 0) return;
+    if (p[0].revents != 0) copy_output();
+    if (p[1].revents & POLLIN) {
+      char buf[4096];
+      const ssize_t n = ::read(fifo_, buf, sizeof buf);
+      if (n > 0 && pending_.size() < (64 << 10)) pending_.append(buf, static_cast<std::size_t>(n));
+    }
+    if (!pending_.empty() && master_ >= 0) {
+      const ssize_t n = ::write(master_, pending_.data(), pending_.size());
+      if (n > 0) pending_.erase(0, static_cast<std::size_t>(n));
+    }
+  }
+  // What the job wrote before it ended.
+  void drain() {
+    if (master_ >= 0) copy_output();
+  }
+
+ private:
+  bool failed(const std::string& what, std::string& error) {
+    error = what + ": " + std::strerror(errno);
+    return false;
+  }
+  void copy_output() {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(master_, buf, sizeof buf);
+      if (n > 0) {
+        for (ssize_t at = 0; at < n;) {
+          const ssize_t w = ::write(g_log, buf + at, static_cast<std::size_t>(n - at));
+          if (w <= 0) break;
+          at += w;
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || errno != EAGAIN) {  // EIO: every process of the job closed its terminal
+        ::close(master_);
+        master_ = -1;
+      }
+      return;
+    }
+  }
+
+  int master_ = -1, slave_ = -1, fifo_ = -1;
+  std::string pending_;
+};
+
 // Forwards gpuqd's requests to the job and keeps its deadlines until the job's main process has
 // ended; then kills the rest of its process group and records how the main process ended.
 class Supervisor {
  public:
-  Supervisor(const Options& o, pid_t pid, ShimStatus& status, const sigset_t& signals)
-      : o_(o), pid_(pid), status_(status), signals_(signals) {
+  Supervisor(const Options& o, pid_t pid, ShimStatus& status, const sigset_t& signals, Terminal* tty)
+      : o_(o), pid_(pid), status_(status), signals_(signals), tty_(tty) {
     if (o.max_runtime > 0) max_deadline_ = Clock::now() + std::chrono::seconds(o.max_runtime);
   }
 
@@ -295,6 +399,12 @@ class Supervisor {
       const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
       ts.tv_sec = static_cast<time_t>(secs.count());
       ts.tv_nsec = static_cast<long>(std::chrono::nanoseconds(left - secs).count());
+    }
+    if (tty_ != nullptr) {  // the terminal is served between signals, 50 ms at a time
+      const auto ms = next ? std::min<std::int64_t>(50, ts.tv_sec * 1000 + ts.tv_nsec / 1'000'000) : 50;
+      tty_->pump(static_cast<int>(ms));
+      const timespec now{};
+      return ::sigtimedwait(&signals_, nullptr, &now);
     }
     return ::sigtimedwait(&signals_, nullptr, next ? &ts : nullptr);
   }
@@ -372,6 +482,7 @@ class Supervisor {
   const pid_t pid_;
   ShimStatus& status_;
   const sigset_t signals_;
+  Terminal* tty_;
   std::optional<Clock::time_point> max_deadline_, grace_deadline_;
   bool stopping_ = false, killed_ = false, ended_ = false;
 };
@@ -467,19 +578,27 @@ int main(int argc, char** argv) {
     log_line(std::string("cannot become a subreaper: ") + std::strerror(subreaper_errno));
   }
   std::string error;
-  const pid_t pid = start_job(*opts, g_log, error);
+  std::optional<Terminal> tty;
+  if (!opts->stdin_fifo.empty() && !tty.emplace().open(*opts, error)) {
+    log_line(error);
+    return finish(*opts, fail(status, error));
+  }
+  const pid_t pid = start_job(*opts, g_log, tty ? tty->slave() : -1, error);
   if (pid < 0) {
     log_line(error);
     return finish(*opts, fail(status, error));
   }
-  Supervisor(*opts, pid, status, signals).run();
+  if (tty) tty->close_slave();
+  Supervisor(*opts, pid, status, signals, tty ? &*tty : nullptr).run();
+  if (tty) tty->drain();
   sigset_t sigchld;
   sigemptyset(&sigchld);
   sigaddset(&sigchld, SIGCHLD);
   if (const int left = kill_leftovers(sigchld); left > 0) {
     log_line("killed " + std::to_string(left) + " process(es) the job left behind");
   }
-  if (const std::string how = gpuq::binder::local::describe(status); !how.empty()) {
+  // On a terminal the log is the transcript the user sees (gpuq run says how it ended itself).
+  if (const std::string how = gpuq::binder::local::describe(status); !how.empty() && !tty) {
     log_line("job ended: " + how);
   }
   return finish(*opts, status);

@@ -241,6 +241,10 @@ void Launcher::note(const fs::path& log, const std::string& text, const auth::Ac
   ::close(fd.value());
 }
 
+fs::path pod_input_path(const fs::path& job_run_dir, int pod) {
+  return job_run_dir / ("pod-" + std::to_string(pod) + ".stdin");
+}
+
 Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as) const {
   const storage::JobRecord& rec = pod.record;
   if (auto fd = open_log(pod.log, &as); !fd) return Error{fd.error(), fd.code()};
@@ -261,6 +265,18 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
   if (!rec.run.working_dir.empty()) {
     args.push_back("--workdir");
     args.push_back(rec.run.working_dir);
+  }
+  if (rec.run.tty) {  // gpuq run: the shim makes a terminal and reads its input from this FIFO
+    const fs::path fifo = pod_input_path(pod.status.parent_path(), static_cast<int>(pod.index));
+    if (::mkfifo(fifo.c_str(), 0600) != 0 && errno != EEXIST)  // kept across a requeue
+      return Error{"the terminal's input " + fifo.string() + " could not be made: " + std::strerror(errno),
+                   ErrorCode::kUnavailable};
+    args.push_back("--stdin");
+    args.push_back(fifo.string());
+    if (!rec.run.tty_size.empty()) {
+      args.push_back("--tty-size");
+      args.push_back(rec.run.tty_size);
+    }
   }
   // The job's environment reaches the shim through an anonymous memory file on its fd 3, never
   // as the shim's own: the shim runs as root, and a variable such as LD_PRELOAD or

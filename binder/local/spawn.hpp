@@ -14,6 +14,9 @@
 
 namespace gpuq::binder {
 
+// A pod's terminal input (RunSpec::tty): a FIFO in its job's run directory, which its shim reads.
+std::filesystem::path pod_input_path(const std::filesystem::path& job_run_dir, int pod);
+
 struct PodLaunch {
   std::string job;
   std::string queue;

@@ -418,3 +418,32 @@ TEST_CASE("process_start_ticks, child_pids, boot_id") {
   ::close(ready[0]);
   ::close(ready[1]);
 }
+
+TEST_CASE("--stdin: the job runs on a terminal of the given size; its input from the FIFO, its output to the log") {
+  TempDir d;
+  REQUIRE(::mkfifo((d / "stdin").c_str(), 0600) == 0);
+  // The job says what it reads, its terminal and its size; ^C (typed, not a signal gpuqd sends)
+  // then interrupts the sleep through the terminal's line discipline.
+  const Run r = run_shim(
+      d, {"sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo tty-ok; stty size; read x; echo got:$x; sleep 30"},
+      {"--stdin", d / "stdin", "--tty-size", "33x101"}, [&](pid_t) {
+        const int fd = ::open((d / "stdin").c_str(), O_WRONLY);  // blocks until the shim opened it
+        REQUIRE(fd >= 0);
+        CHECK(::write(fd, "hello\n", 6) == 6);
+        ::close(fd);
+        const auto deadline = Clock::now() + std::chrono::seconds(30);
+        while (!contains(slurp(d / "job.log"), "got:hello") && Clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // into its sleep
+        const int again = ::open((d / "stdin").c_str(), O_WRONLY);
+        CHECK(::write(again, "\x03", 1) == 1);
+        ::close(again);
+      });
+  CHECK(contains(r.log, "tty-ok"));
+  CHECK(contains(r.log, "33 101"));
+  CHECK(contains(r.log, "hello\r\n"));  // the terminal's echo
+  CHECK(contains(r.log, "got:hello\r\n"));
+  CHECK(r.status->outcome == Outcome::kSignaled);
+  CHECK(r.status->signal == SIGINT);
+  CHECK_FALSE(contains(r.log, "[gpuq] job ended"));  // the transcript is the user's
+}

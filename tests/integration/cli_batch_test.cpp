@@ -247,4 +247,32 @@ TEST_CASE("gpuqd killed in the middle of an array and a chain: nothing lost, not
   CHECK(max_count(c.read("counts")) <= 2);
 }
 
+TEST_CASE("gpuq run: the job on a terminal attached to this one, its echo, Ctrl-C and its exit code") {
+  Cluster c;
+  // script(1) gives gpuq a terminal; what is piped into script is typed into it.
+  const std::string gpuq = std::string(GPUQ_CLI_PATH) + " --server unix:" + c.d->socket();
+  CliRun r = shell("cd '" + c.work.string() + "' && printf 'hello\\n' | script -qec \"" + gpuq +
+                   " run -q q --gpus 1 -- sh -c 'tty; read x; echo got:\\$x; exit 7'\" /dev/null");
+  CHECK_MESSAGE(r.rc == 7, r.out);
+  CHECK_MESSAGE(r.out.find("got:hello") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("/dev/pts/") != std::string::npos, r.out);  // the job's own terminal
+  CHECK_MESSAGE(r.out.find("Failed: exit code 7 (exit 7)") != std::string::npos, r.out);
+  // Ctrl-C, typed once the job runs, interrupts it on its terminal; gpuq says how it ended.
+  r = shell("cd '" + c.work.string() + "' && (sleep 3; printf '\\003') | script -qec \"" + gpuq +
+            " run -q q --gpus 1 -- sh -c 'echo started; sleep 60'\" /dev/null");
+  CHECK_MESSAGE(r.out.find("started") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.rc != 0, r.out);
+  CHECK_MESSAGE(r.out.find("signal 2") != std::string::npos, r.out);
+  // Without a terminal too (input from a pipe, ending in ^D); the job is an ordinary one.
+  r = shell("cd '" + c.work.string() + "' && printf 'a\\nb\\n' | " + gpuq + " run -q q --gpus 1 -- sh -c 'cat; echo done'");
+  CHECK_MESSAGE(r.rc == 0, r.out);
+  CHECK_MESSAGE(r.out.find("done") != std::string::npos, r.out);
+  const CliRun ls = c.gpuq("ls --all -o json");
+  CHECK(ls.out.find("\"tty\": true") != std::string::npos);
+  // Refused: more than one pod, and input to a job without a terminal.
+  r = c.gpuq("run -q q --gpus 1 --replicas 2 -- true");
+  CHECK(r.rc != 0);
+  CHECK_MESSAGE(r.out.find("spec.tty: a job on a terminal is one pod, not 2 pods") != std::string::npos, r.out);
+}
+
 }  // namespace cli_batch_test
