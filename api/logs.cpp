@@ -14,6 +14,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <variant>
 
 #include "api/service_util.hpp"
 
@@ -94,23 +95,37 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   v1::LogChunk chunk_;
 };
 
+// A job's record with the store and the binder, once `may` allows the caller; a status
+// otherwise. The store and the binder are safe to read from this thread; only their addresses
+// come from the engine thread, so the SQLite read does not hold it up.
+struct Found {
+  storage::Store* store = nullptr;
+  const binder::Binder* binder = nullptr;
+  storage::JobRecord rec;
+};
+std::variant<Found, grpc::Status> find_job(daemon::Loop& loop, const std::string& id,
+                                           const std::function<grpc::Status(const storage::JobRecord& job)>& may) {
+  Found f;
+  loop.run_sync([&](daemon::Core& c) {
+    f.store = &c.store();
+    f.binder = &c.binder();
+  });
+  auto found = f.store->job(id);
+  if (!found) return to_status(ErrorCode::kUnavailable, found.error());
+  if (!found.value()) return to_status(ErrorCode::kNotFound, "job \"" + id + "\" does not exist");
+  if (grpc::Status st = may(*found.value()); !st.ok()) return st;
+  f.rec = std::move(*found.value());
+  return f;
+}
+
 }  // namespace
 
 grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
                                                          const std::function<grpc::Status(const storage::JobRecord& job)>& may_read) {
-  // The store and the binder are safe to read from this thread; only their addresses come from
-  // the engine thread, so the SQLite read does not hold it up.
-  storage::Store* store = nullptr;
-  const binder::Binder* binder = nullptr;
-  loop.run_sync([&](daemon::Core& c) {
-    store = &c.store();
-    binder = &c.binder();
-  });
-  auto found = store->job(req.id());
-  if (!found) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kUnavailable, found.error()));
-  const std::optional<storage::JobRecord>& rec = found.value();
-  if (!rec) return detail::refused<v1::LogChunk>(to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist"));
-  if (grpc::Status st = may_read(*rec); !st.ok()) return detail::refused<v1::LogChunk>(st);
+  auto found = find_job(loop, req.id(), may_read);
+  if (const auto* st = std::get_if<grpc::Status>(&found)) return detail::refused<v1::LogChunk>(*st);
+  const auto& [store, binder, job] = std::get<Found>(found);
+  const storage::JobRecord* rec = &job;
   const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
   if (!path)
     return detail::refused<v1::LogChunk>(to_status(ErrorCode::kFailedPrecondition,
@@ -144,20 +159,13 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
 
 grpc::Status send_input(daemon::Loop& loop, const v1::InputRequest& req,
                         const std::function<grpc::Status(const storage::JobRecord& job)>& may_write) {
-  storage::Store* store = nullptr;
-  const binder::Binder* binder = nullptr;
-  loop.run_sync([&](daemon::Core& c) {
-    store = &c.store();
-    binder = &c.binder();
-  });
   if (req.data().size() > kChunk)
     return to_status(ErrorCode::kInvalidArgument, "data: " + std::to_string(req.data().size()) +
                                                       " bytes; at most 65536 are sent at once");
-  auto found = store->job(req.id());
-  if (!found) return to_status(ErrorCode::kUnavailable, found.error());
-  const std::optional<storage::JobRecord>& rec = found.value();
-  if (!rec) return to_status(ErrorCode::kNotFound, "job \"" + req.id() + "\" does not exist");
-  if (grpc::Status st = may_write(*rec); !st.ok()) return st;
+  auto found = find_job(loop, req.id(), may_write);
+  if (const auto* st = std::get_if<grpc::Status>(&found)) return *st;
+  const auto& [store, binder, job] = std::get<Found>(found);
+  const storage::JobRecord* rec = &job;
   if (!rec->run.tty)
     return to_status(ErrorCode::kFailedPrecondition,
                      "job \"" + req.id() + "\" has no terminal; only a job started by gpuq run takes input");

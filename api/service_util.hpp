@@ -18,6 +18,9 @@ namespace gpuq::api {
 
 // The Admin service (api/admin_service.cpp).
 std::unique_ptr<v1::Admin::CallbackService> make_admin_service(daemon::Loop& loop, const Readers& readers);
+// Queues and Nodes (cluster_services.cpp).
+std::unique_ptr<v1::Queues::CallbackService> make_queues_service(daemon::Loop& loop, const Readers& readers);
+std::unique_ptr<v1::Nodes::CallbackService> make_nodes_service(daemon::Loop& loop, const Readers& readers);
 
 namespace detail {
 
