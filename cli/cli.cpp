@@ -1,6 +1,8 @@
 #include "cli/cli.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -24,12 +26,46 @@ std::string read_file_arg(const std::string& path) {
   return text.str();
 }
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+// The subcommand args name when only global options with their values come before it; "" when
+// it cannot be told that cheaply (-h, an unknown option, the completion helper), and then every
+// subcommand is registered; "--version" for `gpuq --version` alone, which needs none.
+std::string_view named_subcommand(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "--version") return args[0];  // no subcommand at all
+  static constexpr std::string_view kValued[] = {"--server",     "--timeout", "--token", "--token-file",
+                                                 "--tls-ca", "--tls-cert", "--tls-key"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.empty()) return {};
+    if (a[0] != '-') return a == "__complete" ? std::string_view{} : std::string_view{a};
+    const auto eq = a.find('=');
+    const std::string_view name(a.data(), eq == std::string::npos ? a.size() : eq);
+    if (std::find(std::begin(kValued), std::end(kValued), name) == std::end(kValued)) return {};
+    if (eq == std::string::npos) ++i;  // its value
+  }
+  return {};
+}
+
+void add_commands(CLI::App& app, Context& ctx, Only only) {
+  add_job_commands(app, ctx, only);
+  add_cluster_commands(app, ctx, only);
+  add_admin_commands(app, ctx, only);
+  add_sim_commands(app, ctx, only);
+  add_completion_commands(app, ctx, only);
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, CliOptions options) {
   Context ctx(out, err);
   ctx.args = args;
-  CLI::App app{"gpuq: a fair-share GPU batch scheduler"};
+  auto* tree = new CLI::App("gpuq: a fair-share GPU batch scheduler");
+  const std::unique_ptr<CLI::App> owner(options.leak_tree ? nullptr : tree);
+  CLI::App& app = *tree;
   app.name("gpuq");
   app.require_subcommand(1);
+  app.set_version_flag("--version", "gpuq " GPUQ_VERSION, "print gpuq's version and exit");
   app.fallthrough();  // --server and --timeout may follow the subcommand
   app.add_option("--server", ctx.server_flag,
                  "gpuqd's address: unix:PATH (its socket) or HOST:PORT; default $GPUQ_SERVER, then the first "
@@ -45,10 +81,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--tls-ca", ctx.credential_flags.tls_ca, "PEM CA that signed gpuqd's certificate: TLS (default $GPUQ_TLS_CA)");
   app.add_option("--tls-cert", ctx.credential_flags.tls_cert, "PEM client certificate: TLS, its CN your user (default $GPUQ_TLS_CERT)");
   app.add_option("--tls-key", ctx.credential_flags.tls_key, "PEM key of --tls-cert (default $GPUQ_TLS_KEY)");
-  add_job_commands(app, ctx);
-  add_cluster_commands(app, ctx);
-  add_admin_commands(app, ctx);
-  add_sim_commands(app, ctx);
+  const Only only{options.whole_tree ? std::string_view{} : named_subcommand(args)};
+  add_commands(app, ctx, only);
+  if (!only.name.empty() && only.name[0] != '-' && app.get_subcommands([](CLI::App*) { return true; }).empty())
+    add_commands(app, ctx, {});  // not a subcommand of ours: CLI11 says so, as with the whole tree
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
   try {
     app.parse(reversed);

@@ -10,6 +10,15 @@
 
 namespace gpuq::cli {
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+struct CliOptions {
+  // Register every subcommand, not only the one args names. The answers are the same either way
+  // (tests/integration/cli_fast_test.cpp compares them); gpuq builds only what it uses.
+  bool whole_tree = false;
+  // Leave the command tree to the process's end (gpuq's main, which then _exits) rather than
+  // destroying it: freeing it was a few percent of a call.
+  bool leak_tree = false;
+};
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, CliOptions options = {});
 
 }  // namespace gpuq::cli

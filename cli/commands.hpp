@@ -3,17 +3,39 @@
 // Context::action; run_cli runs it once every option (the global ones included) has its value.
 #include <CLI/CLI.hpp>
 
+#include <initializer_list>
+#include <string_view>
+
 #include "cli/client.hpp"
 
 namespace gpuq::cli {
 
-void add_job_commands(CLI::App& app, Context& ctx);      // submit, ls, show, cancel, watch, logs
+// Which subcommands to register: `only` names the one the command line asks for ("": all of
+// them, for --help, completion and anything not recognised). A call builds only the part of the
+// tree it uses (issue [7/7]: CLI11 building every subcommand was a quarter of gpuq --version).
+struct Only {
+  std::string_view name;
+  bool wants(std::initializer_list<std::string_view> names) const {
+    if (name.empty()) return true;
+    for (auto n : names)
+      if (n == name) return true;
+    return false;
+  }
+};
+
+void add_job_commands(CLI::App& app, Context& ctx, Only only);      // submit, ls, show, cancel, watch, logs
 void add_submit(CLI::App& app, Context& ctx);            // submit (commands_submit.cpp)
 void add_run(CLI::App& app, Context& ctx);               // run: submit, wait, attach (commands_submit.cpp)
-void add_cluster_commands(CLI::App& app, Context& ctx);  // queues, nodes, apply
-void add_admin_commands(CLI::App& app, Context& ctx);    // admin backup, token, audit; usage
+void add_cluster_commands(CLI::App& app, Context& ctx, Only only);  // queues, nodes, apply
+void add_admin_commands(CLI::App& app, Context& ctx, Only only);    // admin backup, token, audit; usage
 void add_usage_command(CLI::App& app, Context& ctx);     // usage (commands_usage.cpp)
-void add_sim_commands(CLI::App& app, Context& ctx);      // sim scenario, fill, run, synth
+void add_sim_commands(CLI::App& app, Context& ctx, Only only);      // sim scenario, fill, run, synth
+void add_completion_commands(CLI::App& app, Context& ctx, Only only);  // completion bash|zsh, __complete
+
+// The candidates for the last of `words` (the words after "gpuq", the last one being typed):
+// subcommands, flags and flag values from `root`'s tree; queue names, node names and job ids from
+// gpuqd (none when it cannot be reached). cli/completion.cpp.
+std::vector<std::string> complete_words(CLI::App& root, Context& ctx, const std::vector<std::string>& words);
 
 // Reads FILE ("-": standard input); throws UsageError when it cannot be opened.
 std::string read_file_arg(const std::string& path);

@@ -229,9 +229,9 @@ void add_admin(CLI::App& app, Context& ctx) {
 
 }  // namespace
 
-void add_admin_commands(CLI::App& app, Context& ctx) {
-  add_admin(app, ctx);
-  add_usage_command(app, ctx);
+void add_admin_commands(CLI::App& app, Context& ctx, Only only) {
+  if (only.wants({"admin"})) add_admin(app, ctx);
+  if (only.wants({"usage"})) add_usage_command(app, ctx);
 }
 
 }  // namespace gpuq::cli

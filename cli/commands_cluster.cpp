@@ -258,10 +258,10 @@ void add_apply(CLI::App& app, Context& ctx) {
 
 }  // namespace
 
-void add_cluster_commands(CLI::App& app, Context& ctx) {
-  add_queues(app, ctx);
-  add_nodes(app, ctx);
-  add_apply(app, ctx);
+void add_cluster_commands(CLI::App& app, Context& ctx, Only only) {
+  if (only.wants({"queues"})) add_queues(app, ctx);
+  if (only.wants({"nodes"})) add_nodes(app, ctx);
+  if (only.wants({"apply"})) add_apply(app, ctx);
 }
 
 }  // namespace gpuq::cli

@@ -324,18 +324,18 @@ void add_explain(CLI::App& app, Context& ctx) {
   });
 }
 
-void add_job_commands(CLI::App& app, Context& ctx) {
-  add_submit(app, ctx);
-  add_run(app, ctx);
-  add_ls(app, ctx);
-  add_show(app, ctx);
-  add_explain(app, ctx);
-  add_cancel(app, ctx);
-  add_hold_release(app, ctx, true);
-  add_hold_release(app, ctx, false);
-  add_update(app, ctx);
-  add_watch(app, ctx);
-  add_logs(app, ctx);
+void add_job_commands(CLI::App& app, Context& ctx, Only only) {
+  if (only.wants({"submit"})) add_submit(app, ctx);
+  if (only.wants({"run"})) add_run(app, ctx);
+  if (only.wants({"ls", "list"})) add_ls(app, ctx);
+  if (only.wants({"show"})) add_show(app, ctx);
+  if (only.wants({"explain"})) add_explain(app, ctx);
+  if (only.wants({"cancel"})) add_cancel(app, ctx);
+  if (only.wants({"hold"})) add_hold_release(app, ctx, true);
+  if (only.wants({"release"})) add_hold_release(app, ctx, false);
+  if (only.wants({"update"})) add_update(app, ctx);
+  if (only.wants({"watch"})) add_watch(app, ctx);
+  if (only.wants({"logs"})) add_logs(app, ctx);
 }
 
 }  // namespace gpuq::cli

@@ -202,7 +202,8 @@ void add_synth_command(CLI::App& sim, Context& ctx) {
 
 }  // namespace
 
-void add_sim_commands(CLI::App& app, Context& ctx) {
+void add_sim_commands(CLI::App& app, Context& ctx, Only only) {
+  if (!only.wants({"sim"})) return;
   auto* sim = app.add_subcommand("sim", "Simulate the scheduler on a state or a trace (no server)");
   sim->require_subcommand(1);
   auto file = std::make_shared<std::string>();

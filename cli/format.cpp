@@ -1,6 +1,5 @@
 #include "cli/format.hpp"
 
-#include <google/protobuf/util/json_util.h>
 #include <yaml.h>
 
 #include <algorithm>
@@ -28,18 +27,6 @@ OutputFormat parse_output_format(const std::string& text) {
   if (text == "json") return OutputFormat::kJson;
   if (text == "yaml") return OutputFormat::kYaml;
   throw UsageError("-o \"" + text + "\": use table, wide, json or yaml");
-}
-
-std::string to_json(const google::protobuf::Message& m, bool pretty) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = pretty;
-  opts.always_print_primitive_fields = true;
-  opts.preserve_proto_field_names = true;
-  std::string out;
-  auto status = google::protobuf::util::MessageToJsonString(m, &out, opts);
-  if (!status.ok()) return "{}";  // only for invalid UTF-8 in strings, which the server never sends
-  if (pretty && (out.empty() || out.back() != '\n')) out += '\n';
-  return out;
 }
 
 namespace {

@@ -12,6 +12,7 @@ packages=(
   chromium
   python3-kubernetes
   curl  # tests/kubernetes/reserve_script_test.sh runs deploy/kubernetes/gpuq-reserve
+  bash-completion zsh  # gpuq's completion scripts, run by tests/integration/cli_fast_test.cpp
 )
 # kubectl checks the fake Kubernetes API server against a real client (tests/kubefake). Debian's
 # kubernetes-client, unless a kubectl is there already (it would conflict with, e.g., the Google

@@ -16,6 +16,14 @@ scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUQ_WERROR=ON >/dev/null
 cmake --build build --target gpuqd gpuq gpuq-shim
 
+# Tab completion for gpuq in bash and zsh (README: Shell completion), where this account may
+# install it; new shells pick it up (bash through bash-completion).
+if [[ -w /usr/local/share ]]; then
+  mkdir -p /usr/local/share/bash-completion/completions /usr/local/share/zsh/site-functions
+  build/cli/gpuq completion bash >/usr/local/share/bash-completion/completions/gpuq
+  build/cli/gpuq completion zsh >/usr/local/share/zsh/site-functions/_gpuq
+fi
+
 mkdir -p var
 PIDFILE=var/gpuqd.pid
 GPUQD_LOG=var/gpuqd.log
@@ -93,5 +101,7 @@ build/cli/gpuq from this directory (it finds ./var/gpuqd.sock), for example:
   build/cli/gpuq ls --all           # jobs, finished ones too
   build/cli/gpuq logs JOB_ID -f     # a job's output
   build/cli/gpuq watch              # state changes as they happen
+Tab completion (commands, flags, queues, job ids): new shells have it where /usr/local/share was
+writable; in this one: source <(build/cli/gpuq completion bash)   (zsh: completion zsh)
 Stop it with: kill \$(cat var/gpuqd.pid)   (running jobs keep running and are adopted at the next start)
 MSG

@@ -1,0 +1,216 @@
+// gpuq's fast path and its shell completion, against a real gpuqd (none binder):
+// - the command line gpuq builds for one call (only the subcommand it names; issue [7/7]) gives
+//   the same exit codes, output and errors as the whole tree, and so does the real binary (static,
+//   exiting without tearing down), for tables, -o json|yaml, help and every kind of error;
+// - `gpuq __complete` gives commands, flags, flag values, queue and node names and job ids from
+//   gpuqd, and nothing (not an error) when gpuqd cannot be reached;
+// - the bash and zsh scripts of `gpuq completion`, run by real bash and zsh, complete through it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/cli_as.hpp"
+
+// The file's own names (tests build as unity batches: no clash with another file's).
+namespace integration_cli_fast_test {
+
+using namespace gpuq::test;
+
+namespace {
+
+struct Answer {
+  int rc = 0;
+  std::string out, err;
+};
+
+Answer in_process(const std::vector<std::string>& args, bool whole_tree) {
+  std::ostringstream out, err;
+  Answer a;
+  a.rc = gpuq::cli::run_cli(args, out, err, {.whole_tree = whole_tree, .leak_tree = false});
+  a.out = out.str();
+  a.err = err.str();
+  return a;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quoted(const std::string& word) {
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The real binary, its stdout and stderr apart.
+Answer binary(const TempDir& dir, const std::vector<std::string>& args) {
+  std::string command = GPUQ_CLI_PATH;
+  for (const auto& a : args) command += " " + quoted(a);
+  const std::string out = (dir.path / "bin.out").string(), err = (dir.path / "bin.err").string();
+  const CliRun r = shell("(" + command + " > " + out + " 2> " + err + ")");
+  return {r.rc, slurp(out), slurp(err)};
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::vector<std::string> candidates(const Daemon& d, std::vector<std::string> words) {
+  std::vector<std::string> args = {"--server", "unix:" + d.socket(), "__complete", "--"};
+  args.insert(args.end(), words.begin(), words.end());
+  const Answer a = in_process(args, false);
+  REQUIRE_MESSAGE(a.rc == 0, a.err);
+  CHECK(a.err.empty());
+  return lines(a.out);
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
+TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as the whole tree does") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const CliRun sub = gpuq_me(d, {"submit", "-q", "research", "--gpus", "2", "--hold", "--name", "fast", "--", "true"});
+  REQUIRE_MESSAGE(sub.rc == 0, sub.out);
+  const std::string id = submitted_job(sub);
+  const std::string server = "unix:" + d.socket();
+  const std::vector<std::vector<std::string>> calls = {
+      {"--version"},
+      {},
+      {"--help"},
+      {"-h"},
+      {"ls", "--help"},
+      {"submit", "--help"},
+      {"admin", "token", "--help"},
+      {"lss"},
+      {"ls", "--bogus"},
+      {"ls", "-o", "xml"},
+      {"--timeout"},
+      {"--server", server, "ls", "-o", "json"},
+      {"--server=" + server, "--timeout", "5", "list", "-o", "yaml", "--all"},
+      {"--server", server, "show", id, "-o", "json"},
+      {"--server", server, "show", "j999"},
+      {"--server", server, "cancel"},
+      {"--server", server, "queues"},
+      {"--server", server, "queues", "-o", "yaml"},
+      {"--server", server, "nodes", "-o", "json"},
+      {"--server", server, "submit", "-q", "nope", "--gpus", "1", "--", "true"},
+      {"--server", server, "submit", "-q", "research", "--gpus", "-3", "--", "true"},
+      {"--server", server, "update", id},
+      {"--server", "unix:" + (dir.path / "none.sock").string(), "ls"},
+      {"completion", "bash"},
+      {"completion", "fish"},
+      {"sim", "--help"},
+      {"usage", "--by", "nothing"},
+  };
+  for (const auto& args : calls) {
+    std::string shown;
+    for (const auto& a : args) shown += " " + a;
+    CAPTURE(shown);
+    const Answer whole = in_process(args, true), fast = in_process(args, false), real = binary(dir, args);
+    CHECK(fast.rc == whole.rc);
+    CHECK(fast.out == whole.out);
+    CHECK(fast.err == whole.err);
+    CHECK(real.rc == whole.rc);
+    CHECK(real.out == whole.out);
+    CHECK(real.err == whole.err);
+    CHECK_MESSAGE(!(whole.out + whole.err).empty(), "every call says something");
+  }
+  // The exit codes are today's: 0, 1 for a refused or unreachable call, 2 for a usage error.
+  CHECK(in_process({"--version"}, false).out.rfind("gpuq ", 0) == 0);
+  CHECK(in_process({"--server", server, "show", "j999"}, false).rc == 1);
+  CHECK(in_process({"ls", "-o", "xml"}, false).rc == 2);
+}
+
+TEST_CASE("gpuq __complete: commands, flags, their values, and names and ids from gpuqd") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const CliRun sub = gpuq_me(d, {"submit", "-q", "research", "--gpus", "2", "--hold", "--", "true"});
+  REQUIRE_MESSAGE(sub.rc == 0, sub.out);
+  const std::string id = submitted_job(sub);
+
+  const auto top = candidates(d, {""});
+  for (const char* c : {"submit", "run", "ls", "list", "cancel", "queues", "completion"}) CHECK_MESSAGE(has(top, c), c);
+  CHECK_FALSE(has(top, "__complete"));
+  CHECK(candidates(d, {"ca"}) == std::vector<std::string>{"cancel"});
+  CHECK(candidates(d, {"ls", "--q"}) == std::vector<std::string>{"--queue"});
+  const auto flags = candidates(d, {"submit", "--"});
+  CHECK(has(flags, "--gpus"));
+  CHECK(has(flags, "--server"));  // the global ones too
+  CHECK_FALSE(has(flags, "-q"));  // short ones only for "-"
+  CHECK(has(candidates(d, {"ls", "-"}), "-q"));
+  // Values: gpuqd's queues for --queue (in every spelling), an option's choices, states.
+  CHECK(candidates(d, {"ls", "-q", ""}) == std::vector<std::string>{"prod", "research"});
+  CHECK(candidates(d, {"submit", "--queue", "r"}) == std::vector<std::string>{"research"});
+  CHECK(candidates(d, {"ls", "--queue=r"}) == std::vector<std::string>{"--queue=research"});
+  CHECK(candidates(d, {"ls", "-o", "j"}) == std::vector<std::string>{"json"});
+  CHECK(candidates(d, {"ls", "--state", "p"}) == std::vector<std::string>{"pending", "preempting"});
+  // Positionals: job ids, queue names, node names.
+  CHECK(candidates(d, {"cancel", ""}) == std::vector<std::string>{id});
+  CHECK(candidates(d, {"show", id.substr(0, 1)}) == std::vector<std::string>{id});
+  CHECK(candidates(d, {"queues", "delete", ""}) == std::vector<std::string>{"prod", "research"});
+  CHECK(candidates(d, {"nodes", "drain", "n"}) == std::vector<std::string>{"n0", "n1"});
+  CHECK(candidates(d, {"ls", "-q", "research", "--o"}) == std::vector<std::string>{"--output", "--owner"});
+  // A command's own words after "--" are the shell's (files).
+  CHECK(candidates(d, {"submit", "--gpus", "1", "--", ""}).empty());
+  // gpuqd unreachable: no candidates, no error, exit 0.
+  const Answer none = in_process(
+      {"--server", "unix:" + (dir.path / "none.sock").string(), "__complete", "--", "ls", "-q", ""}, false);
+  CHECK(none.rc == 0);
+  CHECK(none.out.empty());
+  CHECK(none.err.empty());
+}
+
+TEST_CASE("gpuq completion bash|zsh: real bash and zsh complete through gpuq") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const std::string bash_file = (dir.path / "gpuq.bash").string(), zsh_file = (dir.path / "_gpuq").string();
+  for (const auto& [shell_name, file] : {std::pair{"bash", bash_file}, {"zsh", zsh_file}}) {
+    const Answer a = in_process({"completion", shell_name}, false);
+    REQUIRE(a.rc == 0);
+    std::ofstream(file) << a.out;
+  }
+  const std::string env = "GPUQ_SERVER=unix:" + d.socket() + " ";
+  const std::string bin = GPUQ_CLI_PATH;
+
+  auto bash = [&](const std::string& words, int cword) {
+    const std::string script = "source " + bash_file + "; COMP_WORDS=(" + bin + " " + words + "); COMP_CWORD=" +
+                               std::to_string(cword) + "; _gpuq; printf '%s\\n' \"${COMPREPLY[@]}\"; complete -p gpuq";
+    const CliRun r = shell(env + "bash --norc -c " + quoted(script));
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    return r.out;
+  };
+  CHECK(bash("can", 1) == "cancel\ncomplete -o bashdefault -o default -F _gpuq gpuq\n");
+  CHECK(bash("ls -q ''", 3).rfind("prod\nresearch\n", 0) == 0);
+  // bash splits "--queue=re" at "=": the candidate is what replaces the last piece.
+  CHECK(bash("ls --queue = re", 4).rfind("research\n", 0) == 0);
+  CHECK(bash("ls --queue =", 3).rfind("=prod\n=research\n", 0) == 0);
+
+  auto zsh = [&](const std::string& words, int current) {
+    // compadd and _files stand in for zsh's completion system: they print what they are given.
+    const std::string script =
+        "compadd() { shift $(( ${@[(i)--]} )); print -l -- \"$@\"; }; _files() { print FILES; }; "
+        "compdef() { print compdef \"$@\"; }; source " + zsh_file + "; words=(" + bin + " " + words + "); CURRENT=" +
+        std::to_string(current) + "; _gpuq";
+    const CliRun r = shell(env + "zsh -f -c " + quoted(script));
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    return r.out;
+  };
+  CHECK(zsh("can", 2) == "compdef _gpuq gpuq\ncancel\n");
+  CHECK(zsh("ls -q ''", 4) == "compdef _gpuq gpuq\nprod\nresearch\n");
+  CHECK(zsh("ls --queue=re", 3) == "compdef _gpuq gpuq\n--queue=research\n");
+  CHECK(zsh("submit --gpus 1 -- ''", 6) == "compdef _gpuq gpuq\nFILES\n");
+}
+
+}  // namespace integration_cli_fast_test
