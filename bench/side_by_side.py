@@ -11,7 +11,8 @@ processes of each side, alternating the order within each pair:
   throughput   4 parallel loops of SUBMITS submits each, the jobs running meanwhile: submits
                per second, and the end-to-end time until the last job has ended (RUNS runs)
   array        gpuq submit --array 0-999 --hold     sbatch --array=0-999 --hold
-  list         gpuq ls                              squeue   (1,000 held jobs in the queue)
+  held         4 parallel loops submitting 1,000 held jobs (the submit path alone, nothing runs)
+  list         gpuq ls                              squeue   (those 1,000 held jobs in the queue)
 
 and prints medians (wall and CPU of the child, from wait4) and the ratios gpuq/Slurm.
 Needs root (slurmd, munged). Usage:
@@ -254,8 +255,10 @@ def main():
         row("array of 1,000 (--array 0-999 --hold)", "ms", med(arr["slurm"]), med(arr["gpuq"]))
         drain(S, G, squeue, gpuq, tmp)
 
-        fill(G, gsub[:6] + ["--hold"] + gsub[6:], args.listed)
-        fill(S, ssub[:1] + ["--hold"] + ssub[1:], args.listed)
+        held = {"gpuq": fill(G, gsub[:6] + ["--hold"] + gsub[6:], args.listed),
+                "slurm": fill(S, ssub[:1] + ["--hold"] + ssub[1:], args.listed)}
+        row(f"held submits/s, 4 loops ({args.listed} jobs, none running)", "submits/s",
+            held["slurm"], held["gpuq"], True)
         r = pairs(args.pairs, (G, [gpuq, "ls"]), (S, [squeue]), tmp)
         lines = {side.name: spawn_timed(argv, side.env, os.path.join(tmp, "out"))[2].count("\n")
                  for side, argv in ((G, [gpuq, "ls"]), (S, [squeue]))}
@@ -317,6 +320,7 @@ def throughput(side, argv, per_loop, squeue, gpuq, tmp):
 
 
 def fill(side, argv, n):
+    """n held jobs from 4 parallel loops; returns submits per second."""
     errors = []
 
     def loop(k):
@@ -327,12 +331,14 @@ def fill(side, argv, n):
             errors.append(e)
 
     threads = [threading.Thread(target=loop, args=(n // 4 + (1 if i < n % 4 else 0),)) for i in range(4)]
+    start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise errors[0]
+    return n / (time.perf_counter() - start)
 
 
 if __name__ == "__main__":

@@ -58,10 +58,14 @@ void add_commands(CLI::App& app, Context& ctx, Only only) {
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, CliOptions options) {
-  Context ctx(out, err);
-  ctx.args = args;
+  // With leak_tree, the tree and the context (its gRPC channel) outlive the call: the process
+  // ends without destroying them, so it does not wait for gRPC's threads to be joined either.
+  auto* context = new Context(out, err);
   auto* tree = new CLI::App("gpuq: a fair-share GPU batch scheduler");
-  const std::unique_ptr<CLI::App> owner(options.leak_tree ? nullptr : tree);
+  const std::unique_ptr<Context> context_owner(options.leak_tree ? nullptr : context);
+  const std::unique_ptr<CLI::App> tree_owner(options.leak_tree ? nullptr : tree);
+  Context& ctx = *context;
+  ctx.args = args;
   CLI::App& app = *tree;
   app.name("gpuq");
   app.require_subcommand(1);

@@ -53,7 +53,9 @@ int run_ls(Context& ctx, const ListOptions& o) {
     ctx.out << render_message(all, f);
     return 0;
   }
-  std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
+  std::vector<v1::Job> jobs;  // moved out of the reply, not copied
+  jobs.reserve(static_cast<std::size_t>(all.jobs_size()));
+  for (auto& j : *all.mutable_jobs()) jobs.push_back(std::move(j));
   if (!o.expand) jobs = fold_arrays(std::move(jobs));
   if (jobs.empty())
     ctx.out << (o.finished ? "No finished jobs\n"

@@ -89,9 +89,15 @@ Result<Job> Engine::make_job(JobSpec spec) const {
 }
 
 void Engine::reserve_jobs(std::size_t more) {
-  jobs_.reserve(jobs_.size() + more);
-  job_ids_.reserve(job_ids_.size() + more);
-  admission_seq_.reserve(admission_seq_.size() + more);
+  // Grown geometrically: reserving exactly size + more on every call (a job array per submit)
+  // moved every job and rehashed every id each time, quadratic over many arrays.
+  const auto grow = [more](auto& c) {
+    if (c.size() + more > c.capacity()) c.reserve(std::max(c.size() + more, 2 * c.capacity()));
+  };
+  grow(jobs_);
+  grow(admission_seq_);
+  if (job_ids_.size() + more > job_ids_.max_load())
+    job_ids_.reserve(std::max(job_ids_.size() + more, 2 * job_ids_.size()));
 }
 
 std::uint32_t Engine::store_job(Job job) {
