@@ -48,22 +48,10 @@ class Names {
  public:
   explicit Names(Context& ctx) : ctx_(ctx) {}
 
-  std::vector<std::string> queues() {
-    v1::ListQueuesResponse page;
-    if (!call([&](auto& c) { return v1::Queues::NewStub(ctx_.channel())->List(&c, {}, &page); })) return {};
-    std::vector<std::string> names;
-    for (const auto& q : page.queues()) names.push_back(q.spec().name());
-    return names;
-  }
-  std::vector<std::string> nodes() {
-    v1::ListNodesResponse page;
-    if (!call([&](auto& c) { return v1::Nodes::NewStub(ctx_.channel())->List(&c, {}, &page); })) return {};
-    std::vector<std::string> names;
-    for (const auto& n : page.nodes()) names.push_back(n.spec().name());
-    return names;
-  }
-  // Unfinished jobs' ids (and their arrays'), newest 1,000 at most: what cancel, hold, show...
-  // are mostly given.
+  std::vector<std::string> queues() { return names<v1::Queues, v1::ListQueuesResponse>(&v1::ListQueuesResponse::queues); }
+  std::vector<std::string> nodes() { return names<v1::Nodes, v1::ListNodesResponse>(&v1::ListNodesResponse::nodes); }
+  // Unfinished jobs' ids (and their arrays'), the first 1,000 in submission order: what cancel,
+  // hold, show... are mostly given.
   std::vector<std::string> jobs() {
     v1::ListJobsRequest req;
     for (auto s : {v1::JOB_STATE_PENDING, v1::JOB_STATE_ADMITTED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_PREEMPTING})
@@ -80,6 +68,15 @@ class Names {
   }
 
  private:
+  // The names on the first page gpuqd gives (queues and nodes, by name).
+  template <class Service, class Response, class Items>
+  std::vector<std::string> names(const Items& (Response::*items)() const) {
+    Response page;
+    if (!call([&](auto& c) { return Service::NewStub(ctx_.channel())->List(&c, {}, &page); })) return {};
+    std::vector<std::string> out;
+    for (const auto& item : (page.*items)()) out.push_back(item.spec().name());
+    return out;
+  }
   template <class Call>
   bool call(Call&& f) {
     try {
