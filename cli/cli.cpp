@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -47,6 +48,28 @@ std::string_view named_subcommand(const std::vector<std::string>& args) {
   return {};
 }
 
+// CLI11's help, but the options an option needs or excludes listed by name: CLI11 keeps them in
+// a set ordered by address, so their order followed the heap (a tree built for one subcommand
+// printed "Excludes: --state --all" where the whole tree printed "--all --state").
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_needs().empty() && opt->get_excludes().empty()) return CLI::Formatter::make_option_opts(opt);
+    std::string text = CLI::Formatter::make_option_opts(opt);
+    text = text.substr(0, std::min(text.find(" " + get_label("Needs") + ":"), text.find(" " + get_label("Excludes") + ":")));
+    const std::set<CLI::Option*> needs = opt->get_needs(), excludes = opt->get_excludes();  // (copies)
+    for (const auto& [label, options] : {std::pair{get_label("Needs"), &needs}, std::pair{get_label("Excludes"), &excludes}}) {
+      if (options->empty()) continue;
+      std::vector<std::string> names;
+      for (const CLI::Option* o : *options) names.push_back(o->get_name());
+      std::sort(names.begin(), names.end());
+      text += " " + label + ":";
+      for (const auto& n : names) text += " " + n;
+    }
+    return text;
+  }
+};
+
 void add_commands(CLI::App& app, Context& ctx, Only only) {
   add_job_commands(app, ctx, only);
   add_cluster_commands(app, ctx, only);
@@ -68,6 +91,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   ctx.args = args;
   CLI::App& app = *tree;
   app.name("gpuq");
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpuq " GPUQ_VERSION, "print gpuq's version and exit");
   app.fallthrough();  // --server and --timeout may follow the subcommand

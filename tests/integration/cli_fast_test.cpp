@@ -96,6 +96,7 @@ TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as th
       {"lss"},
       {"ls", "--bogus"},
       {"ls", "-o", "xml"},
+      {"ls", "--finished", "--all"},
       {"--timeout"},
       {"--server", server, "ls", "-o", "json"},
       {"--server=" + server, "--timeout", "5", "list", "-o", "yaml", "--all"},
