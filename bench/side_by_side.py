@@ -293,34 +293,9 @@ def drain(S, G, squeue, gpuq, tmp):
         wait_until(f"{side.name}'s jobs ending", lambda: unfinished(side, squeue, gpuq, tmp) == 0, 600)
 
 
-def throughput(side, argv, per_loop, squeue, gpuq, tmp):
-    """4 loops submitting per_loop jobs each: (submits/s until the last submit ended, seconds from
-    the first submit until the last job ended)."""
-    errors = []
-
-    def loop():
-        try:
-            for _ in range(per_loop):
-                spawn_timed(argv, side.env)
-        except RuntimeError as e:
-            errors.append(e)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=loop) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    submitted = time.perf_counter() - start
-    if errors:
-        raise errors[0]
-    while unfinished(side, squeue, gpuq, tmp):
-        time.sleep(0.05)
-    return 4 * per_loop / submitted, time.perf_counter() - start
-
-
-def fill(side, argv, n):
-    """n held jobs from 4 parallel loops; returns submits per second."""
+def submit_loops(side, argv, counts):
+    """One thread per entry of counts, each submitting that many jobs in a row; returns the
+    seconds until the last submit ended."""
     errors = []
 
     def loop(k):
@@ -330,7 +305,7 @@ def fill(side, argv, n):
         except RuntimeError as e:
             errors.append(e)
 
-    threads = [threading.Thread(target=loop, args=(n // 4 + (1 if i < n % 4 else 0),)) for i in range(4)]
+    threads = [threading.Thread(target=loop, args=(k,)) for k in counts]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -338,7 +313,22 @@ def fill(side, argv, n):
         t.join()
     if errors:
         raise errors[0]
-    return n / (time.perf_counter() - start)
+    return time.perf_counter() - start
+
+
+def throughput(side, argv, per_loop, squeue, gpuq, tmp):
+    """4 loops submitting per_loop jobs each: (submits/s until the last submit ended, seconds from
+    the first submit until the last job ended)."""
+    start = time.perf_counter()
+    submitted = submit_loops(side, argv, [per_loop] * 4)
+    while unfinished(side, squeue, gpuq, tmp):
+        time.sleep(0.05)
+    return 4 * per_loop / submitted, time.perf_counter() - start
+
+
+def fill(side, argv, n):
+    """n held jobs from 4 parallel loops; returns submits per second."""
+    return n / submit_loops(side, argv, [n // 4 + (1 if i < n % 4 else 0) for i in range(4)])
 
 
 if __name__ == "__main__":

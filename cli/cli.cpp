@@ -29,20 +29,19 @@ std::string read_file_arg(const std::string& path) {
 
 namespace {
 
-// The subcommand args name when only global options with their values come before it; "" when
-// it cannot be told that cheaply (-h, an unknown option, the completion helper), and then every
-// subcommand is registered; "--version" for `gpuq --version` alone, which needs none.
-std::string_view named_subcommand(const std::vector<std::string>& args) {
+// The subcommand args name when only `app`'s global options that take a value, with their
+// values, come before it; "" when it cannot be told that cheaply (-h, an unknown option, the
+// completion helper), and then every subcommand is registered; "--version" for `gpuq --version`
+// alone, which needs none.
+std::string_view named_subcommand(const CLI::App& app, const std::vector<std::string>& args) {
   if (args.size() == 1 && args[0] == "--version") return args[0];  // no subcommand at all
-  static constexpr std::string_view kValued[] = {"--server",     "--timeout", "--token", "--token-file",
-                                                 "--tls-ca", "--tls-cert", "--tls-key"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.empty()) return {};
     if (a[0] != '-') return a == "__complete" ? std::string_view{} : std::string_view{a};
     const auto eq = a.find('=');
-    const std::string_view name(a.data(), eq == std::string::npos ? a.size() : eq);
-    if (std::find(std::begin(kValued), std::end(kValued), name) == std::end(kValued)) return {};
+    const CLI::Option* opt = app.get_option_no_throw(a.substr(0, eq));
+    if (opt == nullptr || opt->get_type_size_max() == 0) return {};  // a flag (-h) or not ours
     if (eq == std::string::npos) ++i;  // its value
   }
   return {};
@@ -109,7 +108,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--tls-ca", ctx.credential_flags.tls_ca, "PEM CA that signed gpuqd's certificate: TLS (default $GPUQ_TLS_CA)");
   app.add_option("--tls-cert", ctx.credential_flags.tls_cert, "PEM client certificate: TLS, its CN your user (default $GPUQ_TLS_CERT)");
   app.add_option("--tls-key", ctx.credential_flags.tls_key, "PEM key of --tls-cert (default $GPUQ_TLS_KEY)");
-  const Only only{options.whole_tree ? std::string_view{} : named_subcommand(args)};
+  const Only only{options.whole_tree ? std::string_view{} : named_subcommand(app, args)};
   add_commands(app, ctx, only);
   if (!only.name.empty() && only.name[0] != '-' && app.get_subcommands([](CLI::App*) { return true; }).empty())
     add_commands(app, ctx, {});  // not a subcommand of ours: CLI11 says so, as with the whole tree

@@ -93,7 +93,7 @@ class Names {
 // The values `opt` may take: its CLI11 choices ("TEXT:{table,wide,json,yaml}"), or gpuqd's
 // queue names for a --queue.
 std::vector<std::string> option_values(const CLI::Option* opt, Names& names) {
-  if (opt->check_lname("queue") || opt->check_lname("to-queue")) return names.queues();
+  if (opt->check_lname("queue")) return names.queues();
   if (opt->check_lname("state"))
     return {"pending", "admitted", "running", "preempting", "succeeded", "failed", "cancelled"};
   const std::string type = opt->get_type_name();
