@@ -42,6 +42,28 @@ namespace {
 
 using namespace detail;
 
+// The cancelled jobs still stopping that `f` (without its states) lists, merged by number into
+// `page`, a page read without CANCELLED that is cut to f.limit again. There are few (the engine
+// still holds them), where reading the cancelled jobs to keep these would read every one ever
+// cancelled.
+grpc::Status merge_stopping(Core& c, const storage::JobFilter& f, std::vector<storage::JobRecord>& page) {
+  const std::size_t read = page.size();
+  for (const JobId& id : c.stopping_jobs()) {
+    auto rec = c.store().job(id.value);
+    if (!rec) return to_status(ErrorCode::kUnavailable, rec.error());
+    if (!rec.value().has_value()) continue;
+    storage::JobRecord& r = *rec.value();
+    if (r.number <= f.after_number || (!f.queue.empty() && r.spec.queue.value != f.queue) ||
+        (!f.owner.empty() && r.spec.owner != f.owner))
+      continue;
+    page.push_back(std::move(r));
+  }
+  if (page.size() == read) return grpc::Status::OK;
+  std::sort(page.begin(), page.end(), [](const auto& a, const auto& b) { return a.number < b.number; });
+  if (page.size() > f.limit) page.resize(f.limit);
+  return grpc::Status::OK;
+}
+
 
 class JobsService final : public v1::Jobs::CallbackService {
  public:
@@ -114,10 +136,9 @@ class JobsService final : public v1::Jobs::CallbackService {
     if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
     for (int s : req->states())
       filter.states.push_back(api::from_proto(static_cast<v1::JobState>(s)).value_or(JobState::kPending));
-    // RUNNING without CANCELLED: cancelled jobs are read too, and only those still stopping kept.
+    // RUNNING without CANCELLED: the cancelled jobs still stopping are listed too (merge_stopping).
     const auto asks = [&](JobState s) { return std::find(filter.states.begin(), filter.states.end(), s) != filter.states.end(); };
-    const bool only_stopping_cancelled = asks(JobState::kRunning) && !asks(JobState::kCancelled);
-    if (only_stopping_cancelled) filter.states.push_back(JobState::kCancelled);
+    const bool with_stopping = asks(JobState::kRunning) && !asks(JobState::kCancelled);
     if (req->page_size() < 0 || req->page_size() > 1000) {
       reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT,
                        "page_size: " + std::to_string(req->page_size()) + " is not allowed; use 0 to 1000"});
@@ -133,17 +154,19 @@ class JobsService final : public v1::Jobs::CallbackService {
         return reactor;
       }
     }
-    in_turn(loop_, reactor, [this, access, filter, resp, only_stopping_cancelled](Core& core, Time) mutable {
+    in_turn(loop_, reactor, [this, access, filter, resp, with_stopping](Core& core, Time) mutable {
       if (!filter.queue.empty())
         if (auto q = core.queue(filter.queue); !q) return Reply::error(failed(q));  // NOT_FOUND, named
       // A viewer of the listed queue gets all of its jobs; anyone else their own.
       const QueueSpec* queue = filter.queue.empty() ? nullptr : core.queue_spec(filter.queue);
       if (auto st = readers_.gate->list_owner(access, filter.owner, queue); !st.ok()) return Reply::error(st);
-      return Reply::then([this, access, filter, resp, only_stopping_cancelled](Core& c) {
+      return Reply::then([this, access, filter, resp, with_stopping](Core& c) {
         storage::JobFilter f = filter;
         f.limit = filter.limit + 1;  // one more: is there a next page?
         auto jobs = c.store().jobs(f);
         if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
+        if (with_stopping)
+          if (auto st = merge_stopping(c, f, jobs.value()); !st.ok()) return st;
         // A page ends at page_size jobs or kListPageBytes, whichever comes first (at least one
         // job a page), so that a reply stays within the 4 MiB a gRPC client takes by default
         // whatever the jobs hold; the token names the last job sent.
@@ -151,7 +174,6 @@ class JobsService final : public v1::Jobs::CallbackService {
         std::size_t bytes = 0, sent = 0;
         for (; sent < n; ++sent) {
           const storage::JobRecord& listed = c.listed((*jobs)[sent]);
-          if (only_stopping_cancelled && listed.state == JobState::kCancelled && !c.stopping(listed.spec.id)) continue;
           v1::Job job = api::to_proto(listed, c);
           if (!readers_.gate->may_see_env(access, listed.spec.owner)) {
             job.mutable_spec()->clear_env();

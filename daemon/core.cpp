@@ -214,6 +214,13 @@ bool Core::stopping(const JobId& id) const {
   return job != nullptr && job->draining;
 }
 
+std::vector<JobId> Core::stopping_jobs() const {
+  std::vector<JobId> out;
+  for (const JobId& id : forget_later_)
+    if (stopping(id)) out.push_back(id);
+  return out;
+}
+
 Result<void> Core::cancel(const std::string& id, Time now, bool force, std::string reason) {
   if (force && stopping(JobId(id))) {  // cancelled already, still stopping: kill it now
     binder_->stop_now(JobId(id));

@@ -142,6 +142,9 @@ class Core {
   const std::vector<std::string>* array_members(const std::string& id) const;
   // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
   bool stopping(const JobId& id) const;
+  // The jobs stopping() is true of, in no order (written as cancelled: Jobs.List adds them to
+  // the running ones).
+  std::vector<JobId> stopping_jobs() const;
   Result<void> apply_queue(const QueueSpec& spec);
   Result<void> apply_node(const NodeSpec& spec, Time now, bool from_source = false);
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);

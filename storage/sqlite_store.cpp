@@ -135,7 +135,7 @@ class SqliteStore final : public Store {
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
-  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, events_after_, all_tokens_;
+  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
   Stmt audit_page_;
 };
 
@@ -150,6 +150,10 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
   const std::string s_any = "SELECT " + cols + " FROM jobs WHERE number > ?1" + list_where;
   const std::string s_queue =
       "SELECT " + cols + " FROM jobs WHERE queue = ?5 AND number > ?1" + list_where;
+  // Unfinished states alone, in any queue: through the partial index jobs_unfinished, so that
+  // the finished jobs before them (however many) are not read.
+  const std::string s_unfinished_page =
+      "SELECT " + cols + " FROM jobs WHERE number > ?1 AND state < 4" + list_where;
   const std::pair<Stmt*, const char*> all[] = {
       {&begin_, "BEGIN IMMEDIATE"},
       {&begin_read_, "BEGIN DEFERRED"},
@@ -209,6 +213,7 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&audit_page_, kAuditPage},
       {&jobs_any_, s_any.c_str()},
       {&jobs_in_queue_, s_queue.c_str()},
+      {&jobs_unfinished_, s_unfinished_page.c_str()},
       {&events_after_,
        "SELECT seq, at, job, queue, from_state, to_state, reason, flavor FROM events WHERE seq > ?1 "
        "ORDER BY seq LIMIT ?2"},
@@ -428,8 +433,12 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
   std::lock_guard lock(rmu_);
   if (auto e = read_snapshot()) return std::move(*e);
   std::int64_t mask = 0;
-  for (auto st : filter.states) mask |= std::int64_t{1} << state_code(st);
-  Stmt& s = filter.queue.empty() ? jobs_any_ : jobs_in_queue_;
+  bool unfinished = !filter.states.empty();
+  for (auto st : filter.states) {
+    mask |= std::int64_t{1} << state_code(st);
+    unfinished = unfinished && state_code(st) < 4;  // as the index jobs_unfinished
+  }
+  Stmt& s = !filter.queue.empty() ? jobs_in_queue_ : unfinished ? jobs_unfinished_ : jobs_any_;
   Stmt::Reset r(s);
   s.bind(1, static_cast<std::int64_t>(filter.after_number));
   s.bind(2, filter.owner);

@@ -98,6 +98,25 @@ std::string logs(Daemon& d, const std::string& id, int pod = 0) {
   return out;
 }
 
+// The ids Jobs.List gives for `states`, page by page (`page_size` a page).
+std::vector<std::string> listed(Daemon& d, const std::vector<v1::JobState>& states, int page_size) {
+  std::vector<std::string> ids;
+  std::string token;
+  do {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest r;
+    for (auto s : states) r.add_states(s);
+    r.set_page_size(page_size);
+    r.set_page_token(token);
+    v1::ListJobsResponse resp;
+    auto st = d.jobs->List(&ctx, r, &resp);
+    REQUIRE_MESSAGE(st.ok(), st.error_message());
+    for (const auto& j : resp.jobs()) ids.push_back(j.spec().id());
+    token = resp.next_page_token();
+  } while (!token.empty());
+  return ids;
+}
+
 std::set<std::string> split(const std::string& csv) {
   std::set<std::string> out;
   std::stringstream in(csv);
@@ -238,7 +257,21 @@ TEST_CASE("local: cancel sends SIGTERM; a job ignoring it is killed after its gr
   submit_ok(d, job("next", sh("echo $CUDA_VISIBLE_DEVICES"), {.gpus = "4"}));
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   CHECK(get(d, "next").state() == v1::JOB_STATE_PENDING);
+  // Still stopping, it is listed with the running jobs (gpuq ls), cancelled as it is, in number
+  // order and across pages; a job cancelled before it started never is.
+  submit_ok(d, job("held", sh("true"), {.gpus = "4"}));
+  cancel_ok(d, "held");
+  const std::vector<v1::JobState> unfinished{v1::JOB_STATE_PENDING, v1::JOB_STATE_RUNNING};
+  for (int page : {1, 2, 100}) {
+    CAPTURE(page);
+    const auto ids = listed(d, unfinished, page);
+    CHECK(std::find(ids.begin(), ids.end(), "ignores") != ids.end());
+    CHECK(std::find(ids.begin(), ids.end(), "held") == ids.end());
+    CHECK(ids.back() == "next");
+  }
+  CHECK(listed(d, {v1::JOB_STATE_PENDING}, 100) == std::vector<std::string>{"next"});
   wait_state(d, "next", v1::JOB_STATE_SUCCEEDED);
+  CHECK(listed(d, unfinished, 1).empty());
   CHECK(split(logs(d, "next").substr(0, logs(d, "next").find('\n'))).size() == 4);
   CHECK(logs(d, "traps").find("got TERM") != std::string::npos);
   const std::string ignored = logs(d, "ignores");

@@ -202,6 +202,19 @@ TEST_CASE("listing pages by number and filters by queue, state and owner") {
   auto bobs = store->jobs(o);
   REQUIRE(bobs.ok());
   CHECK(bobs->size() == 83);  // multiples of 3 up to 250
+
+  // Unfinished states alone (gpuq ls) take the index of unfinished jobs: the same answers.
+  JobFilter u;
+  u.states = {JobState::kPending, JobState::kRunning};
+  u.owner = "bob";
+  u.after_number = 100;
+  u.limit = 7;
+  auto pending = store->jobs(u);
+  REQUIRE(pending.ok());
+  REQUIRE(pending->size() == 7);
+  CHECK((*pending)[0].number == 102);
+  CHECK((*pending)[1].number == 108);  // 105 failed
+  CHECK((*pending)[6].number == 126);  // 120 failed
   JobFilter none;
   none.queue = "nobody";
   CHECK(store->jobs(none)->empty());
