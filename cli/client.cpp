@@ -5,6 +5,7 @@
 
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
+#include "cli/unix_call.hpp"
 
 namespace gpuq::cli {
 
@@ -29,6 +30,14 @@ std::shared_ptr<grpc::Channel> Context::channel() {
     channel_ = grpc::CreateChannel(server(), credentials().tls ? grpc::SslCredentials(*credentials().tls)
                                                                : grpc::InsecureChannelCredentials());
   return channel_;
+}
+
+std::optional<grpc::Status> Context::unix_unary(const char* method, const google::protobuf::MessageLite& req,
+                                                google::protobuf::MessageLite& resp) {
+  if (const char* t = std::getenv("GPUQ_TRANSPORT"); t != nullptr && std::string_view(t) == "grpc") return std::nullopt;
+  const auto path = unix_socket_path(server());
+  if (!path) return std::nullopt;
+  return cli::unix_unary(*path, method, req, resp, timeout_s);
 }
 
 std::unique_ptr<grpc::ClientContext> Context::call(bool stream_without_deadline) {

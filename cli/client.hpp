@@ -2,10 +2,14 @@
 // What every client command shares: where the server is, the per-call deadline, the output
 // streams, and how a failed call is reported (exit 1).
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/client_unary_call.h>
+#include <grpcpp/impl/rpc_method.h>
+#include <google/protobuf/message_lite.h>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,6 +37,19 @@ struct Context {
   // A context with the deadline of --timeout (none when `stream_without_deadline`), carrying
   // the bearer token to a TCP server.
   std::unique_ptr<grpc::ClientContext> call(bool stream_without_deadline = false);
+  // One unary call, `method` as gRPC names it ("/gpuq.v1.Jobs/Submit"). To a unix: server it goes
+  // as plain HTTP/2 on the socket (cli/unix_call.hpp: no gRPC channel to build, no threads);
+  // otherwise, and when the socket cannot be connected (so that is reported as before), through
+  // the gRPC channel. The same request, reply, status and caller either way.
+  // GPUQ_TRANSPORT=grpc takes the channel always.
+  template <class Req, class Resp>
+  grpc::Status unary(const char* method, const Req& req, Resp& resp) {
+    if (auto st = unix_unary(method, req, resp)) return *st;
+    auto c = call();
+    return grpc::internal::BlockingUnaryCall<Req, Resp, google::protobuf::MessageLite, google::protobuf::MessageLite>(
+        channel().get(), grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::NORMAL_RPC), c.get(), req,
+        &resp);
+  }
   // Whether the server will know this command by a token or certificate rather than by its
   // account (TCP): then a submit leaves the owner to the server.
   bool identified_by_credentials();
@@ -41,6 +58,8 @@ struct Context {
   int fail(const grpc::Status& status);
 
  private:
+  std::optional<grpc::Status> unix_unary(const char* method, const google::protobuf::MessageLite& req,
+                                         google::protobuf::MessageLite& resp);
   const Credentials& credentials();
   std::string server_;
   std::shared_ptr<grpc::Channel> channel_;

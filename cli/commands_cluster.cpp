@@ -14,15 +14,15 @@ namespace {
 
 // Every page of a List of queues or nodes, merged into `all` (one reply, as if unpaged). Page
 // tokens are names, in order: one that does not move on stops the loop.
-template <class Stub, class Response, class Items>
-grpc::Status list_all(Context& ctx, Stub& stub, Response& all, Items* (Response::*items)()) {
-  using Request = std::conditional_t<std::is_same_v<Response, v1::ListQueuesResponse>, v1::ListQueuesRequest,
-                                     v1::ListNodesRequest>;
+template <class Response, class Items>
+grpc::Status list_all(Context& ctx, Response& all, Items* (Response::*items)()) {
+  constexpr bool kQueues = std::is_same_v<Response, v1::ListQueuesResponse>;
+  using Request = std::conditional_t<kQueues, v1::ListQueuesRequest, v1::ListNodesRequest>;
   Request req;
   do {
     Response page;
-    auto call = ctx.call();
-    if (grpc::Status st = stub.List(call.get(), req, &page); !st.ok()) return st;
+    if (grpc::Status st = ctx.unary(kQueues ? "/gpuq.v1.Queues/List" : "/gpuq.v1.Nodes/List", req, page); !st.ok())
+      return st;
     for (auto& item : *(page.*items)()) *(all.*items)()->Add() = std::move(item);
     if (!page.next_page_token().empty() && page.next_page_token() <= req.page_token())
       return {grpc::StatusCode::INTERNAL, "gpuqd gave a page token that does not move on (\"" +
@@ -38,17 +38,15 @@ struct QueuesOptions {
 
 int run_queues(Context& ctx, const QueuesOptions& o) {
   const OutputFormat f = parse_output_format(o.output);
-  auto stub = v1::Queues::NewStub(ctx.channel());
   v1::ListQueuesResponse list;
   grpc::Status st;
   if (o.name.empty()) {
-    st = list_all(ctx, *stub, list, &v1::ListQueuesResponse::mutable_queues);
+    st = list_all(ctx, list, &v1::ListQueuesResponse::mutable_queues);
   } else {
-    auto call = ctx.call();
     v1::GetQueueRequest req;
     req.set_name(o.name);
     v1::GetQueueResponse one;
-    st = stub->Get(call.get(), req, &one);
+    st = ctx.unary("/gpuq.v1.Queues/Get", req, one);
     if (st.ok() && (f == OutputFormat::kJson || f == OutputFormat::kYaml)) {
       ctx.out << render_message(one.queue(), f);
       return 0;
@@ -83,9 +81,8 @@ int run_delete_queue(Context& ctx, const std::string& name) {
 // Every queue as Kueue YAML (spec/kueue.hpp): what Kueue cannot say is named on stderr.
 int run_export(Context& ctx, const std::string& format) {
   if (format != "kueue") throw UsageError("--format " + format + " is not allowed; use kueue");
-  auto stub = v1::Queues::NewStub(ctx.channel());
   v1::ListQueuesResponse list;
-  if (grpc::Status st = list_all(ctx, *stub, list, &v1::ListQueuesResponse::mutable_queues); !st.ok())
+  if (grpc::Status st = list_all(ctx, list, &v1::ListQueuesResponse::mutable_queues); !st.ok())
     return ctx.fail(st);
   ResourceNames names;
   std::vector<QueueSpec> specs;
@@ -182,9 +179,8 @@ void add_nodes(CLI::App& app, Context& ctx) {
     if (!cmd->get_subcommands().empty()) return;  // a verb set the action
     ctx.action = [output](Context& c) {
       const OutputFormat f = parse_output_format(*output);
-      auto stub = v1::Nodes::NewStub(c.channel());
       v1::ListNodesResponse list;
-      grpc::Status st = list_all(c, *stub, list, &v1::ListNodesResponse::mutable_nodes);
+      grpc::Status st = list_all(c, list, &v1::ListNodesResponse::mutable_nodes);
       if (!st.ok()) return c.fail(st);
       if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
         c.out << render_message(list, f);

@@ -31,14 +31,12 @@ int run_ls(Context& ctx, const ListOptions& o) {
     for (auto s : {v1::JOB_STATE_PENDING, v1::JOB_STATE_ADMITTED, v1::JOB_STATE_RUNNING,
                    v1::JOB_STATE_PREEMPTING})
       req.add_states(s);
-  auto stub = v1::Jobs::NewStub(ctx.channel());
   v1::ListJobsResponse all;
   do {
     const int left = o.limit > 0 ? o.limit - all.jobs_size() : 1000;
     req.set_page_size(std::min(left, 1000));
     v1::ListJobsResponse page;
-    auto call = ctx.call();
-    grpc::Status st = stub->List(call.get(), req, &page);
+    grpc::Status st = ctx.unary("/gpuq.v1.Jobs/List", req, page);
     if (!st.ok()) return ctx.fail(st);
     for (auto& j : *page.mutable_jobs()) {
       if (o.limit > 0 && all.jobs_size() >= o.limit) break;
@@ -106,12 +104,10 @@ void add_show(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, o] {
     ctx.action = [o](Context& c) {
       const OutputFormat f = parse_output_format(o->output);
-      auto stub = v1::Jobs::NewStub(c.channel());
       v1::GetJobRequest req;
       req.set_id(o->id);
       v1::GetJobResponse resp;
-      auto call = c.call();
-      grpc::Status st = stub->Get(call.get(), req, &resp);
+      grpc::Status st = c.unary("/gpuq.v1.Jobs/Get", req, resp);
       if (!st.ok()) return c.fail(st);
       if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
         c.out << render_message(resp.job(), f);
@@ -124,14 +120,12 @@ void add_show(CLI::App& app, Context& ctx) {
 
 // Calls `act` for each id in turn (the job as it is after) and prints "job/ID VERB (STATE)";
 // exit 1 if any failed, stopping early when gpuqd cannot be reached (the rest would fail too).
-using JobAction = std::function<grpc::Status(v1::Jobs::Stub&, grpc::ClientContext*, const std::string&, v1::Job&)>;
+using JobAction = std::function<grpc::Status(Context&, const std::string&, v1::Job&)>;
 int each_job(Context& c, const std::vector<std::string>& ids, const std::string& verb, const JobAction& act) {
-  auto stub = v1::Jobs::NewStub(c.channel());
   int rc = 0;
   for (const auto& id : ids) {
     v1::Job job;
-    auto call = c.call();
-    if (grpc::Status st = act(*stub, call.get(), id, job); !st.ok()) {
+    if (grpc::Status st = act(c, id, job); !st.ok()) {
       rc = c.fail(st);
       if (is_unreachable(st)) break;
       continue;
@@ -142,12 +136,11 @@ int each_job(Context& c, const std::vector<std::string>& ids, const std::string&
 }
 
 // One call of a Jobs RPC that takes a job id and answers with the job.
-template <class Req, class Resp, class Rpc>
-grpc::Status job_call(v1::Jobs::Stub& stub, grpc::ClientContext* ctx, Req req, const std::string& id, v1::Job& out,
-                      Rpc rpc) {
+template <class Req, class Resp>
+grpc::Status job_call(Context& c, const char* method, Req req, const std::string& id, v1::Job& out) {
   req.set_id(id);
   Resp resp;
-  grpc::Status st = (stub.*rpc)(ctx, req, &resp);
+  grpc::Status st = c.unary(method, req, resp);
   out = resp.job();
   return st;
 }
@@ -162,10 +155,10 @@ void add_cancel(CLI::App& app, Context& ctx) {
                 "them the job's grace period; also for a job already cancelled and stopping");
   cmd->callback([&ctx, ids, force] {
     ctx.action = [ids, force](Context& c) {
-      return each_job(c, *ids, "cancelled", [force](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
+      return each_job(c, *ids, "cancelled", [force](Context& x, const std::string& id, v1::Job& out) {
         v1::CancelJobRequest req;
         req.set_force(*force);
-        return job_call<v1::CancelJobRequest, v1::CancelJobResponse>(s, x, req, id, out, &v1::Jobs::Stub::Cancel);
+        return job_call<v1::CancelJobRequest, v1::CancelJobResponse>(x, "/gpuq.v1.Jobs/Cancel", req, id, out);
       });
     };
   });
@@ -180,12 +173,11 @@ void add_hold_release(CLI::App& app, Context& ctx, bool hold) {
   cmd->callback([&ctx, ids, hold] {
     ctx.action = [ids, hold](Context& c) {
       return each_job(c, *ids, hold ? "held" : "released",
-                      [hold](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
+                      [hold](Context& x, const std::string& id, v1::Job& out) {
                         if (hold)
-                          return job_call<v1::HoldJobRequest, v1::HoldJobResponse>(s, x, {}, id, out,
-                                                                                  &v1::Jobs::Stub::Hold);
-                        return job_call<v1::ReleaseJobRequest, v1::ReleaseJobResponse>(s, x, {}, id, out,
-                                                                                      &v1::Jobs::Stub::Release);
+                          return job_call<v1::HoldJobRequest, v1::HoldJobResponse>(x, "/gpuq.v1.Jobs/Hold", {}, id, out);
+                        return job_call<v1::ReleaseJobRequest, v1::ReleaseJobResponse>(x, "/gpuq.v1.Jobs/Release", {},
+                                                                                      id, out);
                       });
     };
   });
@@ -207,8 +199,8 @@ void add_update(CLI::App& app, Context& ctx) {
     ctx.action = [ids, req](Context& c) {
       if (!req->has_priority() && !req->has_max_runtime_seconds() && !req->has_queue())
         throw UsageError("give what to change: --priority, --max-runtime or --queue");
-      return each_job(c, *ids, "updated", [req](v1::Jobs::Stub& s, grpc::ClientContext* x, const std::string& id, v1::Job& out) {
-        return job_call<v1::UpdateJobRequest, v1::UpdateJobResponse>(s, x, *req, id, out, &v1::Jobs::Stub::Update);
+      return each_job(c, *ids, "updated", [req](Context& x, const std::string& id, v1::Job& out) {
+        return job_call<v1::UpdateJobRequest, v1::UpdateJobResponse>(x, "/gpuq.v1.Jobs/Update", *req, id, out);
       });
     };
   });
@@ -310,12 +302,10 @@ void add_explain(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, o] {
     ctx.action = [o](Context& c) {
       const OutputFormat f = parse_output_format(o->output);
-      auto stub = v1::Jobs::NewStub(c.channel());
       v1::ExplainJobRequest req;
       req.set_id(o->id);
       v1::ExplainJobResponse resp;
-      auto call = c.call();
-      grpc::Status st = stub->Explain(call.get(), req, &resp);
+      grpc::Status st = c.unary("/gpuq.v1.Jobs/Explain", req, resp);
       if (!st.ok()) return c.fail(st);
       if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
         c.out << render_message(resp, f);

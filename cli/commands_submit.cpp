@@ -189,7 +189,6 @@ bool finished(v1::JobState s) {
 // gpuqd unreachable (restarting) is waited out for up to 5 minutes in a row.
 int wait_for_job(Context& ctx, const std::string& id) {
   using namespace std::chrono;
-  auto stub = v1::Jobs::NewStub(ctx.channel());
   milliseconds delay(250);
   bool unreachable = false;
   steady_clock::time_point unreachable_since{};
@@ -197,8 +196,7 @@ int wait_for_job(Context& ctx, const std::string& id) {
     v1::GetJobRequest req;
     req.set_id(id);
     v1::GetJobResponse resp;
-    auto call = ctx.call();
-    const grpc::Status st = stub->Get(call.get(), req, &resp);
+    const grpc::Status st = ctx.unary("/gpuq.v1.Jobs/Get", req, resp);
     if (st.ok()) {
       unreachable = false;
       const v1::Job& j = resp.job();
@@ -255,10 +253,8 @@ int run_submit(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitComman
   if (o.wait && !req.spec().array().empty())
     throw UsageError("--wait waits for one job; with --array, wait with --after-any on the array instead");
   const OutputFormat f = parse_output_format(o.output);
-  auto stub = v1::Jobs::NewStub(ctx.channel());
   v1::SubmitJobResponse resp;
-  auto call = ctx.call();
-  grpc::Status st = stub->Submit(call.get(), req, &resp);
+  grpc::Status st = ctx.unary("/gpuq.v1.Jobs/Submit", req, resp);
   if (!st.ok()) return ctx.fail(st);
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml)
     ctx.out << render_message(resp.job(), f);

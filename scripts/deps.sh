@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-graph1.81-dev
-  libyaml-dev libcli11-dev doctest-dev
+  libyaml-dev libcli11-dev doctest-dev libnghttp2-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libspdlog-dev libssl-dev prometheus-cpp-dev
   chromium

@@ -2,12 +2,21 @@
 // - the command line gpuq builds for one call (only the subcommand it names; issue [7/7]) gives
 //   the same exit codes, output and errors as the whole tree, and so does the real binary (static,
 //   exiting without tearing down), for tables, -o json|yaml, help and every kind of error;
+// - to a unix: server, unary calls go as plain HTTP/2 on the socket (cli/unix_call.hpp): the
+//   answers and errors are those of the gRPC channel (GPUQ_TRANSPORT=grpc), and a socket that
+//   does not answer or hangs up is reported as before;
 // - `gpuq __complete` gives commands, flags, flag values, queue and node names and job ids from
 //   gpuqd, and nothing (not an error) when gpuqd cannot be reached;
 // - the bash and zsh scripts of `gpuq completion`, run by real bash and zsh, complete through it.
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,10 +36,13 @@ struct Answer {
   std::string out, err;
 };
 
-Answer in_process(const std::vector<std::string>& args, bool whole_tree) {
+// `grpc`: through the gRPC channel (GPUQ_TRANSPORT=grpc), as every call went before.
+Answer in_process(const std::vector<std::string>& args, bool whole_tree, bool grpc = false) {
+  if (grpc) ::setenv("GPUQ_TRANSPORT", "grpc", 1);
   std::ostringstream out, err;
   Answer a;
   a.rc = gpuq::cli::run_cli(args, out, err, {.whole_tree = whole_tree, .leak_tree = false});
+  ::unsetenv("GPUQ_TRANSPORT");
   a.out = out.str();
   a.err = err.str();
   return a;
@@ -78,7 +90,8 @@ bool has(const std::vector<std::string>& v, const std::string& x) { return std::
 
 }  // namespace
 
-TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as the whole tree does") {
+TEST_CASE("gpuq's one-subcommand tree, its Unix-socket calls and its static binary answer exactly as the whole tree "
+          "through gRPC does") {
   TempDir dir;
   Daemon d(dir.path);
   const CliRun sub = gpuq_me(d, {"submit", "-q", "research", "--gpus", "2", "--hold", "--name", "fast", "--", "true"});
@@ -109,6 +122,15 @@ TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as th
       {"--server", server, "submit", "-q", "nope", "--gpus", "1", "--", "true"},
       {"--server", server, "submit", "-q", "research", "--gpus", "-3", "--", "true"},
       {"--server", server, "update", id},
+      {"--server", server, "update", id, "--priority", "nonsense"},
+      {"--server", server, "hold", "j998"},
+      {"--server", server, "release", "j998"},
+      {"--server", server, "explain", "j999", "-o", "json"},
+      {"--server", server, "queues", "research", "-o", "json"},
+      {"--server", server, "queues", "nope"},
+      {"--server", server, "queues", "export"},
+      {"--server", server, "ls", "--all", "--limit", "1"},
+      {"--server", server, "cancel", "j997", "j996"},
       {"--server", "unix:" + (dir.path / "none.sock").string(), "ls"},
       {"completion", "bash"},
       {"completion", "fish"},
@@ -119,7 +141,8 @@ TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as th
     std::string shown;
     for (const auto& a : args) shown += " " + a;
     CAPTURE(shown);
-    const Answer whole = in_process(args, true), fast = in_process(args, false), real = binary(dir, args);
+    const Answer whole = in_process(args, true, /*grpc=*/true), fast = in_process(args, false),
+                 real = binary(dir, args);
     CHECK(fast.rc == whole.rc);
     CHECK(fast.out == whole.out);
     CHECK(fast.err == whole.err);
@@ -132,6 +155,73 @@ TEST_CASE("gpuq's one-subcommand tree and its static binary answer exactly as th
   CHECK(in_process({"--version"}, false).out.rfind("gpuq ", 0) == 0);
   CHECK(in_process({"--server", server, "show", "j999"}, false).rc == 1);
   CHECK(in_process({"ls", "-o", "xml"}, false).rc == 2);
+  // Submits (each a new job) and a cancel, each way.
+  for (bool grpc : {true, false}) {
+    CAPTURE(grpc);
+    const Answer a = in_process({"--server", server, "submit", "-q", "research", "--gpus", "1", "--hold", "--", "true"},
+                                false, grpc);
+    REQUIRE(a.rc == 0);
+    CHECK(a.out.find(" submitted (Held)\n") != std::string::npos);
+    const std::string job = a.out.substr(4, a.out.find(' ') - 4);
+    const Answer c = in_process({"--server", server, "cancel", job}, false, grpc);
+    CHECK(c.out == "job/" + job + " cancelled (Cancelled)\n");
+    CHECK(c.rc == 0);
+  }
+}
+
+namespace {
+
+// A Unix socket in the test: it listens and either never accepts (a gpuqd that hangs) or
+// accepts and hangs up at once.
+class Socket {
+ public:
+  Socket(const fs::path& path, bool hang_up) : fd_(::socket(AF_UNIX, SOCK_STREAM, 0)) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    if (hang_up)
+      thread_ = std::thread([this] {
+        for (;;) {
+          const int c = ::accept(fd_, nullptr, nullptr);
+          if (c < 0 || stop_) break;
+          ::close(c);
+        }
+      });
+  }
+  ~Socket() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+
+ private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("gpuq's Unix-socket calls: a socket that never answers runs out the deadline, one that hangs up is unreachable") {
+  TempDir dir;
+  {
+    Socket silent(dir.path / "silent.sock", false);
+    const std::vector<std::string> args = {"--server", "unix:" + (dir.path / "silent.sock").string(), "--timeout",
+                                           "0.3", "ls"};
+    const Answer fast = in_process(args, false), grpc = in_process(args, false, true);
+    CHECK(fast.rc == 1);
+    CHECK(fast.err.find("within 0.3 s (DEADLINE_EXCEEDED)") != std::string::npos);
+    CHECK(fast.err == grpc.err);
+  }
+  Socket rude(dir.path / "rude.sock", true);
+  const Answer a = in_process({"--server", "unix:" + (dir.path / "rude.sock").string(), "--timeout", "5", "show", "j1"},
+                              false);
+  CHECK(a.rc == 1);
+  CHECK(a.err.rfind("gpuq: cannot reach the gpuq daemon at unix:", 0) == 0);
+  CHECK(a.out.empty());
 }
 
 TEST_CASE("gpuq __complete: commands, flags, their values, and names and ids from gpuqd") {
