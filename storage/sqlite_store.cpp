@@ -22,6 +22,7 @@ namespace {
 // Only another process (an admin with the sqlite3 shell, a second gpuqd) can hold the write lock;
 // the engine thread waits this long for it, then the commit fails with kUnavailable.
 constexpr int kBusyTimeoutMs = 1000;
+constexpr int kCheckpointFrames = 1000;  // pages: SQLite's autocheckpoint default (4 MiB)
 constexpr std::size_t kDefaultListLimit = 100;
 
 std::string what_to_do() {
@@ -62,7 +63,16 @@ class SqliteStore final : public Store {
  public:
   SqliteStore(std::string path, Db db, Db reader, std::unique_ptr<UsageReader> usage, ResourceNames& names)
       : path_(std::move(path)), db_(std::move(db)), rdb_(std::move(reader)), usage_reader_(std::move(usage)),
-        names_(names) {}
+        names_(names) {
+    // Replaces SQLite's autocheckpoint (commit() checkpoints instead).
+    sqlite3_wal_hook(
+        db_.get(),
+        [](void* self, sqlite3*, const char*, int frames) {
+          static_cast<SqliteStore*>(self)->wal_frames_ = frames;
+          return SQLITE_OK;
+        },
+        this);
+  }
 
   std::optional<SqliteError> prepare_statements();
 
@@ -116,6 +126,12 @@ class SqliteStore final : public Store {
   // reads between two commits (Submit's id checks) does not pay for a new snapshot and a cold
   // page cache each time, and no snapshot outlives a commit (it would hold the WAL back).
   bool reading_ = false;
+  // The WAL is checkpointed by commit() once it holds kCheckpointFrames or more, after the
+  // commit has ended the reads' snapshot: not inside COMMIT, as SQLite's autocheckpoint would,
+  // where that snapshot (older than the commit) stops the checkpoint short of the WAL's end, so
+  // the WAL is never restarted and grows with every commit (and each commit copies a little of
+  // it into the database and syncs once more).
+  int wal_frames_ = 0;  // after the last commit (sqlite3_wal_hook), with mu_ held
   void end_snapshot() {
     std::lock_guard lock(rmu_);
     if (!reading_) return;
@@ -291,8 +307,15 @@ Result<void> SqliteStore::commit(const Batch& batch) {
   auto written = write_batch(batch);
   if (written) {
     Stmt::Reset r(commit_);
-    if (commit_.step() != SQLITE_DONE) written = failed("commit");
-    else end_snapshot();
+    if (commit_.step() != SQLITE_DONE) {
+      written = failed("commit");
+    } else {
+      end_snapshot();
+      // PASSIVE: waits for no reader. A failure here loses nothing (the commit is in the WAL);
+      // the next commit tries again.
+      if (wal_frames_ >= kCheckpointFrames)
+        sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    }
   }
   if (!written && sqlite3_get_autocommit(db_.get()) == 0) {
     // After some errors (a full disk, I/O) SQLite has already rolled back; otherwise do it here.
