@@ -217,7 +217,7 @@ bool Core::stopping(const JobId& id) const {
 std::vector<JobId> Core::stopping_jobs() const {
   std::vector<JobId> out;
   for (const JobId& id : forget_later_)
-    if (stopping(id)) out.push_back(id);
+    if (stopping(id) && std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
   return out;
 }
 
