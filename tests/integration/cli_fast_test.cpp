@@ -167,6 +167,22 @@ TEST_CASE("gpuq's one-subcommand tree, its Unix-socket calls and its static bina
     CHECK(c.out == "job/" + job + " cancelled (Cancelled)\n");
     CHECK(c.rc == 0);
   }
+  // A request and a reply of many HTTP/2 frames (past the 64 KiB flow-control window): a batch
+  // script of 100 KB.
+  const std::string script = (dir.path / "big.sh").string();
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n";
+    for (int i = 0; f.tellp() < 100'000; ++i) f << "echo line " << i << " of a long script\n";
+  }
+  const Answer big = in_process({"--server", server, "submit", "-q", "research", "--gpus", "1", "--hold", script}, false);
+  REQUIRE_MESSAGE(big.rc == 0, big.err);
+  const std::string big_id = big.out.substr(4, big.out.find(' ') - 4);
+  const Answer fast = in_process({"--server", server, "show", big_id, "-o", "json"}, false),
+               channel = in_process({"--server", server, "show", big_id, "-o", "json"}, false, true);
+  CHECK(fast.rc == 0);
+  CHECK(fast.out.size() > 100'000);
+  CHECK(fast.out == channel.out);
 }
 
 namespace {
