@@ -217,7 +217,7 @@ bool Core::stopping(const JobId& id) const {
 std::vector<JobId> Core::stopping_jobs() const {
   std::vector<JobId> out;
   for (const JobId& id : forget_later_)
-    if (stopping(id) && std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+    if (stopping(id)) out.push_back(id);
   return out;
 }
 
@@ -550,8 +550,9 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
     if (!is_finished(rec.state)) continue;
     unfinished_.erase(rec.spec.id.value);
     if (!engine_->forget(rec.spec.id))
-      if (const Job* live = engine_->job(rec.spec.id); live != nullptr && live->draining)
-        forget_later_.push_back(rec.spec.id);
+      if (const Job* live = engine_->job(rec.spec.id); live != nullptr && live->draining &&
+          std::find(forget_later_.begin(), forget_later_.end(), rec.spec.id) == forget_later_.end())
+        forget_later_.push_back(rec.spec.id);  // once, however often it is written while it stops
   }
 }
 
