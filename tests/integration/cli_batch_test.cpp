@@ -107,6 +107,28 @@ TEST_CASE("an array: one submit, GPUQ_ARRAY_INDEX, its throttle never exceeded, 
   r = c.gpuq("submit -q q --gpus 1 --array 0-10000 -- true");
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("at most 10000 are allowed") != std::string::npos, r.out);
+
+  // A member's id taken by any job, finished (on disk only) or not, refuses the whole array, naming
+  // the member; a job whose id merely sorts among the members' (grid_10 between grid_0 and grid_3)
+  // does not.
+  for (const char* id : {"grid_10", "grid_2"}) {
+    r = c.gpuq(std::string("submit -q q --gpus 1 --id ") + id + " -- true");
+    REQUIRE_MESSAGE(r.rc == 0, r.out);
+    CHECK(wait_ended(*c.d, id) == "JOB_STATE_SUCCEEDED");
+  }
+  r = c.gpuq("submit -q q --gpus 1 --hold --id held_1 -- true");
+  REQUIRE_MESSAGE(r.rc == 0, r.out);
+  r = c.gpuq("submit -q q --gpus 1 --hold --id grid --array 0-3 -- true");
+  CHECK(r.rc == 1);
+  CHECK(r.out == "gpuq: spec.id: job \"grid_2\" already exists (array grid's member 2) (ALREADY_EXISTS)\n");
+  r = c.gpuq("submit -q q --gpus 1 --hold --id held --array 0-3 -- true");
+  CHECK(r.rc == 1);
+  CHECK(r.out == "gpuq: spec.id: job \"held_1\" already exists (array held's member 1) (ALREADY_EXISTS)\n");
+  CHECK(c.gpuq("show held_0").rc != 0);  // nothing of a refused array is kept
+  r = c.gpuq("submit -q q --gpus 1 --hold --id grid --array 0,1,3 -- true");
+  CHECK_MESSAGE(r.rc == 0, r.out);
+  CHECK_MESSAGE(r.out.starts_with("array/grid submitted: grid_[0,1,3] ("), r.out);
+  CHECK(c.gpuq("cancel grid held_1").rc == 0);
 }
 
 TEST_CASE("dependencies: a chain of three runs in order; one never satisfied fails its chain, naming why") {
