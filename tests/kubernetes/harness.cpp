@@ -1,8 +1,41 @@
 #include "tests/kubernetes/harness.hpp"
 
+#include <cstdio>
+#include <mutex>
+
 namespace gpuq::test {
 
 namespace {
+
+std::mutex logs_mu;
+std::string kept_logs;  // the current test case's gpuqd logs
+
+// Prints the kept logs at the end of a test case that failed (a CHECK, a REQUIRE or an exception).
+struct LogsOnFailure : doctest::IReporter {
+  explicit LogsOnFailure(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_start(const doctest::TestCaseData&) override {
+    std::lock_guard lock(logs_mu);
+    kept_logs.clear();
+  }
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats& st) override {
+    std::lock_guard lock(logs_mu);
+    if ((st.failure_flags != 0 || st.numAssertsFailedCurrentTest > 0) && !kept_logs.empty()) {
+      std::fputs(kept_logs.c_str(), stderr);
+      std::fflush(stderr);
+    }
+    kept_logs.clear();
+  }
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+};
 
 std::int64_t gpus_of(const json::object& pod) {
   std::int64_t n = 0;
@@ -16,6 +49,23 @@ std::int64_t gpus_of(const json::object& pod) {
 }
 
 }  // namespace
+
+void keep_logs_for_failure(const std::filesystem::path& dir) {
+  constexpr std::size_t kTail = 64 * 1024;  // of each file
+  std::error_code ec;
+  std::string text;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".out" && ext != ".err") continue;
+    std::string body = slurp(entry.path());
+    if (body.empty()) continue;
+    if (body.size() > kTail) body = "[...]" + body.substr(body.size() - kTail);
+    text += "---- " + entry.path().filename().string() + " (gpuqd) ----\n" + body;
+    if (!body.ends_with('\n')) text += '\n';
+  }
+  std::lock_guard lock(logs_mu);
+  kept_logs += text;
+}
 
 void KubeCluster::check_invariants() {
   // No node holds more GPUs or pods than it has, counting every pod bound there that runs.
@@ -71,3 +121,5 @@ void KubeCluster::check_invariants() {
 }
 
 }  // namespace gpuq::test
+
+DOCTEST_REGISTER_LISTENER("gpuqd_logs_on_failure", 1, gpuq::test::LogsOnFailure);

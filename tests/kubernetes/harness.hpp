@@ -88,13 +88,22 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::seconds l
   return pred();
 }
 
+// Keeps the ends of the *.out and *.err files in `dir` (a gpuqd's logs) until the current test
+// case ends, and prints them to stderr if it failed (a doctest listener in harness.cpp).
+void keep_logs_for_failure(const std::filesystem::path& dir);
+
 class KubeCluster {
  public:
   explicit KubeCluster(int nodes = 2, int gpus = 8) {
     for (int i = 0; i < nodes; ++i) api.add_node("node-" + std::to_string(i), gpus);
     api.write_kubeconfig((dir.path / "kubeconfig").string());
   }
-  ~KubeCluster() { gpuqd.stop(SIGTERM); }
+  // gpuqd's logs (every replica's) are kept until the test case ends and printed if it failed:
+  // the temporary directory that holds them goes with the cluster.
+  ~KubeCluster() {
+    gpuqd.stop(SIGTERM);
+    keep_logs_for_failure(dir.path);
+  }
 
   // Starts gpuqd with `queues` (YAML, the config's queues: list) and `extra` keys of its
   // kubernetes: section (indented by two spaces).
