@@ -3,8 +3,6 @@
 // none. Checks come first and change nothing; a refused submission leaves no trace.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-
 #include "daemon/core.hpp"
 #include "spec/validate.hpp"
 
@@ -119,29 +117,12 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
       return Error{std::string(e.what()) + " (an array's members are named <id>_<index>)", ErrorCode::kInvalidArgument};
     }
   }
-  {
-    // Each member's id must be free (as id_free): in memory one by one, on disk in one walk of
-    // the id index over the members' range.
-    std::vector<std::string> ids;
-    ids.reserve(indices.size());
-    std::optional<std::string> taken;
-    for (std::int32_t index : indices) {
-      std::string id = base + "_" + std::to_string(index);
-      if (unfinished_.count(id) > 0 || arrays_.count(id) > 0 || engine_->job(JobId(id))) {
-        taken = std::move(id);
-        break;
-      }
-      ids.push_back(std::move(id));
-    }
-    if (!taken) {
-      std::sort(ids.begin(), ids.end());
-      auto on_disk = store_->first_existing_job(ids);
-      if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
-      taken = std::move(on_disk.value());
-    }
-    if (taken)
-      return Error{"spec.id: job \"" + *taken + "\" already exists (array " + base + "'s member " +
-                       taken->substr(base.size() + 1) + ")",
+  for (std::int32_t index : indices) {
+    auto free = id_free(base + "_" + std::to_string(index));
+    if (!free) return Error{free.error(), free.code()};
+    if (!free.value())
+      return Error{"spec.id: job \"" + base + "_" + std::to_string(index) + "\" already exists (array " + base +
+                       "'s member " + std::to_string(index) + ")",
                    ErrorCode::kAlreadyExists};
   }
   auto queue = queue_specs_.find(spec.queue.value);

@@ -81,7 +81,6 @@ class SqliteStore final : public Store {
   Result<void> commit(const Batch& batch) override;
   Result<std::optional<JobRecord>> job(const std::string& id) override;
   Result<bool> has_job(const std::string& id) override;
-  Result<std::optional<std::string>> first_existing_job(const std::vector<std::string>& sorted_ids) override;
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
   Result<std::vector<UsageRow>> usage(const UsageQuery& q) override { return usage_reader_->read(q); }
@@ -152,7 +151,7 @@ class SqliteStore final : public Store {
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
   Stmt begin_snapshot_, end_snapshot_;
-  Stmt job_by_id_, job_exists_, job_ids_between_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
+  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
   Stmt audit_page_;
 };
 
@@ -226,7 +225,6 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&end_snapshot_, "COMMIT"},
       {&job_by_id_, s_by_id.c_str()},
       {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
-      {&job_ids_between_, "SELECT id FROM jobs WHERE id >= ?1 AND id <= ?2 ORDER BY id"},
       {&all_tokens_, kAllTokens},
       {&audit_page_, kAuditPage},
       {&jobs_any_, s_any.c_str()},
@@ -452,23 +450,6 @@ Result<bool> SqliteStore::has_job(const std::string& id) {
   if (rc == SQLITE_DONE) return false;
   if (rc != SQLITE_ROW) return read_failed("looking up job " + id);
   return true;
-}
-
-Result<std::optional<std::string>> SqliteStore::first_existing_job(const std::vector<std::string>& sorted_ids) {
-  if (sorted_ids.empty()) return std::optional<std::string>();
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  Stmt::Reset r(job_ids_between_);
-  job_ids_between_.bind(1, sorted_ids.front());
-  job_ids_between_.bind(2, sorted_ids.back());
-  int rc;
-  while ((rc = job_ids_between_.step()) == SQLITE_ROW) {
-    std::string_view id = job_ids_between_.text(0);
-    if (std::binary_search(sorted_ids.begin(), sorted_ids.end(), id, std::less<>()))
-      return std::optional<std::string>(std::string(id));
-  }
-  if (rc != SQLITE_DONE) return read_failed("looking up jobs " + sorted_ids.front() + " to " + sorted_ids.back());
-  return std::optional<std::string>();
 }
 
 Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {

@@ -203,9 +203,6 @@ class Store {
   virtual Result<std::optional<JobRecord>> job(const std::string& id) = 0;
   // Whether a job with this id was ever accepted (reads the id index only).
   virtual Result<bool> has_job(const std::string& id) = 0;
-  // The first of `sorted_ids` (sorted, as std::string compares) that a job on disk has, if any:
-  // one walk of the id index from the first to the last, not a lookup each (an array's members).
-  virtual Result<std::optional<std::string>> first_existing_job(const std::vector<std::string>& sorted_ids) = 0;
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
   // Accounting over [q.since, q.until) (storage/usage.hpp): GPU time held (from each job's

@@ -265,15 +265,6 @@ TEST_CASE("jobRetention: finished jobs that ended before the cutoff go, with old
   CHECK(has("job-3"));
   CHECK(has("job-4"));
   CHECK(has("job-5"));
-  // The first of a sorted set of ids that a job has: ids between them that are not in the set
-  // (job-4 between job-3 and job-5), pruned ones and absent ones are passed over.
-  auto first = [&](std::vector<std::string> ids) { return store->first_existing_job(ids).value(); };
-  CHECK(first({}) == std::nullopt);
-  CHECK(first({"job-1", "job-2"}) == std::nullopt);
-  CHECK(first({"job-3", "job-5"}) == "job-3");
-  CHECK(first({"job-35", "job-5"}) == "job-5");
-  CHECK(first({"job-1", "job-6"}) == std::nullopt);
-  CHECK(first({"job-2", "job-4", "job-9"}) == "job-4");
   auto evs = store->events_after(0, 10);
   REQUIRE(evs.ok());
   std::vector<std::uint64_t> seqs;
