@@ -16,10 +16,7 @@ struct LogsOnFailure : doctest::IReporter {
   void report_query(const doctest::QueryData&) override {}
   void test_run_start() override {}
   void test_run_end(const doctest::TestRunStats&) override {}
-  void test_case_start(const doctest::TestCaseData&) override {
-    std::lock_guard lock(logs_mu);
-    kept_logs.clear();
-  }
+  void test_case_start(const doctest::TestCaseData&) override {}
   void test_case_reenter(const doctest::TestCaseData&) override {}
   void test_case_end(const doctest::CurrentTestCaseStats& st) override {
     std::lock_guard lock(logs_mu);
