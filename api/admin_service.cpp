@@ -74,7 +74,7 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
   v1::BackupChunk chunk_;
 };
 
-void to_proto(const storage::TokenRecord& t, v1::Token* out) {
+void token_to_proto(const storage::TokenRecord& t, v1::Token* out) {
   out->set_id(t.id);
   out->set_user(t.user);
   out->set_note(t.note);
@@ -205,7 +205,7 @@ class AdminService final : public v1::Admin::CallbackService {
     what.target = "token " + rec.id + " of user " + rec.user;
     put_token(loop_, *readers_.tokens, reactor, what, std::move(rec), req->ttl_seconds(),
               [resp, secret = std::move(made.value().secret)](const storage::TokenRecord& t) {
-                to_proto(t, resp->mutable_token());
+                token_to_proto(t, resp->mutable_token());
                 resp->set_secret(secret);
               });
     return reactor;
@@ -238,7 +238,7 @@ class AdminService final : public v1::Admin::CallbackService {
     std::size_t bytes = 0;
     for (auto it = from; it != all.end(); ++it) {
       v1::Token t;
-      to_proto(*it, &t);
+      token_to_proto(*it, &t);
       if (bytes > 0 && bytes + t.ByteSizeLong() > kListPageBytes) {
         resp->set_next_page_token(std::prev(it)->id);
         break;
@@ -266,13 +266,13 @@ class AdminService final : public v1::Admin::CallbackService {
       return reactor;
     }
     if (token->revoked_at > 0) {
-      to_proto(*token, resp->mutable_token());
+      token_to_proto(*token, resp->mutable_token());
       audit_later(loop_, what, grpc::Status::OK);  // already revoked: nothing to write but the try
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
     put_token(loop_, *readers_.tokens, reactor, what, *token, 0,
-              [resp](const storage::TokenRecord& t) { to_proto(t, resp->mutable_token()); });
+              [resp](const storage::TokenRecord& t) { token_to_proto(t, resp->mutable_token()); });
     return reactor;
   }
 

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 using spec::Path;
 using spec::SpecError;
-using spec::yaml::Node;
+using YamlNode = spec::yaml::Node;
 
 // A YAML file whose top level is a map; its errors name the file, the line and the column.
 spec::yaml::Document load_yaml(const std::string& path, const char* what) {
@@ -51,7 +51,7 @@ std::string first_line(const std::string& path) {
 std::vector<NodeSpec> read_yaml_cluster(const std::string& path, ResourceNames& names) {
   const spec::yaml::Document doc = load_yaml(path, "cluster");
   return spec::read_document(doc, path, [&] {
-    const Node nodes = doc.root().find("nodes");
+    const YamlNode nodes = doc.root().find("nodes");
     if (!nodes.is_list() || nodes.size() == 0)
       throw SpecError("nodes: is required; list the cluster's nodes (name, flavor, capacity)");
     std::vector<NodeSpec> out;
@@ -108,17 +108,17 @@ QueueConfig read_queue_file(const std::string& path, ResourceNames& names) {
   c.file = path;
   const spec::yaml::Document doc = load_yaml(path, "queue");
   spec::read_document(doc, path, [&] {
-    const Node root = doc.root();
+    const YamlNode root = doc.root();
     Path at;
     spec::for_each_key(root, at, {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodes"},
-                       [](std::string_view, Node) {});
+                       [](std::string_view, YamlNode) {});
     static_cast<SchedulingPolicy&>(c.config) = spec::read_policy(root, at);
-    if (Node classes = root.find("priorityClasses")) {  // checked; a trace's priorities are numbers
+    if (YamlNode classes = root.find("priorityClasses")) {  // checked; a trace's priorities are numbers
       Path::Key k(at, "priorityClasses");
       (void)spec::read_priority_classes(classes, at);
     }
     c.placement_set = static_cast<bool>(root.find("placement"));
-    const Node queues = root.find("queues");
+    const YamlNode queues = root.find("queues");
     if (!queues.is_list() || queues.size() == 0)
       throw SpecError("queues: is required; list the queues (name, cohort, weight, quotas, preemption)");
     std::set<std::string> seen;

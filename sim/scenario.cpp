@@ -15,7 +15,7 @@ namespace {
 namespace json = boost::json;
 using spec::Path;
 using spec::SpecError;
-using spec::yaml::Node;
+using YamlNode = spec::yaml::Node;
 
 struct Layout {
   Time now = 0;
@@ -34,15 +34,15 @@ std::string counted(std::size_t n, const char* what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
-Layout read_layout(Node root, Path& at) {
+Layout read_layout(YamlNode root, Path& at) {
   Layout l;
-  if (Node now = root.find("now")) {
+  if (YamlNode now = root.find("now")) {
     Path::Key k(at, "now");
     l.now = spec::int_of(now, at);
   }
   static_cast<SchedulingPolicy&>(l.config) = spec::read_policy(root, at);
   l.config.quota_only = !root.find("nodes");
-  if (Node classes = root.find("priorityClasses")) {
+  if (YamlNode classes = root.find("priorityClasses")) {
     Path::Key k(at, "priorityClasses");
     l.classes = spec::read_priority_classes(classes, at);
   }
@@ -50,8 +50,8 @@ Layout read_layout(Node root, Path& at) {
 }
 
 // A list, or nothing (an absent or empty key).
-Node list_or_empty(Node root, const char* key, Path& at) {
-  const Node n = root.find(key);
+YamlNode list_or_empty(YamlNode root, const char* key, Path& at) {
+  const YamlNode n = root.find(key);
   if (n && !n.is_list() && !n.is_null()) {
     Path::Key k(at, key);
     spec::fail_at(n, at, "expected a list, got " + n.shown());
@@ -68,7 +68,7 @@ class StateLoader {
   StateLoader(Engine& engine, Time now, const PriorityClasses& classes)
       : engine_(engine), now_(now), classes_(classes) {}
 
-  void load(Node root, Path& at, json::array& rejected) {
+  void load(YamlNode root, Path& at, json::array& rejected) {
     load_queues(list_or_empty(root, "queues", at), at);
     load_nodes(list_or_empty(root, "nodes", at), at);
     load_running(list_or_empty(root, "running", at), at);
@@ -80,19 +80,19 @@ class StateLoader {
     if (std::find(flavors_.begin(), flavors_.end(), f) == flavors_.end()) flavors_.push_back(f);
   }
 
-  void check_queue(Node n, const Path& at, const QueueName& name) const {
+  void check_queue(YamlNode n, const Path& at, const QueueName& name) const {
     if (!engine_.queue_index(name))
       spec::fail_at(n, at, "\"" + name.value + "\" is not a queue; the queues are " + join(queue_names_, "(none)"));
   }
 
-  void check_id(Node job, Path& at, const JobId& id) {
+  void check_id(YamlNode job, Path& at, const JobId& id) {
     Path::Key k(at, "id");
     auto [it, fresh] = job_at_.emplace(id.value, at.str());
     if (!fresh)
       spec::fail_at(job.find("id"), at, "\"" + id.value + "\" is listed twice; also at " + it->second);
   }
 
-  void load_queues(Node queues, Path& at) {
+  void load_queues(YamlNode queues, Path& at) {
     Path::Key k(at, "queues");
     if (queues.size() == 0) {
       QueueSpec def;  // no queues: one default queue with the whole cluster as its limit
@@ -103,20 +103,20 @@ class StateLoader {
     static constexpr std::string_view kHistory[] = {"usageHistory"};
     for (std::size_t i = 0; i < queues.size(); ++i) {
       Path::Index qi(at, i);
-      const Node n = queues.item(i);
+      const YamlNode n = queues.item(i);
       QueueSpec q = spec::read_queue(n, at, engine_.resource_names(), kHistory);
       if (engine_.queue_index(q.name)) {
         Path::Key nk(at, "name");
         spec::fail_at(n.find("name"), at, "\"" + q.name.value + "\" is listed twice");
       }
       if (auto r = engine_.apply_queue(q); !r) spec::fail_at(n, at, r.error());
-      if (Node history = n.find("usageHistory")) load_history(history, at, q.name);
+      if (YamlNode history = n.find("usageHistory")) load_history(history, at, q.name);
       queue_names_.push_back(q.name.value);
       for (const FlavorQuota& fq : q.quotas) add_flavor(fq.flavor);
     }
   }
 
-  void load_history(Node history, Path& at, const QueueName& q) {
+  void load_history(YamlNode history, Path& at, const QueueName& q) {
     Path::Key k(at, "usageHistory");
     if (!engine_.config().usage_half_life)
       spec::fail_at(history, at, "needs fairSharing.usageHalfLife, the half-life it decays with");
@@ -127,11 +127,11 @@ class StateLoader {
     if (auto r = engine_.set_usage_history(q, average, now_); !r) spec::fail_at(history, at, r.error());
   }
 
-  void load_nodes(Node nodes, Path& at) {
+  void load_nodes(YamlNode nodes, Path& at) {
     Path::Key k(at, "nodes");
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       Path::Index ni(at, i);
-      const Node y = nodes.item(i);
+      const YamlNode y = nodes.item(i);
       NodeSpec n = spec::read_node(y, at, engine_.resource_names());
       if (!node_flavor_.emplace(n.name, n.flavor).second) {
         Path::Key nk(at, "name");
@@ -147,21 +147,21 @@ class StateLoader {
     }
   }
 
-  RunningPlacement read_placement(Node job, Path& at) const {
+  RunningPlacement read_placement(YamlNode job, Path& at) const {
     RunningPlacement where;
     where.admitted_at = now_;
-    if (Node a = job.find("admittedAt")) {
+    if (YamlNode a = job.find("admittedAt")) {
       Path::Key k(at, "admittedAt");
       where.admitted_at = spec::int_of(a, at);
       if (where.admitted_at > now_)
         spec::fail_at(a, at, a.shown() + " is after now (" + std::to_string(now_) +
                                  "); a running job was admitted at or before now");
     }
-    if (Node f = job.find("flavor")) {
+    if (YamlNode f = job.find("flavor")) {
       Path::Key k(at, "flavor");
       where.flavor = spec::string_of(f, at);
     }
-    if (Node nodes = job.find("nodes")) {
+    if (YamlNode nodes = job.find("nodes")) {
       Path::Key k(at, "nodes");
       spec::expect_list(nodes, at);
       for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -172,14 +172,14 @@ class StateLoader {
     return where;
   }
 
-  void load_running(Node running, Path& at) {
+  void load_running(YamlNode running, Path& at) {
     Path::Key k(at, "running");
     spec::JobKeys keys;
     keys.classes = &classes_;
     keys.also = kRunningKeys;
     for (std::size_t i = 0; i < running.size(); ++i) {
       Path::Index ri(at, i);
-      const Node y = running.item(i);
+      const YamlNode y = running.item(i);
       JobSpec j = spec::read_job(y, at, engine_.resource_names(), keys).job;
       RunningPlacement where = read_placement(y, at);
       check_id(y, at, j.id);
@@ -193,7 +193,7 @@ class StateLoader {
   }
 
   // What the engine would only report without a field path, checked here with one.
-  void check_running(Node y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
+  void check_running(YamlNode y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
     if (j.submitted_at > where.admitted_at) {
       Path::Key k(at, "submittedAt");
       spec::fail_at(y.find("submittedAt"), at,
@@ -207,7 +207,7 @@ class StateLoader {
         Path::Index pi(at, k);
         Path::Key rk(at, "resources");
         Path::Key gk(at, "gpu");
-        const Node gpu = y.find("pods").item(k).find("resources").find("gpu");
+        const YamlNode gpu = y.find("pods").item(k).find("resources").find("gpu");
         spec::fail_at(gpu, at,
                       gpu.shown() + " is not allowed; a pod takes either a share of one GPU (below 1) or whole GPUs");
       }
@@ -221,11 +221,11 @@ class StateLoader {
     check_running_nodes(y, at, j, where);
   }
 
-  void check_running_nodes(Node y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
+  void check_running_nodes(YamlNode y, Path& at, const JobSpec& j, const RunningPlacement& where) const {
     const std::string job_path = at.str();
     {
       Path::Key nk(at, "nodes");
-      const Node nodes = y.find("nodes");
+      const YamlNode nodes = y.find("nodes");
       for (std::size_t k = 0; k < where.nodes.size(); ++k) {
         Path::Index ni(at, k);
         auto it = node_flavor_.find(where.nodes[k]);
@@ -257,16 +257,16 @@ class StateLoader {
     }
   }
 
-  void load_pending(Node pending, Path& at, json::array& rejected) {
+  void load_pending(YamlNode pending, Path& at, json::array& rejected) {
     Path::Key k(at, "pending");
     spec::JobKeys keys;
     keys.classes = &classes_;
     for (std::size_t i = 0; i < pending.size(); ++i) {
       Path::Index pi(at, i);
-      const Node y = pending.item(i);
+      const YamlNode y = pending.item(i);
       if (y.is_map())
         for (std::string_view key : kRunningKeys)
-          if (Node v = y.find(key)) {
+          if (YamlNode v = y.find(key)) {
             Path::Key kk(at, key);
             spec::fail_at(v, at, "only running jobs have admittedAt, nodes and flavor; move the job to running");
           }
@@ -313,14 +313,14 @@ json::object admission_json(const Admission& a, bool with_pods) {
 json::value run_scenario(const std::string& yaml_text, const std::string& file_label) {
   const spec::yaml::Document doc = spec::parse_document(yaml_text, file_label);
   return spec::read_document(doc, file_label, [&]() -> json::value {
-    const Node root = doc.root();
+    const YamlNode root = doc.root();
     Path at;
     if (!root.is_map())
       throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending", root.mark());
     spec::for_each_key(root, at,
                        {"now", "fairSharing", "topology", "placement", "priorityClasses", "queues", "nodes",
                         "running", "pending"},
-                       [](std::string_view, Node) {});
+                       [](std::string_view, YamlNode) {});
     Layout layout = read_layout(root, at);
     Engine engine(layout.config);
     json::array rejected;

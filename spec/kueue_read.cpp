@@ -174,7 +174,7 @@ void read_resource_groups(yaml::Node n, Path& at, QueueSpec& q, ResourceNames& n
   }
 }
 
-PreemptionSpec read_preemption(yaml::Node n, Path& at) {
+PreemptionSpec read_kueue_preemption(yaml::Node n, Path& at) {
   PreemptionSpec p;
   for_each_key(n, at, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"},
                [&](std::string_view key, yaml::Node v) {
@@ -221,7 +221,7 @@ void read_cluster_queue_spec(yaml::Node n, Path& at, QueueSpec& q, KueueImport& 
           has_groups = true;
           read_resource_groups(v, at, q, out.names, r);
         } else if (key == "preemption") {
-          q.preemption = read_preemption(v, at);
+          q.preemption = read_kueue_preemption(v, at);
         } else if (key == "fairSharing") {
           for_each_key(v, at, {"weight"}, [&](std::string_view, yaml::Node w) { q.weight = read_weight(w, at); });
         } else if (key == "namespaceSelector") {

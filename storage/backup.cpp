@@ -15,7 +15,7 @@ namespace gpuq::storage {
 namespace {
 
 constexpr int kPagesPerStep = 1024;  // ~4 MiB at the default page size
-constexpr int kBusyTimeoutMs = 5000;
+constexpr int kBackupBusyTimeoutMs = 5000;
 constexpr int kMaxBusyRetries = 1000;
 
 Error backup_error(const std::string& dest, const std::string& why) {
@@ -46,7 +46,7 @@ Result<void> backup_file(const std::string& src_path, const std::string& dest) {
   SqliteError e;
   Db src = Db::open(src_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, e);
   if (!src) return backup_error(dest, "cannot open " + src_path + ": " + e.message);
-  sqlite3_busy_timeout(src.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(src.get(), kBackupBusyTimeoutMs);
   // The snapshot: a read transaction that stays open across all steps, so the copy never restarts
   // when the engine commits in between, and all of it is the same committed state.
   if (auto err = src.exec("BEGIN DEFERRED; SELECT count(*) FROM meta;"))

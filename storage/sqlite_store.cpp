@@ -21,7 +21,7 @@ namespace {
 
 // Only another process (an admin with the sqlite3 shell, a second gpuqd) can hold the write lock;
 // the engine thread waits this long for it, then the commit fails with kUnavailable.
-constexpr int kBusyTimeoutMs = 1000;
+constexpr int kStoreBusyTimeoutMs = 1000;
 constexpr int kCheckpointFrames = 1000;  // pages: SQLite's autocheckpoint default (4 MiB)
 constexpr std::size_t kDefaultListLimit = 100;
 
@@ -585,7 +585,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
   // load()); the backup thread has a connection of its own.
   Db db = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, e);
   if (!db) return unavailable(path, "cannot open or create", e);
-  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(db.get(), kStoreBusyTimeoutMs);
   // A write-protected file opens read-only without an error: gpuqd could never commit.
   if (sqlite3_db_readonly(db.get(), "main") == 1)
     return Error{"state file " + path + " can only be opened read-only; gpuqd must write it: "
@@ -609,7 +609,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
       return unavailable(path, "migrating from schema " + std::to_string(*version), *err);
   Db reader = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, e);
   if (!reader) return unavailable(path, "cannot open a second connection for reads", e);
-  sqlite3_busy_timeout(reader.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(reader.get(), kStoreBusyTimeoutMs);
   if (auto err = reader.exec("PRAGMA query_only = 1")) return unavailable(path, "query_only", *err);
   auto usage = UsageReader::open(path);
   if (!usage) return Error{usage.error(), usage.code()};

@@ -9,7 +9,7 @@ namespace gpuq::storage {
 
 namespace {
 
-constexpr int kBusyTimeoutMs = 1000;
+constexpr int kUsageBusyTimeoutMs = 1000;
 
 }  // namespace
 
@@ -22,7 +22,7 @@ Result<std::unique_ptr<UsageReader>> UsageReader::open(const std::string& path) 
     return Error{
         "state file " + path + ": cannot open a connection for usage reports: " + e.message,
         ErrorCode::kUnavailable};
-  sqlite3_busy_timeout(r->db_.get(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(r->db_.get(), kUsageBusyTimeoutMs);
   if (auto err = r->db_.exec("PRAGMA query_only = 1"))
     return Error{"state file " + path + ": query_only: " + err->message, ErrorCode::kUnavailable};
   const std::pair<Stmt*, const char*> all[] = {

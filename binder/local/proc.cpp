@@ -40,12 +40,6 @@ bool read_file(const std::string& path, std::string& out) {
   return true;
 }
 
-template <typename T>
-bool parse_number(std::string_view v, T& out) {
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && end == v.data() + v.size() && !v.empty();
-}
-
 // The fields of /proc/PID/stat after the comm, split on spaces: [0] is field 3 (state), [1]
 // field 4 (ppid), [19] field 22 (starttime). The comm (field 2) may hold spaces and parentheses,
 // so the fields start after the LAST ')'.

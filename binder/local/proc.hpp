@@ -3,12 +3,23 @@
 // a restart by pid AND start time (a pid alone may have been reused), within one boot.
 #include <sys/types.h>
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace gpuq::binder::local {
+
+// `v`, all of it, as a decimal number: false when it is empty, not a number, out of T's range or
+// followed by anything else (the shim's status file, /proc's fields).
+template <typename T>
+bool parse_number(std::string_view v, T& out) {
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc() && end == v.data() + v.size();
+}
 
 // The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat). nullopt
 // when there is no such process or it is a zombie (state Z or X): a process that has ended is

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "binder/local/proc.hpp"
+
 namespace gpuq::binder::local {
 namespace {
 
@@ -46,12 +48,6 @@ std::string unescape(std::string_view s) {
     out += n == 'n' ? '\n' : n == 'r' ? '\r' : n;
   }
   return out;
-}
-
-template <typename T>
-bool parse_number(std::string_view v, T& out) {
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return ec == std::errc() && end == v.data() + v.size();
 }
 
 bool parse_flag(std::string_view v, bool& out) {

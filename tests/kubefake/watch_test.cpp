@@ -16,7 +16,7 @@ std::string type_of(const json::object& ev) { return str(ev.at("type")); }
 std::string name_of(const json::object& ev) {
   return str(ev.at("object").at("metadata").at("name"));
 }
-std::uint64_t rv_of(const json::object& ev) {
+std::uint64_t event_rv(const json::object& ev) {
   return std::stoull(str(ev.at("object").at("metadata").at("resourceVersion")));
 }
 
@@ -61,7 +61,7 @@ TEST_CASE("a watch from a resourceVersion sees exactly the later changes, in ord
     auto ev = w.next(5s);
     REQUIRE(ev);
     seen.push_back(type_of(*ev) + ":" + name_of(*ev));
-    rvs.push_back(rv_of(*ev));
+    rvs.push_back(event_rv(*ev));
   }
   CHECK(seen == std::vector<std::string>{"ADDED:a", "MODIFIED:a", "DELETED:before", "ADDED:b"});
   CHECK(std::is_sorted(rvs.begin(), rvs.end()));
@@ -128,7 +128,7 @@ TEST_CASE("bookmarks arrive with allowWatchBookmarks and carry the current resou
   CHECK(type_of(*ev) == "BOOKMARK");
   CHECK(str(ev->at("object").at("kind")) == "Pod");
   CHECK(str(ev->at("object").at("apiVersion")) == "v1");
-  CHECK(rv_of(*ev) == server.resource_version());
+  CHECK(event_rv(*ev) == server.resource_version());
   c.post(kPods, gpu_pod("b", 0));
   CHECK(take(w, 1) == std::vector<std::string>{"ADDED:b"});  // the stream carries on
   WatchStream none(
