@@ -16,13 +16,11 @@ using namespace gpuq;
 using namespace gpuq::daemon;
 using namespace gpuq::test;
 
-namespace {
+namespace daemon_gpu_use_test {
 
 constexpr Time kT0 = 1'700'000'000;
 
 binder::GpuReading gpu(int index, int util, std::int64_t memory = 0) { return {index, util, memory}; }
-
-}  // namespace
 
 TEST_CASE("the accumulator: a rounded mean per sample, the peak memory over its GPUs, idle stretches") {
   storage::GpuUse use;
@@ -175,3 +173,5 @@ TEST_CASE("through the Core: samples reach the jobs on those GPUs; idle jobs are
   CHECK(row("a").sampled_held == 2000 * 520);
   CHECK(*row("b").gpu_util() == doctest::Approx(0));
 }
+
+}  // namespace daemon_gpu_use_test

@@ -9,7 +9,7 @@
 using namespace gpuq;
 using namespace gpuq::test;
 
-namespace {
+namespace scheduler_constraints_test {
 
 Engine engine_with(const std::vector<NodeSpec>& nodes, EngineConfig config = {}) {
   Engine e(config);
@@ -67,8 +67,6 @@ const std::vector<NodeSpec> kZones = {
     node("mid", "h100", res(gpus(4)), {{"zone", "z2"}}),
     node("big", "h100", res(gpus(8)), {{"zone", "z2"}, {"gen", "3"}}),
 };
-
-}  // namespace
 
 TEST_CASE("pack and spread choose only among the nodes the selector and affinity allow") {
   const EngineConfig spread = engine_config(PlacementPolicy::kSpread, false);
@@ -345,3 +343,5 @@ TEST_CASE(
                              anywhere, 0);
   CHECK_FALSE(r.ok());
 }
+
+}  // namespace scheduler_constraints_test

@@ -15,7 +15,7 @@
 using namespace gpuq;
 using namespace gpuq::spec;
 
-namespace {
+namespace spec_constraints_test {
 
 const std::map<std::string, std::string> kLabels = {{"zone", "z1"}, {"gen", "3"}, {"pool", "a"}};
 
@@ -88,8 +88,6 @@ std::string node_error(const std::string& text, NodeSpec* out = nullptr) {
 }
 
 const std::string kJob = "queue: q\npods: [{resources: {gpu: 1}}]\n";
-
-}  // namespace
 
 TEST_CASE("requirements match labels as Kubernetes' operators do") {
   CHECK(matches(req("zone", LabelOperator::kIn, {"z0", "z1"}), kLabels));
@@ -375,3 +373,5 @@ TEST_CASE("constraints and taints refused in YAML at their line and column") {
         "give each key and "
         "effect once");
 }
+
+}  // namespace spec_constraints_test
