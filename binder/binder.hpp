@@ -48,7 +48,7 @@ struct JobArrived {  // a job to queue; with `nodes` (one per pod), one already 
   std::vector<std::string> nodes;
   std::vector<std::vector<int>> gpus;  // per pod, the GPU indices it holds (a share's); may be empty
 };
-struct JobWithdrawn {  // gone before it ran (its pod was deleted while pending)
+struct JobWithdrawn {  // gone before it ran (its pod was deleted while pending), or evicted when preempted
   JobId job;
   std::string reason;
 };

@@ -479,7 +479,16 @@ void KubernetesBinder::State::lifecycle(const std::string& id) {
     report(JobStarted{JobId(id)});
   }
   if (gone + ended < e.pods.size()) return;
-  if (e.stopping) report(JobStopped{JobId(id)});
+  if (e.stopping) {
+    report(JobStopped{JobId(id)});
+    // Its pods were evicted: the engine puts a preempted job back in its queue, but these pods
+    // will not come back (a controller that owns them makes new ones, each a new job), so the
+    // job ends here; left queued, it would be admitted later to hold room for no pod.
+    if (source)
+      source(JobWithdrawn{JobId(id), (e.preempted_by.empty() ? std::string("stopped by gpuq")
+                                                              : "preempted by " + e.preempted_by) +
+                                         "; its pods were evicted"});
+  }
   else if (!e.failure.empty()) report(JobFinished{JobId(id), 1, e.failure});
   else if (gone == 0 && failed == 0) report(JobFinished{JobId(id), 0, ""});
   else report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});

@@ -2,6 +2,7 @@
 // killed and started again (same and fresh state file), binding errors, dropped watches and
 // 410 Gone, and a pod group with a member that cannot be bound.
 #include <set>
+#include <sstream>
 
 #include "tests/kubefake/test_client.hpp"
 #include "tests/kubernetes/harness.hpp"
@@ -64,6 +65,15 @@ std::vector<std::string> messages_of(gpuq::kubefake::Server& api, const std::str
   return out;
 }
 
+// The jobs gpuq has not finished whose name starts with `prefix` (gpuq ls: one row each).
+std::size_t unfinished_jobs(KubeCluster& k, const std::string& prefix) {
+  std::size_t n = 0;
+  std::istringstream lines(k.gpuq("ls"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("default." + prefix) != std::string::npos) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("reclaim evicts through the Eviction API; a PodDisruptionBudget's no keeps the victims running, and says why") {
@@ -90,6 +100,10 @@ TEST_CASE("reclaim evicts through the Eviction API; a PodDisruptionBudget's no k
   for (int i = 0; i < 4; ++i) left += k.exists("a-" + std::to_string(i)) ? 1 : 0;
   CHECK(left == 2);  // two 4-GPU victims made room for 8
   CHECK(eventually([&] { return events_with(k.api, "Preempted") == 2; }));
+  // An evicted victim's job ends with its pods: were it queued again, it would be admitted
+  // later to hold room for a pod that is gone, and nothing would free it.
+  CHECK(eventually([&] { return unfinished_jobs(k, "a-") == 2; }));
+  CHECK(k.gpuq("ls --state cancelled -o json").find("its pods were evicted") != std::string::npos);
   k.check_invariants();
 }
 
@@ -113,6 +127,7 @@ TEST_CASE("a victim a PodDisruptionBudget protects is passed over for others it 
       asked += r.method == "POST" && r.path == std::string("/api/v1/namespaces/default/pods/") + pod + "/eviction";
     CHECK_MESSAGE(asked == 1, std::string(pod));
   }
+  CHECK(eventually([&] { return unfinished_jobs(k, "a-") == 2; }));
   k.check_invariants();
 }
 
