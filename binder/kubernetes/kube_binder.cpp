@@ -488,10 +488,13 @@ void KubernetesBinder::State::lifecycle(const std::string& id) {
       source(JobWithdrawn{JobId(id), (e.preempted_by.empty() ? std::string("stopped by gpuq")
                                                               : "preempted by " + e.preempted_by) +
                                          "; its pods were evicted"});
+  } else if (!e.failure.empty()) {
+    report(JobFinished{JobId(id), 1, e.failure});
+  } else if (gone == 0 && failed == 0) {
+    report(JobFinished{JobId(id), 0, ""});
+  } else {
+    report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});
   }
-  else if (!e.failure.empty()) report(JobFinished{JobId(id), 1, e.failure});
-  else if (gone == 0 && failed == 0) report(JobFinished{JobId(id), 0, ""});
-  else report(JobFinished{JobId(id), 1, gone > 0 ? "its pod was deleted" : "its pod failed"});
   for (const std::string& k : e.pods) {
     unshare(k);
     job_of.erase(k);
