@@ -391,6 +391,10 @@ class WatchHub {
       return false;
     });
   }
+  bool watching() {
+    std::lock_guard lock(mu_);
+    return !states_.empty();
+  }
   void close_all() {  // gpuqd is stopping: the client says why its watch ended
     std::lock_guard lock(mu_);
     for (auto& s : states_) {
@@ -517,7 +521,8 @@ void Services::attach(daemon::Core& core) {
   readers_.classes = &core.priority_classes();
   readers_.store = &core.store();
   readers_.prices = &core.prices();
-  core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); });
+  core.set_event_sink([hub = hub_](const storage::EventRecord& e) { hub->publish(e); },
+                      [hub = hub_] { return hub->watching(); });
 }
 
 void Services::guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) {

@@ -1,6 +1,7 @@
 // Store throughput: durable commits (WAL, synchronous=FULL) per batch size, then writing and
 // loading a large number of pending jobs (what a gpuqd restart reads), then accounting (usage())
-// over up to 200,000 finished jobs and their events. Reports numbers only.
+// over up to 200,000 finished jobs and their events; before all, one 1,000-member held array's
+// commit (--array-only 1: only that). Reports numbers only.
 //   cmake --build build-bench --target store_bench && build-bench/bench/store_bench [--jobs N]
 #include <unistd.h>
 
@@ -220,6 +221,84 @@ void bench_usage(const std::string& dir, std::uint64_t jobs) {
   run("by job, the last day, first 101", UsageBy::kJob, end - 86400, 101);
 }
 
+// One `gpuq submit --array 0-999 --hold` as the store sees it: 1,000 member rows and two events
+// each (submitted, held) in one commit, against the same commit without the events and without the
+// rows, so the split of the writer's time is measured rather than guessed. Medians of 20 commits.
+void bench_array(const std::string& dir) {
+  ResourceNames names;
+  auto store = open_or_die(dir + "/array.db", names);
+  std::uint64_t n = 0, seq = 0;
+  std::printf("array commits, 1,000 held members (median of 20, ms):\n");
+  for (const char* what : {"rows + 2 events each", "rows only", "2 events each only", "rows + 2 events each"}) {
+    const bool rows = std::string(what) != "2 events each only";
+    const bool events = std::string(what) != "rows only";
+    std::vector<double> lat;
+    for (int c = 0; c < 20; ++c) {
+      Batch b;
+      const std::string array = "a" + std::to_string(c) + "x" + std::to_string(n);
+      for (int i = 0; i < 1000; ++i) {
+        JobRecord j = make_job(++n);
+        j.spec.id = JobId(array + "_" + std::to_string(i));
+        j.spec.array_index = i;
+        j.reason = "held by alice";
+        if (events) {
+          b.events.push_back({++seq, j.spec.submitted_at, j.spec.id.value, j.spec.queue.value, std::nullopt,
+                              JobState::kPending, "submitted", "", ""});
+          b.events.push_back({++seq, j.spec.submitted_at, j.spec.id.value, j.spec.queue.value,
+                              JobState::kPending, JobState::kPending, "held by alice", "", ""});
+        }
+        if (rows) b.jobs.push_back(std::move(j));
+      }
+      const auto t = Clock::now();
+      if (auto r = store->commit(b); !r) {
+        std::fprintf(stderr, "commit: %s\n", r.error().c_str());
+        std::exit(1);
+      }
+      lat.push_back(seconds_since(t) * 1000);
+    }
+    std::sort(lat.begin(), lat.end());
+    std::printf("  %-34s %8.2f\n", what, lat[lat.size() / 2]);
+  }
+  // The same members as gpuqd commits them now (store.hpp: ArrayRows): one row in the commit the
+  // answer waits for, then settle() writes the rows above after the answer.
+  std::vector<double> commit_ms, settle_ms;
+  for (int c = 0; c < 20; ++c) {
+    ArrayRows a;
+    a.first = make_job(n + 1);
+    a.first.spec.array_id = "b" + std::to_string(c);
+    a.first.spec.array_index = 0;
+    a.first.spec.id = JobId(a.first.spec.array_id + "_0");
+    a.first.reason = "held by alice";
+    a.first.held = true;
+    for (int i = 0; i < 1000; ++i) a.indices.push_back(i);
+    a.first_seq = seq + 1;
+    a.each.push_back({0, a.first.spec.submitted_at, "", a.first.spec.queue.value, std::nullopt, JobState::kPending,
+                      "submitted", "", ""});
+    a.each.push_back({0, a.first.spec.submitted_at, "", a.first.spec.queue.value, JobState::kPending,
+                      JobState::kPending, "held by alice", "", ""});
+    n += 1000;
+    seq += 2000;
+    Batch b;
+    b.arrays.push_back(std::move(a));
+    auto t = Clock::now();
+    if (auto r = store->commit(b); !r) {
+      std::fprintf(stderr, "commit: %s\n", r.error().c_str());
+      std::exit(1);
+    }
+    commit_ms.push_back(seconds_since(t) * 1000);
+    t = Clock::now();
+    if (auto r = store->settle(); !r) {
+      std::fprintf(stderr, "settle: %s\n", r.error().c_str());
+      std::exit(1);
+    }
+    settle_ms.push_back(seconds_since(t) * 1000);
+  }
+  std::sort(commit_ms.begin(), commit_ms.end());
+  std::sort(settle_ms.begin(), settle_ms.end());
+  std::printf("  %-34s %8.2f\n", "as one array row: the commit", commit_ms[10]);
+  std::printf("  %-34s %8.2f\n", "as one array row: settle() after it", settle_ms[10]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,9 +310,11 @@ int main(int argc, char** argv) {
     else if (a == "--dir") dir = argv[i + 1];
   }
   // --load-only 1 --dir D: only the restart half, on D/restart.db left by an earlier run.
-  bool load_only = false;
-  for (int i = 1; i + 1 < argc; i += 2)
+  bool load_only = false, array_only = false;
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--load-only") load_only = std::string(argv[i + 1]) == "1";
+    if (std::string(argv[i]) == "--array-only") array_only = std::string(argv[i + 1]) == "1";
+  }
   bool own_dir = dir.empty();
   if (own_dir) {
     std::string tmpl = (fs::temp_directory_path() / "gpuq-store-bench-XXXXXX").string();
@@ -241,6 +322,11 @@ int main(int argc, char** argv) {
     dir = tmpl;
   }
   std::printf("store_bench in %s\n", dir.c_str());
+  if (!load_only) bench_array(dir);
+  if (array_only) {
+    if (own_dir) fs::remove_all(dir);
+    return 0;
+  }
   if (!load_only) bench_commits(dir);
   bench_restart(dir, jobs, !load_only);
   if (!load_only) bench_usage(dir, std::min<std::uint64_t>(jobs, 200'000));

@@ -363,7 +363,22 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     auto it = unfinished_.find(id);
     if (j == nullptr || it == unfinished_.end()) continue;
     storage::JobRecord& rec = it->second;
-    rec.state = j->state;
+    refresh(rec, *j);
+    if (is_finished(j->state)) {
+      if (rec.finished_at == 0) {  // it ends now: those waiting for it are looked at, its array counts down
+        if (dependents_.count(id) > 0) ended_.push_back(id);
+        if (!rec.spec.array_id.empty()) array_member_ended(rec.spec.array_id);
+      }
+      rec.finished_at = now;
+    }
+    batch_.jobs.push_back(rec);
+  }
+}
+
+// A job's record as the engine has it now.
+void Core::refresh(storage::JobRecord& rec, const Job& job) const {
+  const Job* j = &job;
+  rec.state = j->state;
     rec.attempts = j->attempts;
     rec.preemptions = j->preemptions;
     rec.preempted_by = j->preempted_by.value;
@@ -394,15 +409,6 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
         rec.admitted_at = 0;
       }
     }
-    if (is_finished(j->state)) {
-      if (rec.finished_at == 0) {  // it ends now: those waiting for it are looked at, its array counts down
-        if (dependents_.count(id) > 0) ended_.push_back(id);
-        if (!rec.spec.array_id.empty()) array_member_ended(rec.spec.array_id);
-      }
-      rec.finished_at = now;
-    }
-    batch_.jobs.push_back(rec);
-  }
 }
 
 storage::Batch Core::close_turn(Time now) {
@@ -483,7 +489,7 @@ void Core::turn_done(bool written) {
 Core::TurnResult Core::write(const storage::Batch& batch) {
   TurnResult out;
   if (batch.empty()) return out;
-  out.jobs_written = batch.jobs.size();
+  out.jobs_written = storage::jobs_in(batch);
   const auto started = std::chrono::steady_clock::now();
   auto r = store_->commit(batch);
   out.commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -536,9 +542,11 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
     else apply_history(history, now);
     return;
   }
-  if (sink_)
+  if (sink_ && (batch.arrays.empty() || !watched_ || watched_()))
+    storage::for_each_event(batch, sink_);
+  else if (sink_)
     for (const auto& e : batch.events) sink_(e);
-  if (notify_) notify(batch);
+  if (notify_) notify(batch);  // batch.arrays: no Pending event notifies
   // A finished job, once written, lives on in the state file alone: the engine's memory is
   // bounded by the unfinished jobs (Jobs.Get and List read finished ones from the file). Only
   // jobs of this batch: one that ended in the turn running now is not written yet, and its

@@ -220,7 +220,12 @@ class Core {
   // The last start-time estimates (thread-safe; daemon/estimates.hpp computes them).
   Estimates& estimates() { return estimates_; }
   const Estimates& estimates() const { return estimates_; }
-  void set_event_sink(EventSink sink) { sink_ = std::move(sink); }
+  // `watched`: whether anyone takes them now (an array's members' events are made for the sink
+  // only then); none: always.
+  void set_event_sink(EventSink sink, std::function<bool()> watched = {}) {
+    sink_ = std::move(sink);
+    watched_ = std::move(watched);
+  }
   // Receives each notification a written turn calls for (engine thread; must not block).
   void set_notify_sink(std::function<void(Notification)> sink) { notify_ = std::move(sink); }
 
@@ -254,7 +259,7 @@ class Core {
   // `jobs`: how many the submission adds (an array's members).
   Result<void> check_queue_limits(const QueueSpec& q, Submission& sub, Time now, std::size_t jobs) const;
   // daemon/submit.cpp: ids, arrays, and a taken submission's record.
-  Result<bool> id_free(const std::string& id);
+  Result<bool> id_free(const std::string& id, bool on_disk_too = true);
   Result<std::string> next_id();
   Result<std::string> submit_array(Submission sub, Time now);
   void array_member_ended(const std::string& array);
@@ -272,6 +277,11 @@ class Core {
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
+  void refresh(storage::JobRecord& rec, const Job& job) const;
+  // An array's members that all had the same events and wait (Pending) after them go to the
+  // batch as one storage::ArrayRows; false (nothing done) for any other array.
+  bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
+                    const std::vector<Event>& events);
   void source_arrived(binder::JobArrived& a, Time now);
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
@@ -324,6 +334,7 @@ class Core {
   std::uint64_t last_event_seq_ = 0;
   std::uint64_t last_job_number_ = 0;
   EventSink sink_;
+  std::function<bool()> watched_;
   std::function<void(Notification)> notify_;
   Metrics metrics_;
   Estimates estimates_;

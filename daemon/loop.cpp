@@ -3,6 +3,7 @@
 #include <future>
 
 #include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 namespace gpuq::daemon {
 
@@ -113,9 +114,14 @@ void Loop::end_turn() {
     }
     // Back to the engine thread: the Core takes the outcome, then the replies go out (so a
     // client's next request always finds the Core past this write).
+    const bool settle = result.ok && !batch->arrays.empty();
     boost::asio::post(io_, [this, batch, result, sends = std::move(sends), work = std::move(work)]() mutable {
       written(batch, result, std::move(sends));
     });
+    // The arrays' members' rows, after the answers (storage::Store::settle): on this thread, so
+    // the next write and any read that comes first wait for it, rather than the engine thread.
+    if (settle)
+      if (auto r = core_.store().settle(); !r) spdlog::error("event=settle_failed error=\"{}\"", r.error());
   });
 }
 

@@ -8,9 +8,11 @@
 
 namespace gpuq::daemon {
 
-// Whether `id` is free: no unfinished job, no array and no job on disk has it.
-Result<bool> Core::id_free(const std::string& id) {
+// Whether `id` is free: no unfinished job, no array and no job on disk has it. on_disk_too false:
+// the caller knows that no job on disk has it.
+Result<bool> Core::id_free(const std::string& id, bool on_disk_too) {
   if (unfinished_.count(id) > 0 || arrays_.count(id) > 0 || engine_->job(JobId(id))) return false;
+  if (!on_disk_too) return true;
   auto on_disk = store_->has_job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   return !on_disk.value();
@@ -117,8 +119,12 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
       return Error{std::string(e.what()) + " (an array's members are named <id>_<index>)", ErrorCode::kInvalidArgument};
     }
   }
+  // One read for all members: usually no job on disk has an id "<array>_...", and then only the
+  // memory is asked about each member.
+  auto prefixed = store_->has_job_with_prefix(base + "_");
+  if (!prefixed) return Error{prefixed.error(), ErrorCode::kUnavailable};
   for (std::int32_t index : indices) {
-    auto free = id_free(base + "_" + std::to_string(index));
+    auto free = id_free(base + "_" + std::to_string(index), /*on_disk_too=*/prefixed.value());
     if (!free) return Error{free.error(), free.code()};
     if (!free.value())
       return Error{"spec.id: job \"" + base + "_" + std::to_string(index) + "\" already exists (array " + base +
@@ -137,6 +143,8 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   std::vector<std::string>& members = arrays_[base];
   members.reserve(indices.size());
   engine_->reserve_jobs(indices.size());
+  // The turn's earlier events take their seqs first, so the array's follow them (record_array).
+  record_changes(engine_->take_events(), now);
   for (std::size_t i = 0; i < indices.size(); ++i) {
     Submission m = i + 1 < indices.size() ? sub : std::move(sub);
     m.job.id = JobId(base + "_" + std::to_string(indices[i]));
@@ -158,7 +166,52 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   }
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
     submit_rate_.take(queue_name, owner, limit, now);
+  if (auto events = engine_->take_events(); !record_array(base, indices, events)) record_changes(events, now);
   return members.front();
+}
+
+bool Core::record_array(const std::string& array, const std::vector<std::int32_t>& indices,
+                        const std::vector<Event>& events) {
+  const std::vector<std::string>& members = arrays_[array];
+  const std::size_t n = members.size();
+  if (n < 2 || n != indices.size() || events.empty() || events.size() % n != 0) return false;
+  const std::size_t k = events.size() / n;
+  std::vector<storage::JobRecord*> recs(n);
+  for (std::size_t p = 0; p < n; ++p) {
+    auto it = unfinished_.find(members[p]);
+    const Job* j = engine_->job(JobId(members[p]));
+    if (it == unfinished_.end() || j == nullptr || j->state != JobState::kPending) return false;
+    recs[p] = &it->second;
+    if (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]) return false;
+    for (std::size_t t = 0; t < k; ++t) {
+      const Event& e = events[p * k + t];
+      const Event& first = events[t];
+      if (e.job.value != members[p] || e.to != JobState::kPending || e.from != first.from || e.at != first.at ||
+          e.reason != first.reason || e.flavor != first.flavor)
+        return false;
+    }
+    refresh(*recs[p], *j);
+  }
+  storage::ArrayRows rows;
+  rows.first = *recs[0];
+  rows.indices = indices;
+  rows.first_seq = last_event_seq_ + 1;
+  last_event_seq_ += n * k;
+  for (std::size_t t = 0; t < k; ++t) {
+    const Event& ev = events[t];
+    storage::EventRecord& e = rows.each.emplace_back();
+    e.at = ev.at;
+    e.from = ev.from;
+    e.to = ev.to;
+    e.reason = ev.reason;
+    e.flavor = ev.flavor;
+    e.queue = rows.first.spec.queue.value;
+    e.owner = rows.first.spec.owner;
+    spdlog::info("event=job_state array={} members={} from={} to={} reason=\"{}\"", array, n,
+                 ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
+  }
+  batch_.arrays.push_back(std::move(rows));
+  return true;
 }
 
 // An array is known (by its id: cancel, hold, dependencies) while any member is unfinished.

@@ -124,11 +124,45 @@ ALTER TABLE jobs ADD COLUMN gpu_util_sum INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN gpu_memory_peak_mib INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v8. A job array as submitted (store.hpp: ArrayRows): one row, written in its submission's
+// transaction; its members' jobs and events rows are written by the next transaction
+// (Store::settle), which deletes the row. A row left here by a crash in between is settled when
+// the file is next opened. The first member's job columns, then the array's.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE array_rows (
+  number        INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL,
+  queue         TEXT NOT NULL,
+  owner         TEXT NOT NULL,
+  name          TEXT NOT NULL,
+  state         INTEGER NOT NULL,
+  priority      INTEGER NOT NULL,
+  priority_text TEXT NOT NULL,
+  submitted_at  INTEGER NOT NULL,
+  admitted_at   INTEGER NOT NULL,
+  finished_at   INTEGER NOT NULL,
+  flavor        TEXT NOT NULL,
+  gpu_milli     INTEGER NOT NULL,
+  attempts      INTEGER NOT NULL,
+  preemptions   INTEGER NOT NULL,
+  exit_code     INTEGER NOT NULL,
+  preempted_by  TEXT NOT NULL,
+  reason        TEXT NOT NULL,
+  body          TEXT NOT NULL,
+  gpu_samples   INTEGER NOT NULL,
+  gpu_util_sum  INTEGER NOT NULL,
+  gpu_memory_peak_mib INTEGER NOT NULL,
+  indices       TEXT NOT NULL,
+  first_seq     INTEGER NOT NULL,
+  events        TEXT NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}, {kV7}};
-  static_assert(kSchemaVersion == 7, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}, {kV7}, {kV8}};
+  static_assert(kSchemaVersion == 8, "add the new step to migrations()");
   return steps;
 }
 

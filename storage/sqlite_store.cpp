@@ -1,10 +1,12 @@
 // Store on one SQLite file: see README.md for the schema, the migrations and the guarantees.
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
 
+#include "storage/array_rows.hpp"
 #include "storage/backup.hpp"
 #include "storage/codec.hpp"
 #include "storage/audit_rows.hpp"
@@ -81,9 +83,18 @@ class SqliteStore final : public Store {
   Result<void> commit(const Batch& batch) override;
   Result<std::optional<JobRecord>> job(const std::string& id) override;
   Result<bool> has_job(const std::string& id) override;
+  Result<bool> has_job_with_prefix(const std::string& prefix) override;
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
-  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override { return usage_reader_->read(q); }
+  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override {
+    if (auto s = settle(); !s) return Error{s.error(), s.code()};
+    return usage_reader_->read(q);
+  }
+  Result<void> settle() override {
+    if (!unsettled_.load()) return Ok();
+    std::lock_guard lock(mu_);
+    return settle_locked();
+  }
   Result<std::vector<TokenRecord>> tokens() override;
   Result<std::vector<AuditRecord>> audit(const AuditFilter& filter) override;
   Result<void> backup_to(const std::string& dest) override;
@@ -106,7 +117,14 @@ class SqliteStore final : public Store {
     }
     return e;
   }
-  std::optional<Error> read_snapshot();
+  // With rmu_ held: the reads' snapshot, begun if there is none. `unsettled`: it held an array's
+  // row (store.hpp: ArrayRows), so it was ended; the caller settles (without rmu_) and tries again.
+  std::optional<Error> read_snapshot(bool& unsettled);
+  // f() with rmu_ held, in a snapshot where every array is settled.
+  template <class F>
+  auto reading(F&& f) -> decltype(f());
+  // With mu_ held: the members of every array in array_rows written, the rows deleted.
+  Result<void> settle_locked();
   Error failed_on(const Db& db, const std::string& doing) const {
     return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db.get()), ErrorCode::kUnavailable};
   }
@@ -132,6 +150,10 @@ class SqliteStore final : public Store {
   // the WAL is never restarted and grows with every commit (and each commit copies a little of
   // it into the database and syncs once more).
   int wal_frames_ = 0;  // after the last commit (sqlite3_wal_hook), with mu_ held
+  // array_rows may hold rows: set before the commit that writes one, cleared by the settle that
+  // deletes them, both with mu_ held; true at first, so that the first read or load settles what
+  // a crash left there.
+  std::atomic<bool> unsettled_{true};
   void end_snapshot() {
     std::lock_guard lock(rmu_);
     if (!reading_) return;
@@ -148,10 +170,11 @@ class SqliteStore final : public Store {
   Stmt begin_, begin_read_, commit_, rollback_;
   Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_, put_token_;
   Stmt put_audit_, prune_audit_, prune_jobs_, prune_events_;
+  Stmt put_array_, put_member_, all_arrays_, delete_arrays_, any_array_w_;
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
-  Stmt begin_snapshot_, end_snapshot_;
-  Stmt job_by_id_, job_exists_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
+  Stmt begin_snapshot_, end_snapshot_, any_array_;
+  Stmt job_by_id_, job_exists_, job_prefixed_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
   Stmt audit_page_;
 };
 
@@ -170,6 +193,14 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
   // the finished jobs before them (however many) are not read.
   const std::string s_unfinished_page =
       "SELECT " + cols + " FROM jobs WHERE number > ?1 AND state < 4" + list_where;
+  const std::string job_cols = kJobRowColumns, job_values = kJobRowValues;
+  const std::string s_put_array = "INSERT INTO array_rows(" + job_cols + ", indices, first_seq, events) VALUES(" +
+                                  job_values + ", ?23, ?24, ?25)";
+  // A member that changed again in its array's turn has its own row already, which stays.
+  const std::string s_put_member =
+      "INSERT INTO jobs(" + job_cols + ") VALUES(" + job_values + ") ON CONFLICT(number) DO NOTHING";
+  const std::string s_all_arrays =
+      "SELECT " + cols + ", indices, first_seq, events FROM array_rows ORDER BY number";
   const std::pair<Stmt*, const char*> all[] = {
       {&begin_, "BEGIN IMMEDIATE"},
       {&begin_read_, "BEGIN DEFERRED"},
@@ -217,14 +248,22 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       {&unfinished_, s_unfinished.c_str()},
       {&last_seq_, "SELECT COALESCE(MAX(seq), 0) FROM events"},
       {&last_number_, "SELECT COALESCE(MAX(number), 0) FROM jobs"},
+      {&put_array_, s_put_array.c_str()},
+      {&put_member_, s_put_member.c_str()},
+      {&all_arrays_, s_all_arrays.c_str()},
+      {&delete_arrays_, "DELETE FROM array_rows"},
+      {&any_array_w_, "SELECT EXISTS(SELECT 1 FROM array_rows)"},
   };
   for (const auto& [stmt, sql] : all)
     if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
   const std::pair<Stmt*, const char*> reads[] = {
       {&begin_snapshot_, "BEGIN DEFERRED"},
       {&end_snapshot_, "COMMIT"},
+      {&any_array_, "SELECT EXISTS(SELECT 1 FROM array_rows)"},
       {&job_by_id_, s_by_id.c_str()},
       {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
+      // Through the id index: ids from the prefix up to the prefix with its last byte + 1.
+      {&job_prefixed_, "SELECT 1 FROM jobs WHERE id >= ?1 AND id < ?2 LIMIT 1"},
       {&all_tokens_, kAllTokens},
       {&audit_page_, kAuditPage},
       {&jobs_any_, s_any.c_str()},
@@ -248,6 +287,7 @@ Result<std::vector<JobRecord>> SqliteStore::read_jobs(Stmt& s, std::size_t expec
 
 Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) {
   std::lock_guard lock(mu_);
+  if (auto s = settle_locked(); !s) return s;
   // One read transaction: every read sees the same committed state.
   if (Stmt::Reset r(begin_read_); begin_read_.step() != SQLITE_DONE) return failed("load");
   auto result = [&]() -> Result<void> {
@@ -300,11 +340,14 @@ Result<void> SqliteStore::commit(const Batch& batch) {
   if (auto c = checked(); !c) return c;
   std::lock_guard lock(mu_);
   if (batch.empty()) return Ok();
+  // What an earlier commit left to settle goes first, so that rows are written in commit order.
+  if (auto s = settle_locked(); !s) return s;
   {
     Stmt::Reset r(begin_);
     if (begin_.step() != SQLITE_DONE) return failed("commit: cannot begin a write transaction");
   }
   auto written = write_batch(batch);
+  if (!batch.arrays.empty()) unsettled_ = true;  // before COMMIT: no read may see the row unflagged
   if (written) {
     Stmt::Reset r(commit_);
     if (commit_.step() != SQLITE_DONE) {
@@ -357,46 +400,22 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     if (auto u = unknown_resource(j.spec, names_)) return unknown("job " + j.spec.id.value, u);
     Stmt::Reset r(put_job_);
     Stmt& s = put_job_;
-    s.bind(1, static_cast<std::int64_t>(j.number));
-    s.bind(2, j.spec.id.value);
-    s.bind(3, j.spec.queue.value);
-    s.bind(4, j.spec.owner);
-    s.bind(5, j.spec.name);
-    s.bind(6, std::int64_t{state_code(j.state)});
-    s.bind(7, std::int64_t{j.spec.priority});
-    s.bind(8, j.priority_text);
-    s.bind(9, j.spec.submitted_at);
-    s.bind(10, j.admitted_at);
-    s.bind(11, j.finished_at);
-    s.bind(12, j.flavor);
-    s.bind(13, job_gpu_milli(j.spec));
-    s.bind(14, std::int64_t{j.attempts});
-    s.bind(15, std::int64_t{j.preemptions});
-    s.bind(16, std::int64_t{j.exit_code});
-    s.bind(17, j.preempted_by);
-    s.bind(18, j.reason);
-    s.bind(19, encode_job_body(j, names_));
-    s.bind(20, j.gpu_use.samples);
-    s.bind(21, j.gpu_use.util_sum);
-    s.bind(22, j.gpu_use.memory_peak_mib);
+    bind_job(s, j, encode_job_body(j, names_));
     if (s.step() != SQLITE_DONE) return failed("commit: writing job " + j.spec.id.value);
   }
   for (const auto& e : batch.events) {
     Stmt::Reset r(put_event_);
     Stmt& s = put_event_;
-    s.bind(1, static_cast<std::int64_t>(e.seq));
-    s.bind(2, e.at);
-    s.bind(3, e.job);
-    s.bind(4, e.queue);
-    if (e.from)
-      s.bind(5, std::int64_t{state_code(*e.from)});
-    else
-      s.bind_null(5);
-    s.bind(6, std::int64_t{state_code(e.to)});
-    s.bind(7, e.reason);
-    s.bind(8, e.flavor);
+    bind_event(s, e);
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
+  }
+  for (const auto& a : batch.arrays) {
+    if (a.indices.empty() || a.first.number == 0 || a.first.spec.array_id.empty())
+      return Error{"commit: array " + a.first.spec.array_id + " has no members, number or id; nothing was written",
+                   ErrorCode::kInvalidArgument};
+    if (auto u = unknown_resource(a.first.spec, names_)) return unknown("array " + a.first.spec.array_id, u);
+    if (!write_array_row(put_array_, a, names_)) return failed("commit: writing array " + a.first.spec.array_id);
   }
   if (batch.jobs_prune_before > 0) {
     Stmt::Reset rj(prune_jobs_);
@@ -419,98 +438,207 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
 }
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  Stmt::Reset r(job_by_id_);
-  job_by_id_.bind(1, id);
-  const int rc = job_by_id_.step();
-  if (rc == SQLITE_DONE) return std::optional<JobRecord>();
-  if (rc != SQLITE_ROW) return read_failed("reading job " + id);
-  std::optional<JobRecord> j(std::in_place);
-  ResourceInterner interner(names_, names_mu_);
-  if (auto d = decode_job(RowView::of(job_by_id_), *j, interner); !d)
-    return Error{"state file " + path_ + ": " + d.error(), d.code()};
-  return j;
+  return reading([&]() -> Result<std::optional<JobRecord>> {
+    Stmt::Reset r(job_by_id_);
+    job_by_id_.bind(1, id);
+    const int rc = job_by_id_.step();
+    if (rc == SQLITE_DONE) return std::optional<JobRecord>();
+    if (rc != SQLITE_ROW) return read_failed("reading job " + id);
+    std::optional<JobRecord> j(std::in_place);
+    ResourceInterner interner(names_, names_mu_);
+    if (auto d = decode_job(RowView::of(job_by_id_), *j, interner); !d)
+      return Error{"state file " + path_ + ": " + d.error(), d.code()};
+    return j;
+  });
 }
 
-std::optional<Error> SqliteStore::read_snapshot() {
-  if (reading_) return std::nullopt;
-  Stmt::Reset r(begin_snapshot_);
-  if (begin_snapshot_.step() != SQLITE_DONE) return read_failed("starting a read");
+std::optional<Error> SqliteStore::read_snapshot(bool& unsettled) {
+  unsettled = false;
+  if (reading_) return std::nullopt;  // checked when it began
+  {
+    Stmt::Reset r(begin_snapshot_);
+    if (begin_snapshot_.step() != SQLITE_DONE) return read_failed("starting a read");
+  }
   reading_ = true;
+  // The snapshot's first read fixes it: if it holds an array's row, not yet its members.
+  Stmt::Reset r(any_array_);
+  if (any_array_.step() != SQLITE_ROW) return read_failed("starting a read");
+  if (any_array_.int64(0) != 0) {
+    Stmt::Reset e(end_snapshot_);
+    end_snapshot_.step();
+    reading_ = false;
+    unsettled = true;
+  }
   return std::nullopt;
 }
 
+template <class F>
+auto SqliteStore::reading(F&& f) -> decltype(f()) {
+  while (true) {
+    {
+      std::lock_guard lock(rmu_);
+      bool unsettled = false;
+      if (auto e = read_snapshot(unsettled)) return std::move(*e);
+      if (!unsettled) return f();
+    }
+    std::lock_guard lock(mu_);
+    if (auto s = settle_locked(); !s) return Error{s.error(), s.code()};
+  }
+}
+
+Result<void> SqliteStore::settle_locked() {
+  if (!unsettled_.load()) return Ok();
+  {
+    Stmt::Reset r(any_array_w_);
+    if (any_array_w_.step() != SQLITE_ROW) return failed("reading array_rows");
+    if (any_array_w_.int64(0) == 0) {  // nothing to write (and at start, no wait for the integrity check)
+      unsettled_ = false;
+      return Ok();
+    }
+  }
+  if (auto c = checked(); !c) return c;
+  const auto fail = [&](const std::string& doing) {
+    Error e = failed(doing);
+    if (sqlite3_get_autocommit(db_.get()) == 0) {
+      Stmt::Reset r(rollback_);
+      rollback_.step();
+    }
+    return e;
+  };
+  {
+    Stmt::Reset r(begin_);
+    if (begin_.step() != SQLITE_DONE) return fail("writing the members of arrays: cannot begin a write transaction");
+  }
+  Result<std::vector<ArrayRows>> arrays = std::vector<ArrayRows>();
+  {
+    Stmt::Reset r(all_arrays_);
+    arrays = read_array_rows(all_arrays_, names_, [&] { return failed("reading array_rows"); });
+  }
+  if (!arrays) {
+    Error e = arrays.code() == ErrorCode::kFailedPrecondition
+                  ? Error{"state file " + path_ + ": " + arrays.error(), arrays.code()}
+                  : Error{arrays.error(), arrays.code()};
+    Stmt::Reset r(rollback_);
+    rollback_.step();
+    return e;
+  }
+  for (const ArrayRows& a : *arrays) {
+    for (std::size_t p = 0; p < a.indices.size(); ++p) {
+      const JobRecord m = a.member(p);
+      Stmt::Reset r(put_member_);
+      bind_job(put_member_, m, encode_job_body(m, names_));
+      if (put_member_.step() != SQLITE_DONE)
+        return fail("writing job " + m.spec.id.value + " of array " + a.first.spec.array_id);
+    }
+    for (std::size_t p = 0; p < a.indices.size(); ++p)
+      for (std::size_t t = 0; t < a.each.size(); ++t) {
+        const EventRecord e = a.event(p, t);
+        Stmt::Reset r(put_event_);
+        bind_event(put_event_, e);
+        if (put_event_.step() != SQLITE_DONE)
+          return fail("writing event " + std::to_string(e.seq) + " of array " + a.first.spec.array_id);
+      }
+  }
+  {
+    Stmt::Reset r(delete_arrays_);
+    if (delete_arrays_.step() != SQLITE_DONE) return fail("deleting array_rows");
+  }
+  {
+    Stmt::Reset r(commit_);
+    if (commit_.step() != SQLITE_DONE) return fail("writing the members of arrays");
+  }
+  end_snapshot();
+  unsettled_ = false;
+  if (wal_frames_ >= kCheckpointFrames)
+    sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  return Ok();
+}
+
 Result<bool> SqliteStore::has_job(const std::string& id) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  Stmt::Reset r(job_exists_);
-  job_exists_.bind(1, id);
-  const int rc = job_exists_.step();
-  if (rc == SQLITE_DONE) return false;
-  if (rc != SQLITE_ROW) return read_failed("looking up job " + id);
-  return true;
+  return reading([&]() -> Result<bool> {
+    Stmt::Reset r(job_exists_);
+    job_exists_.bind(1, id);
+    const int rc = job_exists_.step();
+    if (rc == SQLITE_DONE) return false;
+    if (rc != SQLITE_ROW) return read_failed("looking up job " + id);
+    return true;
+  });
+}
+
+Result<bool> SqliteStore::has_job_with_prefix(const std::string& prefix) {
+  std::string end = prefix;
+  if (end.empty() || static_cast<unsigned char>(end.back()) == 0xFF) return true;  // not a job id's prefix: may be
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return reading([&]() -> Result<bool> {
+    Stmt::Reset r(job_prefixed_);
+    job_prefixed_.bind(1, prefix);
+    job_prefixed_.bind(2, end);
+    const int rc = job_prefixed_.step();
+    if (rc == SQLITE_DONE) return false;
+    if (rc != SQLITE_ROW) return read_failed("looking up jobs " + prefix + "*");
+    return true;
+  });
 }
 
 Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  std::int64_t mask = 0;
-  bool unfinished = !filter.states.empty();
-  for (auto st : filter.states) {
-    mask |= std::int64_t{1} << state_code(st);
-    unfinished = unfinished && state_code(st) < 4;  // as the index jobs_unfinished
-  }
-  Stmt& s = !filter.queue.empty() ? jobs_in_queue_ : unfinished ? jobs_unfinished_ : jobs_any_;
-  Stmt::Reset r(s);
-  s.bind(1, static_cast<std::int64_t>(filter.after_number));
-  s.bind(2, filter.owner);
-  s.bind(3, mask);
-  s.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? kDefaultListLimit : filter.limit));
-  if (!filter.queue.empty()) s.bind(5, filter.queue);
-  return read_jobs(s, std::min<std::size_t>(filter.limit, 1000), rdb_);
+  return reading([&]() -> Result<std::vector<JobRecord>> {
+    std::int64_t mask = 0;
+    bool unfinished = !filter.states.empty();
+    for (auto st : filter.states) {
+      mask |= std::int64_t{1} << state_code(st);
+      unfinished = unfinished && state_code(st) < 4;  // as the index jobs_unfinished
+    }
+    Stmt& s = !filter.queue.empty() ? jobs_in_queue_ : unfinished ? jobs_unfinished_ : jobs_any_;
+    Stmt::Reset r(s);
+    s.bind(1, static_cast<std::int64_t>(filter.after_number));
+    s.bind(2, filter.owner);
+    s.bind(3, mask);
+    s.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? kDefaultListLimit : filter.limit));
+    if (!filter.queue.empty()) s.bind(5, filter.queue);
+    return read_jobs(s, std::min<std::size_t>(filter.limit, 1000), rdb_);
+  });
 }
 
 Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, std::size_t limit) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  Stmt& s = events_after_;
-  Stmt::Reset r(s);
-  s.bind(1, static_cast<std::int64_t>(seq));
-  s.bind(2, static_cast<std::int64_t>(limit));
-  std::vector<EventRecord> out;
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    EventRecord e;
-    e.seq = static_cast<std::uint64_t>(s.int64(0));
-    e.at = s.int64(1);
-    e.job = s.text(2);
-    e.queue = s.text(3);
-    if (!s.is_null(4)) e.from = state_from_code(s.int64(4));
-    auto to = state_from_code(s.int64(5));
-    if (!to || (!s.is_null(4) && !e.from))
-      return Error{"state file " + path_ + ": event " + std::to_string(e.seq) +
-                       " has an unknown state code",
-                   ErrorCode::kFailedPrecondition};
-    e.to = *to;
-    e.reason = s.text(6);
-    e.flavor = s.text(7);
-    out.push_back(std::move(e));
-  }
-  if (rc != SQLITE_DONE) return read_failed("reading events");
-  return out;
+  return reading([&]() -> Result<std::vector<EventRecord>> {
+    Stmt& s = events_after_;
+    Stmt::Reset r(s);
+    s.bind(1, static_cast<std::int64_t>(seq));
+    s.bind(2, static_cast<std::int64_t>(limit));
+    std::vector<EventRecord> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      EventRecord e;
+      e.seq = static_cast<std::uint64_t>(s.int64(0));
+      e.at = s.int64(1);
+      e.job = s.text(2);
+      e.queue = s.text(3);
+      if (!s.is_null(4)) e.from = state_from_code(s.int64(4));
+      auto to = state_from_code(s.int64(5));
+      if (!to || (!s.is_null(4) && !e.from))
+        return Error{"state file " + path_ + ": event " + std::to_string(e.seq) +
+                         " has an unknown state code",
+                     ErrorCode::kFailedPrecondition};
+      e.to = *to;
+      e.reason = s.text(6);
+      e.flavor = s.text(7);
+      out.push_back(std::move(e));
+    }
+    if (rc != SQLITE_DONE) return read_failed("reading events");
+    return out;
+  });
 }
 
 Result<std::vector<TokenRecord>> SqliteStore::tokens() {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  return read_token_rows(all_tokens_, [&] { return read_failed("reading the tokens"); });
+  return reading([&]() -> Result<std::vector<TokenRecord>> {
+    return read_token_rows(all_tokens_, [&] { return read_failed("reading the tokens"); });
+  });
 }
 
 Result<std::vector<AuditRecord>> SqliteStore::audit(const AuditFilter& filter) {
-  std::lock_guard lock(rmu_);
-  if (auto e = read_snapshot()) return std::move(*e);
-  return read_audit_rows(audit_page_, filter, [&] { return read_failed("reading the audit log"); });
+  return reading([&]() -> Result<std::vector<AuditRecord>> {
+    return read_audit_rows(audit_page_, filter, [&] { return read_failed("reading the audit log"); });
+  });
 }
 
 Result<void> SqliteStore::backup_to(const std::string& dest) {

@@ -23,7 +23,7 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 inline constexpr int kJobPruneBatch = 10000;
 
 
@@ -120,6 +120,23 @@ struct AuditFilter {
   std::size_t limit = 100;        // 0: 100
 };
 
+// A job array's members as submitted (gpuq submit --array): the first member's record, and the
+// events each member had, the same for all. The submission's commit writes them as one row
+// (table array_rows); their `jobs` and `events` rows follow in a second transaction
+// (Store::settle), which every read waits for, so an array of 1,000 costs its submitter one row
+// and no read ever sees it without its members. Member p is the first with id
+// "<array>_<indices[p]>", array_index indices[p] and number first.number + p; its t-th event has
+// seq first_seq + p * each.size() + t.
+struct ArrayRows {
+  JobRecord first;
+  std::vector<std::int32_t> indices;  // by position, as the array's members were entered
+  std::uint64_t first_seq = 0;
+  std::vector<EventRecord> each;  // seq and job are the member's; the rest as each member had it
+  JobRecord member(std::size_t p) const;
+  EventRecord event(std::size_t p, std::size_t t) const;
+  std::size_t events() const { return indices.size() * each.size(); }
+};
+
 // Everything one turn changed. Upserts replace the whole row by key.
 struct Batch {
   std::vector<QueueSpec> queues;
@@ -127,6 +144,9 @@ struct Batch {
   std::vector<NodeSpec> nodes;
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
+  // Arrays submitted in the turn, with seqs and numbers of their own (not in `jobs` or `events`);
+  // a member that changed again in the turn is also in `jobs`, and that row is the one kept.
+  std::vector<ArrayRows> arrays;
   std::vector<HistoryRecord> history;  // by queue; negative or non-finite values are refused
   std::vector<TokenRecord> tokens;     // by id (created or revoked)
   std::vector<AuditRecord> audit;      // appended, in order
@@ -136,10 +156,15 @@ struct Batch {
   Time jobs_prune_before = 0;
   bool empty() const {
     return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() &&
-           events.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0 &&
+           events.empty() && arrays.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0 &&
            jobs_prune_before == 0;
   }
 };
+
+// Every event of a batch in seq order, its arrays' members' events included.
+void for_each_event(const Batch& batch, const std::function<void(const EventRecord&)>& f);
+// How many job rows a batch writes, its arrays' members included.
+std::size_t jobs_in(const Batch& batch);
 
 // What start-up needs to rebuild the engine.
 struct Loaded {
@@ -198,11 +223,20 @@ class Store {
   // store stays usable. Order inside the transaction: queues, deleted queues (and their history),
   // nodes, jobs, events, history, tokens, audit (pruned, then appended).
   virtual Result<void> commit(const Batch& batch) = 0;
+  // Writes the members' rows of the arrays committed so far (Batch::arrays) in one transaction.
+  // gpuqd calls it on its writer thread after each commit that had arrays; every read (and
+  // load, and the next commit) calls it first, so what a read sees is as if each array's members
+  // had been written with it. Nothing to do: Ok at once. On failure (kUnavailable) the arrays
+  // stay in their rows on disk, and the reads fail with the error, until a call succeeds.
+  virtual Result<void> settle() = 0;
 
   // Reads for the API (any job, finished ones included; events for Watch).
   virtual Result<std::optional<JobRecord>> job(const std::string& id) = 0;
   // Whether a job with this id was ever accepted (reads the id index only).
   virtual Result<bool> has_job(const std::string& id) = 0;
+  // false when no job's id starts with `prefix` (one read for all of an array's member ids,
+  // "<array>_"); true when one may (then ask has_job for each).
+  virtual Result<bool> has_job_with_prefix(const std::string& prefix) = 0;
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
   // Accounting over [q.since, q.until) (storage/usage.hpp): GPU time held (from each job's

@@ -456,6 +456,45 @@ TEST_CASE("queues table, nodes cordon, usage with --from/--to/--queue, admin bac
   CHECK(magic == std::string("SQLite format 3\0", 16));
 }
 
+// An array's members' events are written after its answer (storage::ArrayRows): a watch sees
+// them live, in a replay and filtered, each once and in seq order, as any other job's.
+TEST_CASE("watch: an array's members' events, live and replayed, in order") {
+  TempDir dir;
+  Daemon d(dir.path);
+  auto hold = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"submit", "-q", "research", "--gpus", "1", "--hold"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "true"});
+    REQUIRE(gpuq_cmd(d, args).rc == 0);
+  };
+  hold({"--id", "h1"});
+  Watch live(d, {});
+  REQUIRE(live.wait_lines(2));  // h1's events shown: the watch is registered, what follows comes live
+  hold({"--id", "a", "--array", "0-2"});
+  hold({"--id", "h2"});
+  const std::vector<std::string> jobs{"h1", "h1", "a_0", "a_0", "a_1", "a_1", "a_2", "a_2", "h2", "h2"};
+  REQUIRE(live.wait_lines(jobs.size()));
+  Watch replay(d, {});
+  Watch one(d, {"--job", "a_1"});
+  REQUIRE(replay.wait_lines(jobs.size()));
+  REQUIRE(one.wait_lines(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing more is coming
+  for (const Watch* w : {&live, &replay}) {
+    const auto lines = lines_of(w->out());
+    REQUIRE(lines.size() == jobs.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      CAPTURE(lines[i]);
+      CHECK(lines[i].rfind(std::to_string(i + 1) + " ", 0) == 0);
+      CHECK(lines[i].find(" job/" + jobs[i] + " queue/research ") != std::string::npos);
+      CHECK(lines[i].ends_with(i % 2 == 0 ? "submitted -> Pending" : "Pending -> Pending: held at submission"));
+    }
+  }
+  const auto lines = lines_of(one.out());
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].rfind("5 ", 0) == 0);
+  CHECK(lines[1].rfind("6 ", 0) == 0);
+}
+
 TEST_CASE("watch prints the events after --from of the --queue until gpuqd ends the stream") {
   TempDir dir;
   Daemon d(dir.path);
