@@ -376,39 +376,38 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
 }
 
 // A job's record as the engine has it now.
-void Core::refresh(storage::JobRecord& rec, const Job& job) const {
-  const Job* j = &job;
-  rec.state = j->state;
-    rec.attempts = j->attempts;
-    rec.preemptions = j->preemptions;
-    rec.preempted_by = j->preempted_by.value;
-    rec.reason = j->end_reason;
-    rec.held = j->held;
-    rec.retried = j->retried;
-    if (j->holds_resources()) {
-      rec.admitted_at = j->admitted_at;
-      rec.flavor = j->flavor == kNoFlavor ? std::string() : engine_->flavor_name(j->flavor);
-      rec.placement.clear();
-      std::size_t pod = 0;
-      for (std::uint32_t set = 0; set < j->spec.pod_sets.size(); ++set)
-        for (std::int32_t i = 0; i < j->spec.pod_sets[set].count && pod < j->slots.size(); ++i, ++pod) {
-          const PodSlot& s = j->slots[pod];
-          PodPlacement p;
-          p.pod_set = set;
-          p.node = engine_->cluster().node(s.node).name;
-          for (auto g : s.gpus) p.gpus.push_back(g);
-          p.gpu_milli = s.milli_per_gpu;
-          rec.placement.push_back(std::move(p));
-        }
-    } else {
-      rec.placement.clear();
-      // A finished job keeps its flavor and admission time (usage counts its GPU-hours); a
-      // requeued one waits again with neither.
-      if (!is_finished(j->state)) {
-        rec.flavor.clear();
-        rec.admitted_at = 0;
+void Core::refresh(storage::JobRecord& rec, const Job& j) const {
+  rec.state = j.state;
+  rec.attempts = j.attempts;
+  rec.preemptions = j.preemptions;
+  rec.preempted_by = j.preempted_by.value;
+  rec.reason = j.end_reason;
+  rec.held = j.held;
+  rec.retried = j.retried;
+  if (j.holds_resources()) {
+    rec.admitted_at = j.admitted_at;
+    rec.flavor = j.flavor == kNoFlavor ? std::string() : engine_->flavor_name(j.flavor);
+    rec.placement.clear();
+    std::size_t pod = 0;
+    for (std::uint32_t set = 0; set < j.spec.pod_sets.size(); ++set)
+      for (std::int32_t i = 0; i < j.spec.pod_sets[set].count && pod < j.slots.size(); ++i, ++pod) {
+        const PodSlot& s = j.slots[pod];
+        PodPlacement p;
+        p.pod_set = set;
+        p.node = engine_->cluster().node(s.node).name;
+        for (auto g : s.gpus) p.gpus.push_back(g);
+        p.gpu_milli = s.milli_per_gpu;
+        rec.placement.push_back(std::move(p));
       }
+  } else {
+    rec.placement.clear();
+    // A finished job keeps its flavor and admission time (usage counts its GPU-hours); a
+    // requeued one waits again with neither.
+    if (!is_finished(j.state)) {
+      rec.flavor.clear();
+      rec.admitted_at = 0;
     }
+  }
 }
 
 storage::Batch Core::close_turn(Time now) {

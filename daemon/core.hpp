@@ -277,7 +277,7 @@ class Core {
   void bind(const std::vector<Decision>& decisions, Time now);
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
-  void refresh(storage::JobRecord& rec, const Job& job) const;
+  void refresh(storage::JobRecord& rec, const Job& j) const;
   // An array's members that all had the same events and wait (Pending) after them go to the
   // batch as one storage::ArrayRows; false (nothing done) for any other array.
   bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
