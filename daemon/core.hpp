@@ -264,6 +264,7 @@ class Core {
   Result<std::string> submit_array(Submission sub, Time now);
   void array_member_ended(const std::string& array);
   void enter(Submission sub, const std::vector<Awaited>& awaited, Time now);
+  static std::optional<std::string> held_at_submission(const Submission& sub);
   // daemon/dependencies.cpp: the jobs `sub` still waits for (none: it may run), or why it can
   // never run (refused); holding a job on them; the jobs whose dependencies were met or broken by
   // jobs that ended (ended_).

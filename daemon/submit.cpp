@@ -67,7 +67,7 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   auto waiting = check_after(sub);  // daemon/dependencies.cpp
   if (!waiting) return Error{waiting.error(), waiting.code()};
   spec.submitted_at = now;
-  if (auto r = engine_->submit(spec, now); !r) return Error{r.error(), r.code()};
+  if (auto r = engine_->submit(spec, now, held_at_submission(sub)); !r) return Error{r.error(), r.code()};
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
     submit_rate_.take(spec.queue.value, spec.owner, limit, now);
   std::string id = spec.id.value;
@@ -75,10 +75,16 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   return id;
 }
 
-// A submission the engine took: its holds, what it waits for, and its record.
+// The reason of a hold at submission (gpuq submit --hold), given to Engine::submit.
+std::optional<std::string> Core::held_at_submission(const Submission& sub) {
+  if (!sub.hold) return std::nullopt;
+  return "held at submission";
+}
+
+// A submission the engine took (held already when asked: held_at_submission): what it waits
+// for, and its record.
 void Core::enter(Submission sub, const std::vector<Awaited>& awaited, Time now) {
   const JobId id = sub.job.id;
-  if (sub.hold) (void)engine_->hold(id, now, "held at submission");  // pending: cannot fail
   if (!awaited.empty()) wait_for(id.value, awaited, now, /*quiet=*/false);
   storage::JobRecord rec;
   rec.spec = std::move(sub.job);
@@ -149,7 +155,7 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
     Submission m = i + 1 < indices.size() ? sub : std::move(sub);
     m.job.id = JobId(base + "_" + std::to_string(indices[i]));
     m.job.array_index = indices[i];
-    if (auto r = engine_->submit(m.job, now); !r) {
+    if (auto r = engine_->submit(m.job, now, held_at_submission(m)); !r) {
       if (i == 0) {
         arrays_.erase(base);
         return Error{r.error(), r.code()};

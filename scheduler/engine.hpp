@@ -161,8 +161,9 @@ class Engine {
   Result<void> upsert_node(const NodeSpec& spec, Time now);
   Result<void> set_node_state(const std::string& node, NodeState state, Time now);
   // Errors: kInvalidArgument (malformed), kAlreadyExists (id in use), kRejected (can never fit
-  // as the cluster and quotas stand; the job is not kept).
-  Result<void> submit(JobSpec spec, Time now);
+  // as the cluster and quotas stand; the job is not kept). `hold`: held at once with that reason,
+  // the same state and events as submit() then hold() (never in the queue's order meanwhile).
+  Result<void> submit(JobSpec spec, Time now, std::optional<std::string> hold = std::nullopt);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.

@@ -112,27 +112,28 @@ std::string constraint_parts(const ConstraintCount& c) {
 }  // namespace
 
 Result<void> Engine::validate_job(const JobSpec& spec) const {
-  const std::string who = "job \"" + spec.id.value + "\": ";
+  // The messages' prefixes are made only for a refusal (an array's members pass through here).
+  const auto who = [&] { return "job \"" + spec.id.value + "\": "; };
   if (spec.id.empty()) return Error{"job: id is empty"};
-  if (spec.queue.empty()) return Error{who + "queue is empty"};
-  if (spec.pod_sets.empty()) return Error{who + "pods is empty; a job needs at least one pod set"};
+  if (spec.queue.empty()) return Error{who() + "queue is empty"};
+  if (spec.pod_sets.empty()) return Error{who() + "pods is empty; a job needs at least one pod set"};
   for (std::size_t i = 0; i < spec.pod_sets.size(); ++i) {
     const PodSet& s = spec.pod_sets[i];
-    const std::string at = who + "pods[" + std::to_string(i) + "]";
+    const auto at = [&] { return who() + "pods[" + std::to_string(i) + "]"; };
     if (s.count < 1)
-      return Error{at + ".count is " + std::to_string(s.count) + "; it must be >= 1"};
+      return Error{at() + ".count is " + std::to_string(s.count) + "; it must be >= 1"};
     for (ResourceId r = 0; r < kMaxResources; ++r) {
       if (s.per_pod[r] < 0)
-        return Error{at + ".resources." + resources_.name(r) + " is negative; it must be >= 0"};
+        return Error{at() + ".resources." + resources_.name(r) + " is negative; it must be >= 0"};
       Quantity total = 0;
       if (__builtin_mul_overflow(s.per_pod[r], Quantity{s.count}, &total) || total > kMaxQuantity)
-        return Error{at + ": " + resources_.name(r) + " for all its pods is more than " +
+        return Error{at() + ": " + resources_.name(r) + " for all its pods is more than " +
                      format_quantity(kMaxQuantity, scale_of(r)) + ", the most a job may ask for"};
     }
   }
   if (spec.max_runtime && *spec.max_runtime <= 0)
-    return Error{who + "maxRuntime must be > 0 seconds"};
-  if (spec.grace_period < 0) return Error{who + "gracePeriod must be >= 0 seconds"};
+    return Error{who() + "maxRuntime must be > 0 seconds"};
+  if (spec.grace_period < 0) return Error{who() + "gracePeriod must be >= 0 seconds"};
   return Ok();
 }
 
@@ -222,8 +223,11 @@ std::string Engine::too_big_for_nodes(const Job& job, FlavorId f) const {
   bool others_dedicated = false;
   for (const NodeShape& shape : shapes)
     others_dedicated = others_dedicated || (shape.dedicated != kNoQueue && shape.dedicated != job.queue);
-  const std::string of_flavor = " of flavor " + flavor_names_[f] +
-                                (others_dedicated ? " that queue " + job.spec.queue.value + " may use" : "");
+  // Made only for a refusal (every submit passes through here).
+  const auto of_flavor = [&] {
+    return " of flavor " + flavor_names_[f] +
+           (others_dedicated ? " that queue " + job.spec.queue.value + " may use" : "");
+  };
   for (const PodSet& s : job.spec.pod_sets) {
     ResourceVec need = s.per_pod;
     if (need[kGpu] > 0 && need[kGpu] < kMilliPerGpu) need[kGpu] = kMilliPerGpu;  // one GPU to share
@@ -238,14 +242,14 @@ std::string Engine::too_big_for_nodes(const Job& job, FlavorId f) const {
     if (fits_one) continue;
     for (ResourceId r = 0; r < resources_.size(); ++r)
       if (need[r] > largest[r])
-        return "needs " + amount(resources_, r, s.per_pod[r]) + " per pod; the largest node" + of_flavor +
+        return "needs " + amount(resources_, r, s.per_pod[r]) + " per pod; the largest node" + of_flavor() +
                " has " + number(r, largest[r]);
-    return "no single node" + of_flavor + " has room for one pod of " + describe_pod(resources_, s.per_pod);
+    return "no single node" + of_flavor() + " has room for one pod of " + describe_pod(resources_, s.per_pod);
   }
   const ResourceVec usable = usable_capacity(f, job.queue);
   for (ResourceId r = 0; r < resources_.size(); ++r)
     if (job.total[r] > usable[r])
-      return "needs " + amount(resources_, r, job.total[r]) + " in total; all nodes" + of_flavor +
+      return "needs " + amount(resources_, r, job.total[r]) + " in total; all nodes" + of_flavor() +
              " together have " + number(r, usable[r]);
   return {};
 }

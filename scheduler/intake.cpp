@@ -143,13 +143,27 @@ void Engine::count_shapes(const Job& job) {
   frag_dirty_ = true;
 }
 
-Result<void> Engine::submit(JobSpec spec, Time now) {
+Result<void> Engine::submit(JobSpec spec, Time now, std::optional<std::string> hold) {
   auto job = make_job(std::move(spec));
   if (!job) return Error{job.error(), job.code()};
   if (auto why = never_fits(*job)) return Error{*why, ErrorCode::kRejected};
   const std::uint32_t j = store_job(std::move(job.value()));
-  add_pending(j);
-  emit(jobs_[j], std::nullopt, now);
+  if (!hold) {
+    add_pending(j);
+    emit(jobs_[j], std::nullopt, now);
+    return Ok();
+  }
+  // add_pending() then hold()'s remove_pending(), without the queue's indexes in between (an
+  // array submitted held: a thousand inserts and erases).
+  Job& held = jobs_[j];
+  kept_failures_.erase(j);
+  held.request = request_hash(held);
+  held.pending_since = cycle_;
+  count_owner(held, +1, 0);
+  ++queues_[held.queue].held;
+  held.held = true;
+  emit(held, std::nullopt, now);
+  emit(held, JobState::kPending, now, std::move(*hold));
   return Ok();
 }
 

@@ -156,8 +156,8 @@ struct Batch {
   Time jobs_prune_before = 0;
   bool empty() const {
     return queues.empty() && deleted_queues.empty() && nodes.empty() && jobs.empty() &&
-           events.empty() && arrays.empty() && history.empty() && tokens.empty() && audit.empty() && audit_prune_before == 0 &&
-           jobs_prune_before == 0;
+           events.empty() && arrays.empty() && history.empty() && tokens.empty() && audit.empty() &&
+           audit_prune_before == 0 && jobs_prune_before == 0;
   }
 };
 

@@ -44,6 +44,52 @@ TEST_CASE("a held job is passed over, still counted as pending, and released bac
   CHECK(e.job(JobId("third"))->state == JobState::kPending);
 }
 
+TEST_CASE("submit held at once: the same events, counts, explanation and later schedule as submit then hold") {
+  Engine apart, at_once;
+  REQUIRE(one_node_two_queues(apart));
+  REQUIRE(one_node_two_queues(at_once));
+  const QueueIdx q = *apart.queue_index(QueueName("q"));
+  for (Engine* e : {&apart, &at_once}) REQUIRE(e->submit(job("before", "q", res(gpus(8)), 1, 0, 0), 0).ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "h" + std::to_string(i);
+    REQUIRE(apart.submit(job(id, "q", res(gpus(4)), 1, 0, 1), 1).ok());
+    REQUIRE(apart.hold(JobId(id), 1, "held at submission").ok());
+    REQUIRE(at_once.submit(job(id, "q", res(gpus(4)), 1, 0, 1), 1, "held at submission").ok());
+  }
+  const auto a = apart.take_events(), b = at_once.take_events();
+  REQUIRE(a.size() == 7);
+  REQUIRE(b.size() == a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i].seq == b[i].seq);
+    CHECK(a[i].job == b[i].job);
+    CHECK(a[i].from == b[i].from);
+    CHECK(a[i].to == b[i].to);
+    CHECK(a[i].reason == b[i].reason);
+  }
+  CHECK(apart.pending_count(q) == at_once.pending_count(q));
+  CHECK(apart.job_counts(q).pending == at_once.job_counts(q).pending);
+  const Job& ja = *apart.job(JobId("h1"));
+  const Job& jb = *at_once.job(JobId("h1"));
+  CHECK(jb.held);
+  CHECK(ja.order == jb.order);
+  CHECK(ja.request == jb.request);
+  CHECK(ja.pending_since == jb.pending_since);
+  CHECK(apart.pending_reason(ja) == at_once.pending_reason(jb));
+  CHECK(apart.explain(ja).queue_position == at_once.explain(jb).queue_position);
+  // Released in the same order, they are admitted alike.
+  for (Engine* e : {&apart, &at_once}) {
+    REQUIRE(e->release_hold(JobId("h2"), 2, "released").ok());
+    REQUIRE(e->release_hold(JobId("h0"), 2, "released").ok());
+    REQUIRE(admitted_ids(e->schedule(3)) == std::vector<std::string>{"before"});
+    REQUIRE(e->observe(JobStarted{JobId("before")}, 4).ok());
+    REQUIRE(e->observe(JobFinished{JobId("before"), 0, "exited 0"}, 4).ok());
+  }
+  CHECK(admitted_ids(apart.schedule(5)) == admitted_ids(at_once.schedule(5)));
+  CHECK(apart.job(JobId("h0"))->state == at_once.job(JobId("h0"))->state);
+  CHECK(apart.job(JobId("h2"))->state == at_once.job(JobId("h2"))->state);
+}
+
 TEST_CASE("holds: only pending jobs; release only held ones; cancel and queue removal see them") {
   Engine e;
   REQUIRE(one_node_two_queues(e));

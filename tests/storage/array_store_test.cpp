@@ -75,7 +75,8 @@ void check_same_reads(Store& lazy, Store& eager) {
   }
   for (std::size_t limit : {1, 2, 3, 100})
     for (std::uint64_t after : {0, 2, 10, 11, 12}) {
-      for (const std::vector<JobState>& states : {std::vector<JobState>{}, {JobState::kPending}, {JobState::kRunning}}) {
+      for (const std::vector<JobState>& states :
+           {std::vector<JobState>{}, {JobState::kPending}, {JobState::kRunning}}) {
         JobFilter f;
         f.after_number = after;
         f.limit = limit;
@@ -89,7 +90,8 @@ void check_same_reads(Store& lazy, Store& eager) {
       }
     }
   for (std::uint64_t seq : {0, 4, 5, 7, 10})
-    for (std::size_t limit : {1, 4, 100}) check_same_events(lazy.events_after(seq, limit).value(), eager.events_after(seq, limit).value());
+    for (std::size_t limit : {1, 4, 100})
+      check_same_events(lazy.events_after(seq, limit).value(), eager.events_after(seq, limit).value());
   for (UsageBy by : {UsageBy::kQueue, UsageBy::kUser, UsageBy::kJob}) {
     UsageQuery q;
     q.by = by;
@@ -118,13 +120,7 @@ void check_same_reads(Store& lazy, Store& eager) {
 }
 
 std::int64_t array_rows_on_disk(const std::string& path) {
-  SqliteError e;
-  Db db = Db::open(path, SQLITE_OPEN_READONLY, e);
-  REQUIRE(db);
-  Stmt s;
-  REQUIRE_FALSE(Stmt::prepare(db, "SELECT count(*) FROM array_rows", s));
-  REQUIRE(s.step() == SQLITE_ROW);
-  return s.int64(0);
+  return std::stoll(test::query_one(path, "SELECT count(*) FROM array_rows"));
 }
 
 // Before the array: a job and its events 1-4; the array's turn also admits member 7 (its own row
@@ -136,7 +132,8 @@ struct ArrayWorkload {
 ArrayWorkload workload(ResourceNames& names) {
   ArrayWorkload w;
   w.before.jobs.push_back(make_job(2));
-  for (std::uint64_t s = 1; s <= 4; ++s) w.before.events.push_back(make_event(s, "job-2", std::nullopt, JobState::kPending));
+  for (std::uint64_t s = 1; s <= 4; ++s)
+    w.before.events.push_back(make_event(s, "job-2", std::nullopt, JobState::kPending));
   ArrayRows a = make_array(names);
   w.turn.arrays.push_back(a);
   JobRecord seven = a.member(1);

@@ -53,15 +53,20 @@ inline void raw_exec(const std::string& path, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
-// meta.schema_version of a file, read through a connection of the test's own.
-inline std::string schema_version(const std::string& path) {
+// The first column of the first row of `sql` on a file, through a connection of the test's own.
+inline std::string query_one(const std::string& path, const std::string& sql) {
   SqliteError e;
   Db db = Db::open(path, SQLITE_OPEN_READONLY, e);
   REQUIRE(db);
   Stmt s;
-  REQUIRE_FALSE(Stmt::prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'", s));
+  REQUIRE_FALSE(Stmt::prepare(db, sql.c_str(), s));
   REQUIRE(s.step() == SQLITE_ROW);
   return std::string(s.text(0));
+}
+
+// meta.schema_version of a file.
+inline std::string schema_version(const std::string& path) {
+  return query_one(path, "SELECT value FROM meta WHERE key = 'schema_version'");
 }
 
 inline std::string read_all(const std::string& path) {
