@@ -134,7 +134,6 @@ struct ArrayRows {
   std::vector<EventRecord> each;  // seq and job are the member's; the rest as each member had it
   JobRecord member(std::size_t p) const;
   EventRecord event(std::size_t p, std::size_t t) const;
-  std::size_t events() const { return indices.size() * each.size(); }
 };
 
 // Everything one turn changed. Upserts replace the whole row by key.
