@@ -264,6 +264,7 @@ class Core {
   Result<std::string> submit_array(Submission sub, Time now);
   void array_member_ended(const std::string& array);
   void enter(Submission sub, const std::vector<Awaited>& awaited, Time now);
+  static storage::JobRecord record_of(Submission sub);  // all but its number
   static std::optional<std::string> held_at_submission(const Submission& sub);
   // daemon/dependencies.cpp: the jobs `sub` still waits for (none: it may run), or why it can
   // never run (refused); holding a job on them; the jobs whose dependencies were met or broken by
@@ -281,8 +282,9 @@ class Core {
   void refresh(storage::JobRecord& rec, const Job& j) const;
   // An array's members that all had the same events and wait (Pending) after them go to the
   // batch as one storage::ArrayRows; false (nothing done) for any other array.
+  // `recs`: the members' records, in order.
   bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
-                    const std::vector<Event>& events);
+                    const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events);
   void source_arrived(binder::JobArrived& a, Time now);
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);

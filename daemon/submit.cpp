@@ -86,15 +86,20 @@ std::optional<std::string> Core::held_at_submission(const Submission& sub) {
 void Core::enter(Submission sub, const std::vector<Awaited>& awaited, Time now) {
   const JobId id = sub.job.id;
   if (!awaited.empty()) wait_for(id.value, awaited, now, /*quiet=*/false);
+  storage::JobRecord rec = record_of(std::move(sub));
+  rec.number = ++last_job_number_;
+  std::string key = id.value;
+  unfinished_.emplace(std::move(key), std::move(rec));
+}
+
+storage::JobRecord Core::record_of(Submission sub) {
   storage::JobRecord rec;
   rec.spec = std::move(sub.job);
   rec.run = std::move(sub.run);
   rec.notify = std::move(sub.notify);
   rec.priority_text = std::move(sub.priority);
   rec.after = std::move(sub.after);
-  rec.number = ++last_job_number_;
-  std::string key = id.value;
-  unfinished_.emplace(std::move(key), std::move(rec));
+  return rec;
 }
 
 // An array: its id is the job id the submission names, else the next number's ("j12"); its
@@ -146,48 +151,57 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   if (!waiting) return Error{waiting.error(), waiting.code()};
   spec.submitted_at = now;
   const std::string queue_name = spec.queue.value, owner = spec.owner;
+  // The members differ only in their ids and indices: the engine's job is made and checked once
+  // (a refusal names the first member, as its own submit's would), and each member's record is a
+  // copy of one record.
+  spec.id = JobId(base + "_" + std::to_string(indices.front()));
+  spec.array_index = indices.front();
+  auto tmpl = engine_->array_template(spec);
+  if (!tmpl) return Error{tmpl.error(), tmpl.code()};
+  const std::optional<std::string> hold = held_at_submission(sub);
+  storage::JobRecord rec_tmpl = record_of(std::move(sub));
   std::vector<std::string>& members = arrays_[base];
   members.reserve(indices.size());
+  std::vector<storage::JobRecord*> recs;
+  recs.reserve(indices.size());
   engine_->reserve_jobs(indices.size());
   // The turn's earlier events take their seqs first, so the array's follow them (record_array).
   record_changes(engine_->take_events(), now);
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    Submission m = i + 1 < indices.size() ? sub : std::move(sub);
-    m.job.id = JobId(base + "_" + std::to_string(indices[i]));
-    m.job.array_index = indices[i];
-    if (auto r = engine_->submit(m.job, now, held_at_submission(m)); !r) {
-      if (i == 0) {
-        arrays_.erase(base);
-        return Error{r.error(), r.code()};
-      }
-      // Not expected (the members differ only in their ids): those already in are cancelled, so
-      // the caller's error is the whole story and nothing runs.
-      spdlog::error("event=array_submit_failed array={} member={} reason=\"{}\"", base, i, r.error());
-      for (const std::string& id : members) (void)engine_->cancel(JobId(id), now, "array submit failed: " + r.error());
-      return Error{"array " + base + ": member " + std::to_string(indices[i]) + ": " + r.error(), r.code()};
+  for (std::int32_t index : indices) {
+    JobId id(base + "_" + std::to_string(index));
+    if (auto r = engine_->submit_member(tmpl.value(), id, index, now, hold); !r) {
+      // Not expected (the ids were checked above): those already in are cancelled, so the
+      // caller's error is the whole story and nothing runs.
+      spdlog::error("event=array_submit_failed array={} member={} reason=\"{}\"", base, index, r.error());
+      for (const std::string& m : members) (void)engine_->cancel(JobId(m), now, "array submit failed: " + r.error());
+      if (members.empty()) arrays_.erase(base);
+      else array_unfinished_[base] += members.size();  // each ends as its cancel is recorded
+      return Error{"array " + base + ": member " + std::to_string(index) + ": " + r.error(), r.code()};
     }
-    members.push_back(m.job.id.value);
-    ++array_unfinished_[base];
-    enter(std::move(m), waiting.value(), now);
+    members.push_back(id.value);
+    if (!waiting.value().empty()) wait_for(id.value, waiting.value(), now, /*quiet=*/false);
+    storage::JobRecord rec = members.size() < indices.size() ? rec_tmpl : std::move(rec_tmpl);
+    rec.spec.id = std::move(id);
+    rec.spec.array_index = index;
+    rec.number = ++last_job_number_;
+    recs.push_back(&unfinished_.emplace(members.back(), std::move(rec)).first->second);
   }
+  array_unfinished_[base] += indices.size();
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
     submit_rate_.take(queue_name, owner, limit, now);
-  if (auto events = engine_->take_events(); !record_array(base, indices, events)) record_changes(events, now);
+  if (auto events = engine_->take_events(); !record_array(base, indices, recs, events)) record_changes(events, now);
   return members.front();
 }
 
 bool Core::record_array(const std::string& array, const std::vector<std::int32_t>& indices,
-                        const std::vector<Event>& events) {
+                        const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events) {
   const std::vector<std::string>& members = arrays_[array];
   const std::size_t n = members.size();
-  if (n < 2 || n != indices.size() || events.empty() || events.size() % n != 0) return false;
+  if (n < 2 || n != indices.size() || n != recs.size() || events.empty() || events.size() % n != 0) return false;
   const std::size_t k = events.size() / n;
-  std::vector<storage::JobRecord*> recs(n);
   for (std::size_t p = 0; p < n; ++p) {
-    auto it = unfinished_.find(members[p]);
     const Job* j = engine_->job(JobId(members[p]));
-    if (it == unfinished_.end() || j == nullptr || j->state != JobState::kPending) return false;
-    recs[p] = &it->second;
+    if (j == nullptr || j->state != JobState::kPending) return false;
     if (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]) return false;
     for (std::size_t t = 0; t < k; ++t) {
       const Event& e = events[p * k + t];

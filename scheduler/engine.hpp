@@ -164,6 +164,14 @@ class Engine {
   // as the cluster and quotas stand; the job is not kept). `hold`: held at once with that reason,
   // the same state and events as submit() then hold() (never in the queue's order meanwhile).
   Result<void> submit(JobSpec spec, Time now, std::optional<std::string> hold = std::nullopt);
+  // A job array's members (a front end's `submit --array`), the same job but for their ids and
+  // indices: the job is made and checked once (array_template, given the first member's spec,
+  // so that a refusal reads as that member's submit() would), then each member is a copy of it
+  // (submit_member: refused only for an id in use). The same jobs, orders and events as submit()
+  // of each member in turn.
+  Result<Job> array_template(JobSpec first) const;
+  Result<void> submit_member(const Job& tmpl, JobId id, std::int32_t index, Time now,
+                             std::optional<std::string> hold = std::nullopt);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.
@@ -297,6 +305,7 @@ class Engine {
   Result<void> validate_job(const JobSpec& spec) const;
   Result<Job> make_job(JobSpec spec) const;
   std::uint32_t store_job(Job job);
+  void enter_job(Job job, Time now, std::optional<std::string> hold);
   static std::optional<std::string> gpu_shape_error(const JobSpec& spec);
   std::optional<std::string> never_fits(const Job& job) const;
   std::string never_fits_on(const Job& job, FlavorId f) const;

@@ -143,15 +143,37 @@ void Engine::count_shapes(const Job& job) {
   frag_dirty_ = true;
 }
 
-Result<void> Engine::submit(JobSpec spec, Time now, std::optional<std::string> hold) {
-  auto job = make_job(std::move(spec));
-  if (!job) return Error{job.error(), job.code()};
+Result<Job> Engine::array_template(JobSpec first) const {
+  auto job = make_job(std::move(first));
+  if (!job) return job;
   if (auto why = never_fits(*job)) return Error{*why, ErrorCode::kRejected};
-  const std::uint32_t j = store_job(std::move(job.value()));
+  return job;
+}
+
+Result<void> Engine::submit(JobSpec spec, Time now, std::optional<std::string> hold) {
+  auto job = array_template(std::move(spec));  // one job: its own template
+  if (!job) return Error{job.error(), job.code()};
+  enter_job(std::move(job.value()), now, std::move(hold));
+  return Ok();
+}
+
+Result<void> Engine::submit_member(const Job& tmpl, JobId id, std::int32_t index, Time now,
+                                   std::optional<std::string> hold) {
+  if (job_ids_.count(id.value))
+    return Error{"job \"" + id.value + "\" already exists", ErrorCode::kAlreadyExists};
+  Job job = tmpl;
+  job.spec.id = std::move(id);
+  job.spec.array_index = index;
+  enter_job(std::move(job), now, std::move(hold));
+  return Ok();
+}
+
+void Engine::enter_job(Job job, Time now, std::optional<std::string> hold) {
+  const std::uint32_t j = store_job(std::move(job));
   if (!hold) {
     add_pending(j);
     emit(jobs_[j], std::nullopt, now);
-    return Ok();
+    return;
   }
   // add_pending() then hold()'s remove_pending(), without the queue's indexes in between (an
   // array submitted held: a thousand inserts and erases).
@@ -164,7 +186,6 @@ Result<void> Engine::submit(JobSpec spec, Time now, std::optional<std::string> h
   held.held = true;
   emit(held, std::nullopt, now);
   emit(held, JobState::kPending, now, std::move(*hold));
-  return Ok();
 }
 
 void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions, std::int32_t retried) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "tests/support/builders.hpp"
 
@@ -93,6 +94,82 @@ TEST_CASE("an array's throttle caps its members holding resources; the queue's o
   REQUIRE(e.cancel(JobId("a1_1"), 15).ok());
   CHECK(admitted_ids(e.schedule(16)) == std::vector<std::string>{"a1_3"});
   CHECK(e.admissible_now(JobId("a1_4")) == false);
+}
+
+TEST_CASE("an array's members from one template: the same jobs, orders, events and schedule as a submit each") {
+  Engine each, from_template;
+  REQUIRE(one_node_two_queues(each));
+  REQUIRE(one_node_two_queues(from_template));
+  for (Engine* e : {&each, &from_template}) REQUIRE(e->submit(job("before", "q", res(gpus(8)), 1, 0, 0), 0).ok());
+  const std::vector<int> indices{0, 3, 7, 8};
+  // Held, then not held (the two ways into the engine), throttled to 2.
+  for (const bool held : {true, false}) {
+    const std::string array = held ? "h" : "a";
+    const std::optional<std::string> hold =
+        held ? std::optional<std::string>("held at submission") : std::nullopt;
+    // An array's members are submitted at one time (member() varies it by index).
+    const auto at_once = [&](int i) {
+      JobSpec m = member(array, i, 2, gpus(1));
+      m.submitted_at = 1;
+      return m;
+    };
+    for (int i : indices) REQUIRE(each.submit(at_once(i), 1, hold).ok());
+    auto tmpl = from_template.array_template(at_once(indices.front()));
+    REQUIRE(tmpl.ok());
+    for (int i : indices)
+      REQUIRE(from_template.submit_member(tmpl.value(), JobId(array + "_" + std::to_string(i)), i, 1, hold).ok());
+  }
+  const auto a = each.take_events(), b = from_template.take_events();
+  REQUIRE(a.size() == 1 + 2 * indices.size() + indices.size());
+  REQUIRE(b.size() == a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i].seq == b[i].seq);
+    CHECK(a[i].job == b[i].job);
+    CHECK(a[i].from == b[i].from);
+    CHECK(a[i].to == b[i].to);
+    CHECK(a[i].reason == b[i].reason);
+  }
+  const QueueIdx q = *each.queue_index(QueueName("q"));
+  CHECK(each.pending_count(q) == from_template.pending_count(q));
+  CHECK(each.job_counts(q).pending == from_template.job_counts(q).pending);
+  for (const std::string id : {"h_0", "h_8", "a_0", "a_7"}) {
+    CAPTURE(id);
+    const Job& x = *each.job(JobId(id));
+    const Job& y = *from_template.job(JobId(id));
+    CHECK(x.spec.id == y.spec.id);
+    CHECK(x.spec.array_index == y.spec.array_index);
+    CHECK(x.spec.array_id == y.spec.array_id);
+    CHECK(x.order == y.order);
+    CHECK(x.held == y.held);
+    CHECK(x.request == y.request);
+    CHECK(x.total == y.total);
+    CHECK(x.candidates == y.candidates);
+    CHECK(each.pending_reason(x) == from_template.pending_reason(y));
+  }
+  // An id in use is refused, and nothing enters; a template that can never fit is refused as
+  // that member's submit would be.
+  auto tmpl = from_template.array_template(member("a", 9, 0, gpus(1)));
+  REQUIRE(tmpl.ok());
+  const auto taken = from_template.submit_member(tmpl.value(), JobId("a_3"), 3, 2);
+  CHECK(taken.code() == ErrorCode::kAlreadyExists);
+  CHECK(taken.error() == "job \"a_3\" already exists");
+  CHECK(from_template.take_events().empty());
+  const auto too_big = from_template.array_template(member("b", 0, 0, gpus(9)));
+  const auto alone = each.submit(member("b", 0, 0, gpus(9)), 2);
+  REQUIRE(!too_big.ok());
+  CHECK(too_big.error() == alone.error());
+  CHECK(too_big.code() == alone.code());
+  // Released and run alike.
+  for (Engine* e : {&each, &from_template}) {
+    REQUIRE(admitted_ids(e->schedule(2)) == std::vector<std::string>{"before"});
+    REQUIRE(e->observe(JobStarted{JobId("before")}, 3).ok());
+    REQUIRE(e->observe(JobFinished{JobId("before"), 0, "exited 0"}, 3).ok());
+    REQUIRE(e->release_hold(JobId("h_7"), 3, "released").ok());
+  }
+  const auto ra = admitted_ids(each.schedule(4));
+  CHECK(ra == std::vector<std::string>{"h_7", "a_0", "a_3"});  // a's throttle: 2
+  CHECK(ra == admitted_ids(from_template.schedule(4)));
 }
 
 TEST_CASE("a singleton waits while a job of its owner and name holds resources, in any queue") {
