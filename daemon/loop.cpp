@@ -120,8 +120,16 @@ void Loop::end_turn() {
     });
     // The arrays' members' rows, after the answers (storage::Store::settle): on this thread, so
     // the next write and any read that comes first wait for it, rather than the engine thread.
-    if (settle)
-      if (auto r = core_.store().settle(); !r) spdlog::error("event=settle_failed error=\"{}\"", r.error());
+    // A few milliseconds later, so that the answers go out and their clients finish on the
+    // cores the settle would take. A write or read that comes first settles first, and a later
+    // array's write re-arms the timer (cancelling this wait: its write settled this array).
+    if (settle) {
+      settle_timer_.expires_after(std::chrono::milliseconds(10));
+      settle_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (auto r = core_.store().settle(); !r) spdlog::error("event=settle_failed error=\"{}\"", r.error());
+      });
+    }
   });
 }
 
