@@ -92,6 +92,15 @@ inline std::vector<std::string> admitted_ids(const std::vector<Decision>& ds) {
 
 inline const Admission& admission(const Decision& d) { return std::get<Admission>(d); }
 
+// Events as lines "seq job from->to reason", to compare two engines' in one CHECK that shows both.
+inline std::string events_text(const std::vector<Event>& events) {
+  std::string out;
+  for (const Event& e : events)
+    out += std::to_string(e.seq) + " " + e.job.value + " " + (e.from ? to_string(*e.from) : "-") + "->" +
+           to_string(e.to) + " " + e.reason + "\n";
+  return out;
+}
+
 // "VICTIM by PREEMPTOR" (and " REASON" with `with_reason`) for each Preemption decision.
 inline std::vector<std::string> preempted_ids(const std::vector<Decision>& ds, bool with_reason = true) {
   std::vector<std::string> out;
