@@ -263,7 +263,7 @@ class Core {
   Result<std::string> next_id();
   Result<std::string> submit_array(Submission sub, Time now);
   void array_member_ended(const std::string& array);
-  void enter(Submission sub, const std::vector<Awaited>& awaited, Time now);
+  storage::JobRecord& enter(storage::JobRecord rec, const std::vector<Awaited>& awaited, Time now);
   static storage::JobRecord record_of(Submission sub);  // all but its number
   static std::optional<std::string> held_at_submission(const Submission& sub);
   // daemon/dependencies.cpp: the jobs `sub` still waits for (none: it may run), or why it can

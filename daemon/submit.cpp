@@ -71,7 +71,7 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !spec.owner.empty())
     submit_rate_.take(spec.queue.value, spec.owner, limit, now);
   std::string id = spec.id.value;
-  enter(std::move(sub), waiting.value(), now);
+  enter(record_of(std::move(sub)), waiting.value(), now);
   return id;
 }
 
@@ -81,15 +81,13 @@ std::optional<std::string> Core::held_at_submission(const Submission& sub) {
   return "held at submission";
 }
 
-// A submission the engine took (held already when asked: held_at_submission): what it waits
-// for, and its record.
-void Core::enter(Submission sub, const std::vector<Awaited>& awaited, Time now) {
-  const JobId id = sub.job.id;
-  if (!awaited.empty()) wait_for(id.value, awaited, now, /*quiet=*/false);
-  storage::JobRecord rec = record_of(std::move(sub));
+// A job the engine took (held already when asked: held_at_submission): what it waits for, and
+// its record, numbered and kept (an array's members each enter a copy of one record).
+storage::JobRecord& Core::enter(storage::JobRecord rec, const std::vector<Awaited>& awaited, Time now) {
+  if (!awaited.empty()) wait_for(rec.spec.id.value, awaited, now, /*quiet=*/false);
   rec.number = ++last_job_number_;
-  std::string key = id.value;
-  unfinished_.emplace(std::move(key), std::move(rec));
+  std::string key = rec.spec.id.value;
+  return unfinished_.emplace(std::move(key), std::move(rec)).first->second;
 }
 
 storage::JobRecord Core::record_of(Submission sub) {
@@ -179,12 +177,10 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
       return Error{"array " + base + ": member " + std::to_string(index) + ": " + r.error(), r.code()};
     }
     members.push_back(id.value);
-    if (!waiting.value().empty()) wait_for(id.value, waiting.value(), now, /*quiet=*/false);
     storage::JobRecord rec = members.size() < indices.size() ? rec_tmpl : std::move(rec_tmpl);
     rec.spec.id = std::move(id);
     rec.spec.array_index = index;
-    rec.number = ++last_job_number_;
-    recs.push_back(&unfinished_.emplace(members.back(), std::move(rec)).first->second);
+    recs.push_back(&enter(std::move(rec), waiting.value(), now));
   }
   array_unfinished_[base] += indices.size();
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
