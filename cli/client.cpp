@@ -23,7 +23,9 @@ const Credentials& Context::credentials() {
   return *credentials_;
 }
 
-bool Context::identified_by_credentials() { return !credentials().token.empty() || credentials().client_cert; }
+bool Context::server_knows_caller() {
+  return server().rfind("unix:", 0) == 0 || !credentials().token.empty() || credentials().client_cert;
+}
 
 std::shared_ptr<grpc::Channel> Context::channel() {
   if (!channel_)

@@ -50,9 +50,10 @@ struct Context {
         channel().get(), grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::NORMAL_RPC), c.get(), req,
         &resp);
   }
-  // Whether the server will know this command by a token or certificate rather than by its
-  // account (TCP): then a submit leaves the owner to the server.
-  bool identified_by_credentials();
+  // Whether the server knows who calls by itself: the account the kernel gives it for its
+  // socket (unix:), or a token or certificate (TCP). Then a submit leaves the owner to the server
+  // (and gpuq looks up no passwd entry: it is linked statically, glibc too).
+  bool server_knows_caller();
   // Prints "gpuq: MESSAGE (CODE)" or, when the server cannot be reached, which address was tried
   // and how to fix it. Returns 1, the exit code for a failed call.
   int fail(const grpc::Status& status);

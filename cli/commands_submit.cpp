@@ -225,8 +225,9 @@ v1::SubmitJobRequest submit_request(Context& ctx, CLI::App& cmd, SubmitOptions& 
     for (const auto* opt : c.job_flags)
       if (opt->count() > 0)
         throw UsageError("-f takes the whole job from the file; " + opt->get_name() + " cannot be combined with it");
-    // Known by a token or certificate: the server makes the job that identity's.
-    const std::string owner = ctx.identified_by_credentials() ? std::string() : current_user();
+    // Known by its account (the socket), a token or a certificate: the server makes the job
+    // that identity's.
+    const std::string owner = ctx.server_knows_caller() ? std::string() : current_user();
     req = submit_request_from_yaml(read_file_arg(o.file), o.file, owner);
     if (!o.flags.owner.empty()) req.mutable_spec()->set_owner(o.flags.owner);  // --owner wins
   } else {
@@ -241,7 +242,7 @@ v1::SubmitJobRequest submit_request(Context& ctx, CLI::App& cmd, SubmitOptions& 
     }
     if (c.preemptible->count() > 0) o.flags.preemptible = o.preemptible;
     if (c.grace->count() > 0) o.flags.grace_period = o.grace;
-    if (o.flags.owner.empty() && !ctx.identified_by_credentials()) o.flags.owner = current_user();
+    if (o.flags.owner.empty() && !ctx.server_knows_caller()) o.flags.owner = current_user();
     req = submit_request_from_flags(o.flags);
   }
   return req;

@@ -5,7 +5,7 @@
 // killed, kills whatever the job leaves behind, and only then writes its status file and exits:
 // once the shim has exited, no process of the job is left.
 //
-// Single-threaded on purpose: fork() is safe, and every signal is taken synchronously with
+// Single-threaded on purpose: vfork() is safe, and every signal is taken synchronously with
 // sigtimedwait() (all of them stay blocked), so there are no signal handlers and no races.
 #include <fcntl.h>
 #include <grp.h>
@@ -197,7 +197,10 @@ struct ChildFailure {
 // In the forked child: becomes the job's main process, leader of its own session and process
 // group (whose id is its pid), and execs the command.
 // `tty`: the slave side of the job's terminal (-1: none), its controlling terminal and its 0, 1, 2.
-[[noreturn]] void exec_job(const Options& o, int log_fd, int null_fd, int tty, int pipe_fd, pid_t shim) {
+// It runs in a vfork() child: it shares the shim's memory until it execs, so it allocates
+// nothing and changes nothing the shim reads afterwards but `environ` (put back by start_job)
+// and errno.
+[[noreturn]] void exec_job(const Options& o, char** env, int log_fd, int null_fd, int tty, int pipe_fd, pid_t shim) {
   // Default dispositions and an empty mask whatever the shim inherited: SIG_IGN and a blocked
   // SIGTERM would both survive exec and keep the job from being stopped.
   struct sigaction dfl {};
@@ -230,15 +233,8 @@ struct ChildFailure {
   }
   // Descriptors gpuqd leaked into the shim (opened without O_CLOEXEC) must not reach the job.
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-  // The job's own environment (its PATH finds the command), never the shim's. (The shim has one
-  // thread, so its child may allocate.)
-  std::vector<char*> env;
-  if (!o.env_fd_text.empty()) {
-    for (std::size_t at = 0; at < o.env_text.size(); at = o.env_text.find('\0', at) + 1)
-      env.push_back(const_cast<char*>(&o.env_text[at]));
-    env.push_back(nullptr);
-    environ = env.data();
-  }
+  // The job's own environment (its PATH finds the command), never the shim's.
+  if (env != nullptr) environ = env;
   ::execvp(o.command[0], o.command.data());
   child_fails(pipe_fd, kExec);
 }
@@ -253,7 +249,20 @@ std::string failure_text(const Options& o, const ChildFailure& f) {
   return "cannot start \"" + command + "\": " + why;
 }
 
-// Forks and execs the job. Its pid once exec has succeeded; -1 with `error` set (and the child
+// vfork(): the shim is suspended until its child has exec'd the job (or failed to), and neither
+// copies the other's page tables or takes a page fault for a page the other wrote, which fork()
+// cost once per pod. Out of line, so that nothing of start_job's frame is live across the call.
+[[gnu::noinline]] pid_t spawn_job(const Options& o, char** env, int log_fd, int null_fd, int tty, const int (&fds)[2]) {
+  const pid_t shim = ::getpid();
+  const pid_t pid = ::vfork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    exec_job(o, env, log_fd, null_fd, tty, fds[1], shim);
+  }
+  return pid;
+}
+
+// Starts the job. Its pid once exec has succeeded; -1 with `error` set (and the child
 // reaped) when it could not start.
 pid_t start_job(const Options& o, int log_fd, int tty, std::string& error) {
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -263,13 +272,17 @@ pid_t start_job(const Options& o, int log_fd, int tty, std::string& error) {
     if (null_fd >= 0) ::close(null_fd);
     return -1;
   }
-  const pid_t shim = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    exec_job(o, log_fd, null_fd, tty, fds[1], shim);
+  // The job's environment, made before the child exists (it must not allocate).
+  std::vector<char*> env;
+  if (!o.env_fd_text.empty()) {
+    for (std::size_t at = 0; at < o.env_text.size(); at = o.env_text.find('\0', at) + 1)
+      env.push_back(const_cast<char*>(&o.env_text[at]));
+    env.push_back(nullptr);
   }
+  char** const shim_env = environ;
+  const pid_t pid = spawn_job(o, env.empty() ? nullptr : env.data(), log_fd, null_fd, tty, fds);
   const int fork_errno = errno;
+  environ = shim_env;  // the child set the job's
   ::close(fds[1]);
   ::close(null_fd);
   if (pid < 0) {

@@ -3,12 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "binder/local/proc.hpp"
@@ -108,31 +107,34 @@ bool fsync_directory_of(const std::string& path) {
 
 }  // namespace
 
+// Plain strings, no iostreams: the shim writes one per pod, and a stream would set up the C++
+// locale machinery in it first.
 std::string format_status(const ShimStatus& s) {
-  std::ostringstream out;
-  out << "outcome=" << outcome_name(s.outcome) << '\n';
-  if (s.outcome != ShimStatus::Outcome::kSignaled) out << "code=" << s.code << '\n';
-  if (s.outcome == ShimStatus::Outcome::kSignaled) out << "signal=" << s.signal << '\n';
-  out << "stop_requested=" << int(s.stop_requested) << '\n'
-      << "max_runtime_exceeded=" << int(s.max_runtime_exceeded) << '\n'
-      << "killed_after_grace=" << int(s.killed_after_grace) << '\n';
-  if (s.outcome == ShimStatus::Outcome::kError) out << "error=" << escape(s.error) << '\n';
-  out << "started_at=" << s.started_at << '\n' << "ended_at=" << s.ended_at << '\n';
-  if (s.max_runtime > 0) out << "max_runtime=" << s.max_runtime << '\n';
-  return out.str();
+  std::string out = std::string("outcome=") + outcome_name(s.outcome) + '\n';
+  if (s.outcome != ShimStatus::Outcome::kSignaled) out += "code=" + std::to_string(s.code) + '\n';
+  if (s.outcome == ShimStatus::Outcome::kSignaled) out += "signal=" + std::to_string(s.signal) + '\n';
+  out += "stop_requested=" + std::to_string(int(s.stop_requested)) + '\n';
+  out += "max_runtime_exceeded=" + std::to_string(int(s.max_runtime_exceeded)) + '\n';
+  out += "killed_after_grace=" + std::to_string(int(s.killed_after_grace)) + '\n';
+  if (s.outcome == ShimStatus::Outcome::kError) out += "error=" + escape(s.error) + '\n';
+  out += "started_at=" + std::to_string(s.started_at) + '\n';
+  out += "ended_at=" + std::to_string(s.ended_at) + '\n';
+  if (s.max_runtime > 0) out += "max_runtime=" + std::to_string(s.max_runtime) + '\n';
+  return out;
 }
 
 std::optional<ShimStatus> parse_status(const std::string& text) {
   ShimStatus s;
   bool has_outcome = false;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const std::size_t nl = std::min(rest.find('\n'), rest.size());
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(std::min(nl + 1, rest.size()));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string_view view(line);
-    if (!apply(s, view.substr(0, eq), view.substr(eq + 1), has_outcome)) return std::nullopt;
+    if (eq == std::string_view::npos) continue;
+    if (!apply(s, line.substr(0, eq), line.substr(eq + 1), has_outcome)) return std::nullopt;
   }
   if (!has_outcome) return std::nullopt;
   return s;
@@ -161,11 +163,20 @@ bool write_status_file(const std::string& path, const ShimStatus& status) {
 }
 
 std::optional<ShimStatus> read_status_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_status(text.str());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    // A status file is a few hundred bytes; one far larger is not one.
+    if (n < 0 || text.size() > (1 << 16)) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  if (n != 0) return std::nullopt;
+  return parse_status(text);
 }
 
 std::string describe(const ShimStatus& s) {
