@@ -13,6 +13,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "gpuq/v1/gpuq.pb.h"
+
 #include "auth/roles.hpp"
 #include "auth/unix_listener.hpp"
 #include "daemon/config.hpp"
@@ -195,6 +197,9 @@ int main(int argc, char** argv) {
   });
 
   grpc::EnableDefaultHealthCheckService(true);
+  // gpuq.proto's descriptors are added to protobuf's pool when first asked for
+  // (api/proto/lazy_descriptors.cmake); the reflection service looks its services up by name.
+  (void)gpuq::v1::Job::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;

@@ -636,3 +636,35 @@ TEST_CASE("gpuqd: a running job keeps its GPU indices across a restart") {
   if (next.placement(0).node() == kept.placement(0).node())
     for (int g : next.placement(0).gpus()) CHECK(std::find(after.begin(), after.end(), g) == after.end());
 }
+
+TEST_CASE("gpuqd: its gRPC reflection service finds gpuq.v1's services by name, as grpcurl describe asks") {
+  // gpuq.proto's descriptors reach protobuf's pool only when first asked for
+  // (api/proto/lazy_descriptors.cmake); gpuqd asks at start, or reflection would not know them.
+  TempDir dir;
+  Daemon d(dir.path);
+  auto channel = grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channel.get(),
+          grpc::internal::RpcMethod("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                    grpc::internal::RpcMethod::BIDI_STREAMING),
+          &ctx));
+  // ServerReflectionRequest{file_containing_symbol (4): "gpuq.v1.Jobs"}, encoded by hand.
+  const std::string symbol = "gpuq.v1.Jobs";
+  const std::string request = std::string(1, '\x22') + static_cast<char>(symbol.size()) + symbol;
+  grpc::Slice slice(request);
+  REQUIRE(stream->Write(grpc::ByteBuffer(&slice, 1)));
+  stream->WritesDone();
+  grpc::ByteBuffer reply;
+  REQUIRE(stream->Read(&reply));
+  std::vector<grpc::Slice> parts;
+  REQUIRE(reply.Dump(&parts).ok());
+  std::string bytes;
+  for (const auto& p : parts) bytes.append(reinterpret_cast<const char*>(p.begin()), p.size());
+  // A file_descriptor_response holding gpuq/v1/gpuq.proto (an error_response would say NOT_FOUND;
+  // the echoed request names only the symbol).
+  CHECK(bytes.find("gpuq/v1/gpuq.proto") != std::string::npos);
+  CHECK(bytes.find("SubmitJobRequest") != std::string::npos);
+  CHECK(stream->Finish().ok());
+}
