@@ -194,7 +194,7 @@ struct ChildFailure {
   ::_exit(127);
 }
 
-// In the forked child: becomes the job's main process, leader of its own session and process
+// In the vfork()ed child: becomes the job's main process, leader of its own session and process
 // group (whose id is its pid), and execs the command.
 // `tty`: the slave side of the job's terminal (-1: none), its controlling terminal and its 0, 1, 2.
 // It runs in a vfork() child: it shares the shim's memory until it execs, so it allocates
