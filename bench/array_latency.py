@@ -24,12 +24,7 @@ import side_by_side as sbs  # noqa: E402
 
 def one(gpuqd, gpuq, submits):
     work = tempfile.mkdtemp(prefix="array_latency.")
-    build = os.path.join(work, "build")
-    os.makedirs(os.path.join(build, "daemon"))
-    os.makedirs(os.path.join(build, "cli"))
-    shutil.copy(gpuqd, os.path.join(build, "daemon", "gpuqd"))
-    os.symlink(gpuq, os.path.join(build, "cli", "gpuq"))
-    env, proc = sbs.start_gpuqd(os.path.join(work, "gpuq"), build)
+    env, proc = sbs.start_gpuqd(os.path.join(work, "gpuq"), None, gpuqd=gpuqd, gpuq=gpuq)
     try:
         tmp = os.path.join(work, "tmp")
         os.makedirs(tmp)

@@ -23,7 +23,6 @@ import resource
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,41 +46,21 @@ def machine_ms():
 
 def one_run(gpuq, shim, gpuqd, submits, tmp):
     work = tempfile.mkdtemp(dir=tmp)
-    build = os.path.join(work, "build")
-    os.makedirs(os.path.join(build, "daemon"))
-    os.makedirs(os.path.join(build, "cli"))
-    os.symlink(os.path.abspath(gpuqd), os.path.join(build, "daemon", "gpuqd"))
-    os.symlink(os.path.abspath(shim), os.path.join(build, "daemon", "gpuq-shim"))
-    os.symlink(os.path.abspath(gpuq), os.path.join(build, "cli", "gpuq"))
-    env, proc = sbs.start_gpuqd(os.path.join(work, "state"), build)
+    env, proc = sbs.start_gpuqd(work, None, gpuqd=gpuqd, gpuq=gpuq, shim=shim)
     try:
         time.sleep(0.5)
         argv = [os.path.abspath(gpuq), "submit", "-q", "q", "--gpus", "1", "--", "true"]
-        clients = [0.0]
-        lock = threading.Lock()
-
-        def loop():
-            for _ in range(submits):
-                _, cpu, _ = sbs.spawn_timed(argv, env)
-                with lock:
-                    clients[0] += cpu
-
+        clients = []
         own0, reaped0 = own_and_reaped_ms(proc.pid)
         busy0, idle0 = machine_ms()
         me0 = resource.getrusage(resource.RUSAGE_SELF)
-        start = time.perf_counter()
-        threads = [threading.Thread(target=loop) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        seconds = time.perf_counter() - start
+        seconds = sbs.submit_loops(sbs.Side("gpuq", env), argv, [submits] * 4, cpu=clients)
         own1, reaped1 = own_and_reaped_ms(proc.pid)
         busy1, idle1 = machine_ms()
         me1 = resource.getrusage(resource.RUSAGE_SELF)
         n = 4 * submits
         py = (me1.ru_utime + me1.ru_stime - me0.ru_utime - me0.ru_stime) * 1000
-        return (n / seconds, clients[0] / n, (own1 - own0) / n, (reaped1 - reaped0) / n, py / n,
+        return (n / seconds, sum(clients) / n, (own1 - own0) / n, (reaped1 - reaped0) / n, py / n,
                 (busy1 - busy0) / n, (idle1 - idle0) / n)
     finally:
         proc.terminate()

@@ -155,8 +155,14 @@ PartitionName=gpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
     return env, procs
 
 
-def start_gpuqd(work, build):
+def start_gpuqd(work, build, gpuqd=None, gpuq=None, shim=None):
+    """A fresh gpuqd in work (local executor, 8 virtual GPUs, queue q): (the env its clients need,
+    its process). gpuqd, gpuq and shim name other binaries than build's (gpuqd otherwise runs the
+    gpuq-shim beside its own real path, a link followed)."""
     os.makedirs(work, exist_ok=True)
+    gpuqd = gpuqd or os.path.join(build, "daemon", "gpuqd")
+    gpuq = gpuq or os.path.join(build, "cli", "gpuq")
+    shim_line = f"\n  shim: {os.path.abspath(shim)}" if shim else ""
     conf = os.path.join(work, "gpuqd.yaml")
     with open(conf, "w") as f:
         f.write(f"""grpc: 127.0.0.1:0
@@ -167,15 +173,14 @@ local:
   nvidiaSmi: {work}/no-nvidia-smi
   gpus: 8
   logDir: {work}/logs
-  runDir: {work}/run
+  runDir: {work}/run{shim_line}
 queues:
   - name: q
     quotas: [{{flavor: default, resources: {{gpu: {{nominal: 8}}}}}}]
 """)
-    proc = subprocess.Popen([os.path.join(build, "daemon", "gpuqd"), "--config", conf],
+    proc = subprocess.Popen([gpuqd, "--config", conf],
                             stdout=open(os.path.join(work, "gpuqd.log"), "w"), stderr=subprocess.STDOUT)
     env = dict(os.environ, GPUQ_SERVER=f"unix:{work}/gpuqd.sock")
-    gpuq = os.path.join(build, "cli", "gpuq")
     wait_until("gpuqd answering", lambda: subprocess.run([gpuq, "queues"], env=env, stdout=subprocess.DEVNULL,
                                                          stderr=subprocess.DEVNULL).returncode == 0)
     return env, proc
@@ -293,15 +298,17 @@ def drain(S, G, squeue, gpuq, tmp):
         wait_until(f"{side.name}'s jobs ending", lambda: unfinished(side, squeue, gpuq, tmp) == 0, 600)
 
 
-def submit_loops(side, argv, counts):
+def submit_loops(side, argv, counts, cpu=None):
     """One thread per entry of counts, each submitting that many jobs in a row; returns the
-    seconds until the last submit ended."""
+    seconds until the last submit ended. With a list as cpu, each call's CPU ms is appended."""
     errors = []
 
     def loop(k):
         try:
             for _ in range(k):
-                spawn_timed(argv, side.env)
+                _, ms, _ = spawn_timed(argv, side.env)
+                if cpu is not None:
+                    cpu.append(ms)
         except RuntimeError as e:
             errors.append(e)
 
