@@ -69,14 +69,6 @@ class HelpFormatter : public CLI::Formatter {
   }
 };
 
-void add_commands(CLI::App& app, Context& ctx, Only only) {
-  add_job_commands(app, ctx, only);
-  add_cluster_commands(app, ctx, only);
-  add_admin_commands(app, ctx, only);
-  add_sim_commands(app, ctx, only);
-  add_completion_commands(app, ctx, only);
-}
-
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, CliOptions options) {

@@ -27,28 +27,14 @@ bool Context::server_knows_caller() {
   return server().rfind("unix:", 0) == 0 || !credentials().token.empty() || credentials().client_cert;
 }
 
-std::shared_ptr<grpc::Channel> Context::channel() {
-  if (!channel_)
-    channel_ = grpc::CreateChannel(server(), credentials().tls ? grpc::SslCredentials(*credentials().tls)
-                                                               : grpc::InsecureChannelCredentials());
-  return channel_;
-}
-
 std::optional<grpc::Status> Context::unix_unary(const char* method, const google::protobuf::MessageLite& req,
                                                 google::protobuf::MessageLite& resp) {
   if (const char* t = std::getenv("GPUQ_TRANSPORT"); t != nullptr && std::string_view(t) == "grpc") return std::nullopt;
   const auto path = unix_socket_path(server());
   if (!path) return std::nullopt;
-  return cli::unix_unary(*path, method, req, resp, timeout_s);
-}
-
-std::unique_ptr<grpc::ClientContext> Context::call(bool stream_without_deadline) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  if (!credentials().token.empty()) ctx->AddMetadata("authorization", "Bearer " + credentials().token);
-  if (!stream_without_deadline && timeout_s > 0)
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
-  return ctx;
+  auto st = cli::unix_unary(*path, method, req, resp, timeout_s);
+  if (st) ++answered_;
+  return st;
 }
 
 const char* code_name(grpc::StatusCode code) {

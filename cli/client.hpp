@@ -2,8 +2,6 @@
 // What every client command shares: where the server is, the per-call deadline, the output
 // streams, and how a failed call is reported (exit 1).
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/client_unary_call.h>
-#include <grpcpp/impl/rpc_method.h>
 #include <google/protobuf/message_lite.h>
 
 #include <cstdint>
@@ -33,22 +31,21 @@ struct Context {
   std::function<int(Context&)> action;
 
   const std::string& server();
+  // The gRPC channel, and a context with the deadline of --timeout (none when
+  // `stream_without_deadline`), carrying the bearer token to a TCP server: gpuq-full's alone
+  // (client_channel.cpp); the quick gpuq has no gRPC channel (quick.cpp).
   std::shared_ptr<grpc::Channel> channel();
-  // A context with the deadline of --timeout (none when `stream_without_deadline`), carrying
-  // the bearer token to a TCP server.
   std::unique_ptr<grpc::ClientContext> call(bool stream_without_deadline = false);
   // One unary call, `method` as gRPC names it ("/gpuq.v1.Jobs/Submit"). To a unix: server it goes
   // as plain HTTP/2 on the socket (cli/unix_call.hpp: no gRPC channel to build, no threads);
   // otherwise, and when the socket cannot be connected (so that is reported as before), through
   // the gRPC channel. The same request, reply, status and caller either way.
-  // GPUQ_TRANSPORT=grpc takes the channel always.
+  // GPUQ_TRANSPORT=grpc takes the channel always. (In the quick gpuq "the channel" is gpuq-full
+  // run in its place with the same words, when no call has been answered yet: quick.cpp.)
   template <class Req, class Resp>
   grpc::Status unary(const char* method, const Req& req, Resp& resp) {
     if (auto st = unix_unary(method, req, resp)) return *st;
-    auto c = call();
-    return grpc::internal::BlockingUnaryCall<Req, Resp, google::protobuf::MessageLite, google::protobuf::MessageLite>(
-        channel().get(), grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::NORMAL_RPC), c.get(), req,
-        &resp);
+    return channel_unary(method, req, resp);
   }
   // Whether the server knows who calls by itself: the account the kernel gives it for its
   // socket (unix:), or a token or certificate (TCP). Then a submit leaves the owner to the server
@@ -61,6 +58,9 @@ struct Context {
  private:
   std::optional<grpc::Status> unix_unary(const char* method, const google::protobuf::MessageLite& req,
                                          google::protobuf::MessageLite& resp);
+  grpc::Status channel_unary(const char* method, const google::protobuf::MessageLite& req,
+                             google::protobuf::MessageLite& resp);
+  int answered_ = 0;  // calls that reached gpuqd through its socket
   const Credentials& credentials();
   std::string server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -1,4 +1,5 @@
-// ls, show, explain, cancel, hold, release, watch, logs (submit: commands_submit.cpp).
+// ls, show, explain, cancel, hold, release, update: unary calls only, so the quick gpuq has them
+// (submit: commands_submit.cpp; watch, logs: commands_stream.cpp; the tree: commands_all.cpp).
 #include <functional>
 #include <memory>
 
@@ -64,6 +65,8 @@ int run_ls(Context& ctx, const ListOptions& o) {
   return 0;
 }
 
+}  // namespace
+
 void add_ls(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ListOptions>();
   auto* cmd = app.add_subcommand("ls", "List jobs (unfinished ones unless --all or --state)");
@@ -91,9 +94,11 @@ void add_ls(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_ls(c, *o); }; });
 }
 
+namespace {
 struct ShowOptions {
   std::string id, output = "table";
 };
+}  // namespace
 
 void add_show(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ShowOptions>();
@@ -117,6 +122,8 @@ void add_show(CLI::App& app, Context& ctx) {
     };
   });
 }
+
+namespace {
 
 // Calls `act` for each id in turn (the job as it is after) and prints "job/ID VERB (STATE)";
 // exit 1 if any failed, stopping early when gpuqd cannot be reached (the rest would fail too).
@@ -144,6 +151,8 @@ grpc::Status job_call(Context& c, const char* method, Req req, const std::string
   out = resp.job();
   return st;
 }
+
+}  // namespace
 
 void add_cancel(CLI::App& app, Context& ctx) {
   auto ids = std::make_shared<std::vector<std::string>>();
@@ -206,94 +215,6 @@ void add_update(CLI::App& app, Context& ctx) {
   });
 }
 
-struct WatchOptions {
-  std::uint64_t from = 0;
-  std::string queue, job, output = "table";
-};
-
-int run_watch(Context& ctx, const WatchOptions& o) {
-  const OutputFormat f = parse_output_format(o.output);
-  auto stub = v1::Jobs::NewStub(ctx.channel());
-  v1::WatchJobsRequest req;
-  req.set_from_seq(o.from);
-  req.set_queue(o.queue);
-  req.set_job_id(o.job);
-  auto call = ctx.call(/*stream_without_deadline=*/true);
-  auto reader = stub->Watch(call.get(), req);
-  v1::JobEvent e;
-  std::uint64_t last = 0;
-  bool read_any = false;
-  while (reader->Read(&e)) {
-    read_any = true;
-    last = e.seq();
-    if (f == OutputFormat::kJson)
-      ctx.out << to_json(e, false) << '\n';
-    else
-      ctx.out << event_line(e) << '\n';
-    ctx.out.flush();
-  }
-  grpc::Status st = reader->Finish();
-  // A watch runs until Ctrl-C: any other end is worth a message and a non-zero exit. A refused
-  // request, or a server never reached, is reported as for any other command.
-  const bool broke = st.error_code() == grpc::StatusCode::UNAVAILABLE && (read_any || !is_unreachable(st));
-  if (!st.ok() && !broke) return ctx.fail(st);
-  ctx.err << "gpuq: the watch ended: "
-          << (st.ok() ? std::string("gpuqd closed the stream")
-              : is_unreachable(st) ? "the connection to gpuqd broke (" + escaped(st.error_message()) + ")"
-                                   : escaped(st.error_message()))
-          << "; gpuq watch --from " << (last != 0 ? last : o.from) << " resumes after the last event shown\n";
-  return 1;
-}
-
-void add_watch(CLI::App& app, Context& ctx) {
-  auto o = std::make_shared<WatchOptions>();
-  auto* cmd = app.add_subcommand(
-      "watch", "Print job events as they happen (until Ctrl-C or the server ends the stream)");
-  cmd->add_option("--from", o->from,
-                  "events after this sequence number; 0 (default): all kept history");
-  cmd->add_option("-q,--queue", o->queue, "only this queue");
-  cmd->add_option("--job", o->job, "only this job");
-  cmd->add_option("-o,--output", o->output,
-                  "table (one line per event) or json (one object per line)")
-      ->check(CLI::IsMember({"table", "json"}));
-  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_watch(c, *o); }; });
-}
-
-struct LogsOptions {
-  std::string id;
-  std::int32_t pod = 0;
-  bool follow = false;
-};
-
-int run_logs(Context& ctx, const LogsOptions& o) {
-  const v1::LogsRequest req = logs_request(o.id, o.pod, o.follow);
-  auto stub = v1::Jobs::NewStub(ctx.channel());
-  auto call = ctx.call(/*stream_without_deadline=*/o.follow);
-  auto reader = stub->Logs(call.get(), req);
-  v1::LogChunk chunk;
-  while (reader->Read(&chunk)) {
-    const std::string& data = chunk.data();  // raw bytes, as the pod wrote them
-    ctx.out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    ctx.out.flush();
-  }
-  grpc::Status st = reader->Finish();
-  return st.ok() ? 0 : ctx.fail(st);
-}
-
-void add_logs(CLI::App& app, Context& ctx) {
-  auto o = std::make_shared<LogsOptions>();
-  auto* cmd = app.add_subcommand(
-      "logs",
-      "Print a job's output (stdout and stderr of one pod); -f follows it until the job ends");
-  cmd->add_option("ID", o->id, "job id")->required();
-  cmd->add_option("--pod", o->pod, "pod index, 0 (default) .. pods-1, across the pod sets");
-  cmd->add_flag("-f,--follow", o->follow,
-                "keep printing output as it is written, until the job has finished");
-  cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_logs(c, *o); }; });
-}
-
-}  // namespace
-
 void add_explain(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ShowOptions>();
   auto* cmd = app.add_subcommand("explain", "Why a job waits: its order, the quota that holds it, the room on the nodes");
@@ -314,20 +235,6 @@ void add_explain(CLI::App& app, Context& ctx) {
       return 0;
     };
   });
-}
-
-void add_job_commands(CLI::App& app, Context& ctx, Only only) {
-  if (only.wants({"submit"})) add_submit(app, ctx);
-  if (only.wants({"run"})) add_run(app, ctx);
-  if (only.wants({"ls", "list"})) add_ls(app, ctx);
-  if (only.wants({"show"})) add_show(app, ctx);
-  if (only.wants({"explain"})) add_explain(app, ctx);
-  if (only.wants({"cancel"})) add_cancel(app, ctx);
-  if (only.wants({"hold"})) add_hold_release(app, ctx, true);
-  if (only.wants({"release"})) add_hold_release(app, ctx, false);
-  if (only.wants({"update"})) add_update(app, ctx);
-  if (only.wants({"watch"})) add_watch(app, ctx);
-  if (only.wants({"logs"})) add_logs(app, ctx);
 }
 
 }  // namespace gpuq::cli

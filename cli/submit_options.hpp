@@ -42,4 +42,12 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o);
 // refuses.
 void apply_directives(CLI::App& cmd, const BatchScript& script);
 
+struct Context;  // cli/client.hpp
+// The request `cmd`'s options say (parsed already): a job file (-f), or flags with a batch script
+// or a command after --. Shared by gpuq submit and gpuq run (commands_run.cpp).
+v1::SubmitJobRequest submit_request(Context& ctx, CLI::App& cmd, SubmitOptions& o, const SubmitCommand& c);
+// --wait's exit code for a job that ended: its own when it ran to an end, 125 when cancelled.
+int wait_exit_code(const v1::Job& j);
+bool job_finished(v1::JobState s);
+
 }  // namespace gpuq::cli

@@ -62,9 +62,11 @@ std::string quoted(const std::string& word) {
   return q + "'";
 }
 
-// The real binary, its stdout and stderr apart.
-Answer binary(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string command = GPUQ_CLI_PATH;
+// The real binary (the quick gpuq, or `path`), its stdout and stderr apart; `env`: "NAME=VALUE "
+// words before it.
+Answer binary(const TempDir& dir, const std::vector<std::string>& args, const std::string& env = "",
+              const std::string& path = GPUQ_CLI_PATH) {
+  std::string command = env + path;
   for (const auto& a : args) command += " " + quoted(a);
   const std::string out = (dir.path / "bin.out").string(), err = (dir.path / "bin.err").string();
   const CliRun r = shell("(" + command + " > " + out + " 2> " + err + ")");
@@ -149,14 +151,19 @@ TEST_CASE("gpuq's one-subcommand tree, its Unix-socket calls and its static bina
     std::string shown;
     for (const auto& a : args) shown += " " + a;
     CAPTURE(shown);
+    // The real gpuq runs gpuq-full for what it does not do itself; with GPUQ_TRANSPORT=grpc,
+    // for every call that reaches gpuqd.
     const Answer whole = in_process(args, true, /*grpc=*/true), fast = in_process(args, false),
-                 real = binary(dir, args);
+                 real = binary(dir, args), real_grpc = binary(dir, args, "GPUQ_TRANSPORT=grpc ");
     CHECK(fast.rc == whole.rc);
     CHECK(ageless(fast.out) == ageless(whole.out));
     CHECK(fast.err == whole.err);
     CHECK(real.rc == whole.rc);
     CHECK(ageless(real.out) == ageless(whole.out));
     CHECK(real.err == whole.err);
+    CHECK(real_grpc.rc == whole.rc);
+    CHECK(ageless(real_grpc.out) == ageless(whole.out));
+    CHECK(real_grpc.err == whole.err);
     CHECK_MESSAGE(!(whole.out + whole.err).empty(), "every call says something");
   }
   // The exit codes are today's: 0, 1 for a refused or unreachable call, 2 for a usage error.
@@ -191,6 +198,56 @@ TEST_CASE("gpuq's one-subcommand tree, its Unix-socket calls and its static bina
   CHECK(fast.rc == 0);
   CHECK(fast.out.size() > 100'000);
   CHECK(fast.out == channel.out);
+}
+
+// The quick gpuq alone in a directory, without gpuq-full beside it: what it does itself works, and
+// the rest says which program is missing (so the calls above that worked through it were its own).
+TEST_CASE("the quick gpuq answers its commands itself and runs gpuq-full for the rest") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const std::string server = "unix:" + d.socket();
+  const fs::path alone = dir.path / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(GPUQ_CLI_PATH, alone / "gpuq");
+  const std::string quick = (alone / "gpuq").string();
+  const Answer version = binary(dir, {"--version"}, "", quick);
+  CHECK(version.rc == 0);
+  CHECK(version.out.rfind("gpuq ", 0) == 0);
+  const Answer sub = binary(dir, {"--server", server, "submit", "-q", "research", "--gpus", "1", "--hold", "--", "true"},
+                            "", quick);
+  REQUIRE_MESSAGE(sub.rc == 0, sub.err);
+  const std::string job = sub.out.substr(4, sub.out.find(' ') - 4);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--server", server, "ls", "-o", "json"}, {"--server", server, "show", job},
+        {"--server", server, "explain", job}, {"--server", server, "update", job}, {"submit", "--help"},
+        {"ls", "--bogus"}}) {
+    CAPTURE(args.back());
+    const Answer a = binary(dir, args, "", quick), whole = in_process(args, true);
+    CHECK(a.rc == whole.rc);
+    CHECK(ageless(a.out) == ageless(whole.out));
+    CHECK(a.err == whole.err);
+  }
+  for (const char* verb : {"release", "cancel"}) {  // once each: the whole tree would find it done
+    const Answer a = binary(dir, {"--server", server, verb, job}, "", quick);
+    CHECK_MESSAGE(a.rc == 0, a.err);
+    CHECK(a.out.rfind("job/" + job + " ", 0) == 0);
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"--server", server, "watch"}, {"--server", server, "queues"},
+        {"completion", "bash"}}) {
+    const Answer a = binary(dir, args, "", quick);
+    CAPTURE(a.err);
+    CHECK(a.rc == 1);
+    CHECK(a.out.empty());
+    CHECK(a.err.find("gpuq: cannot run " + (alone / "gpuq-full").string() + " (No such file or directory)") == 0);
+  }
+  // Through the channel, or to a socket nobody listens on, it is gpuq-full's to call and report.
+  for (const char* env : {"GPUQ_TRANSPORT=grpc ", ""}) {
+    const std::string to = *env != 0 ? server : "unix:" + (dir.path / "none.sock").string();
+    const Answer a = binary(dir, {"--server", to, "show", job}, env, quick);
+    CHECK(a.rc == 1);
+    CHECK(a.err.find("gpuq-full") != std::string::npos);
+  }
 }
 
 namespace {
