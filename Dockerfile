@@ -39,8 +39,8 @@ COPY daemon/ daemon/
 
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DGPUQ_BUILD_TESTS=OFF -DGPUQ_BUILD_BENCH=OFF \
- && cmake --build build --target gpuqd gpuq gpuq-shim \
- && strip build/daemon/gpuqd build/cli/gpuq build/daemon/gpuq-shim
+ && cmake --build build --target gpuqd gpuq gpuq-full gpuq-shim \
+ && strip build/daemon/gpuqd build/cli/gpuq build/cli/gpuq-full build/daemon/gpuq-shim
 
 # ---- runtime
 FROM debian:12-slim
@@ -73,9 +73,11 @@ RUN apt-get update \
       ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 
-# gpuq-shim next to gpuqd: where binder: local looks for it by default. gpuq-reserve where
+# gpuq-shim next to gpuqd: where binder: local looks for it by default; gpuq-full next to gpuq,
+# which runs it for what it does not do itself (cli/README.md). gpuq-reserve where
 # kubernetes.reservationCommand says (default /usr/lib/gpuq/gpuq-reserve).
-COPY --from=build /src/build/daemon/gpuqd /src/build/daemon/gpuq-shim /src/build/cli/gpuq /usr/local/bin/
+COPY --from=build /src/build/daemon/gpuqd /src/build/daemon/gpuq-shim /src/build/cli/gpuq /src/build/cli/gpuq-full \
+     /usr/local/bin/
 COPY deploy/kubernetes/gpuq-reserve /usr/lib/gpuq/gpuq-reserve
 
 # A fixed uid (deployment.yaml's runAsUser) so that runAsNonRoot can be checked by the kubelet;

@@ -27,7 +27,7 @@ struct Only {
 // part of it, which runs gpuq-full for everything else (quick.cpp). Called before the parse.
 void add_commands(CLI::App& app, Context& ctx, Only only);
 
-// Unary calls only: in both binaries.
+// Unary calls only: in both programs.
 void add_submit(CLI::App& app, Context& ctx);            // submit (commands_submit.cpp)
 void add_ls(CLI::App& app, Context& ctx);                // ls, list (commands_jobs.cpp)
 void add_show(CLI::App& app, Context& ctx);              // show
@@ -35,13 +35,16 @@ void add_explain(CLI::App& app, Context& ctx);           // explain
 void add_cancel(CLI::App& app, Context& ctx);            // cancel
 void add_hold_release(CLI::App& app, Context& ctx, bool hold);  // hold, release
 void add_update(CLI::App& app, Context& ctx);            // update
-// Streams, several services or the simulator: gpuq-full's alone.
-void add_run(CLI::App& app, Context& ctx);               // run: submit, wait, attach (commands_run.cpp)
-void add_watch(CLI::App& app, Context& ctx);             // watch (commands_stream.cpp)
-void add_logs(CLI::App& app, Context& ctx);              // logs
 void add_cluster_commands(CLI::App& app, Context& ctx, Only only);  // queues, nodes, apply
 void add_admin_commands(CLI::App& app, Context& ctx, Only only);    // admin backup, token, audit; usage
 void add_usage_command(CLI::App& app, Context& ctx);     // usage (commands_usage.cpp)
+// admin backup's copy, a server stream: gpuq-full's (commands_stream.cpp); the quick gpuq runs
+// gpuq-full in its place (quick.cpp).
+int run_backup(Context& ctx, const std::string& path);
+// Streams, the simulator and the completion: gpuq-full's alone.
+void add_run(CLI::App& app, Context& ctx);               // run: submit, wait, attach (commands_run.cpp)
+void add_watch(CLI::App& app, Context& ctx);             // watch (commands_stream.cpp)
+void add_logs(CLI::App& app, Context& ctx);              // logs
 void add_sim_commands(CLI::App& app, Context& ctx, Only only);      // sim scenario, fill, run, synth
 void add_completion_commands(CLI::App& app, Context& ctx, Only only);  // completion bash|zsh, __complete
 

@@ -1,4 +1,5 @@
-// admin backup, admin token (create, ls, revoke), admin audit; usage is commands_usage.cpp.
+// admin backup, admin token (create, ls, revoke), admin audit; usage is commands_usage.cpp. Unary
+// calls only: the stream of admin backup is commands_stream.cpp's run_backup.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -14,52 +15,6 @@
 namespace gpuq::cli {
 
 namespace {
-
-int run_backup(Context& ctx, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) throw UsageError(tmp + ": cannot create the file");
-  // The copy holds every job's command and environment: readable by its maker alone.
-  std::error_code ec;
-  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-                               std::filesystem::perm_options::replace, ec);
-  auto stub = v1::Admin::NewStub(ctx.channel());
-  auto call = ctx.call();
-  auto reader = stub->Backup(call.get(), v1::BackupRequest{});
-  v1::BackupChunk chunk;
-  std::uint64_t written = 0, expected = 0;
-  bool first = true;
-  while (reader->Read(&chunk)) {
-    if (first) expected = chunk.total_bytes();
-    first = false;
-    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
-    written += chunk.data().size();
-  }
-  grpc::Status st = reader->Finish();
-  out.close();
-  if (!st.ok()) {
-    std::filesystem::remove(tmp, ec);
-    return ctx.fail(st);
-  }
-  if (!out) {
-    std::filesystem::remove(tmp, ec);
-    ctx.err << "gpuq: " << tmp << ": write failed (disk full?)\n";
-    return 1;
-  }
-  if (expected != 0 && written != expected) {
-    std::filesystem::remove(tmp, ec);
-    ctx.err << "gpuq: the backup stream ended after " << written << " of " << expected
-            << " bytes; nothing written to " << path << "\n";
-    return 1;
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    ctx.err << "gpuq: " << path << ": " << ec.message() << "\n";
-    return 1;
-  }
-  ctx.out << "wrote " << written << " bytes to " << path << "\n";
-  return 0;
-}
 
 // "30d", "12h", "10m", "45s", "2w" or seconds.
 std::int64_t parse_ttl(const std::string& text) {
@@ -86,10 +41,8 @@ int run_token_create(Context& ctx, const TokenOptions& o) {
   req.set_user(o.user);
   req.set_ttl_seconds(parse_ttl(o.ttl));
   req.set_note(o.note);
-  auto stub = v1::Admin::NewStub(ctx.channel());
   v1::CreateTokenResponse resp;
-  auto call = ctx.call();
-  grpc::Status st = stub->CreateToken(call.get(), req, &resp);
+  grpc::Status st = ctx.unary("/gpuq.v1.Admin/CreateToken", req, resp);
   if (!st.ok()) return ctx.fail(st);
   if (f == OutputFormat::kJson || f == OutputFormat::kYaml) {
     ctx.out << render_message(resp, f);
@@ -107,12 +60,10 @@ int run_token_ls(Context& ctx, const TokenOptions& o) {
   const OutputFormat f = parse_output_format(o.output);
   v1::ListTokensRequest req;
   req.set_user(o.user);
-  auto stub = v1::Admin::NewStub(ctx.channel());
   v1::ListTokensResponse resp;
   do {  // every page
     v1::ListTokensResponse page;
-    auto call = ctx.call();
-    grpc::Status st = stub->ListTokens(call.get(), req, &page);
+    grpc::Status st = ctx.unary("/gpuq.v1.Admin/ListTokens", req, page);
     if (!st.ok()) return ctx.fail(st);
     for (auto& t : *page.mutable_tokens()) *resp.add_tokens() = std::move(t);
     if (!page.next_page_token().empty() && page.next_page_token() == req.page_token())
@@ -139,10 +90,8 @@ int run_token_ls(Context& ctx, const TokenOptions& o) {
 int run_token_revoke(Context& ctx, const TokenOptions& o) {
   v1::RevokeTokenRequest req;
   req.set_id(o.id);
-  auto stub = v1::Admin::NewStub(ctx.channel());
   v1::RevokeTokenResponse resp;
-  auto call = ctx.call();
-  grpc::Status st = stub->RevokeToken(call.get(), req, &resp);
+  grpc::Status st = ctx.unary("/gpuq.v1.Admin/RevokeToken", req, resp);
   if (!st.ok()) return ctx.fail(st);
   ctx.out << "token " << resp.token().id() << " of user " << escaped(resp.token().user()) << " revoked at "
           << format_time(resp.token().revoked_at()) << "\n";
@@ -180,14 +129,12 @@ int run_audit(Context& ctx, const AuditOptions& o) {
   v1::AuditRequest req;
   req.set_user(o.user);
   req.set_since(parse_time_arg(o.since, unix_now()));
-  auto stub = v1::Admin::NewStub(ctx.channel());
   v1::AuditResponse all;
   do {
     const int left = o.limit - all.entries_size();
     req.set_page_size(o.limit == 0 ? 1000 : std::min(left, 1000));
     v1::AuditResponse page;
-    auto call = ctx.call();
-    grpc::Status st = stub->Audit(call.get(), req, &page);
+    grpc::Status st = ctx.unary("/gpuq.v1.Admin/Audit", req, page);
     if (!st.ok()) return ctx.fail(st);
     for (auto& e : *page.mutable_entries()) *all.add_entries() = std::move(e);
     if (page.next_before_seq() != 0 && req.before_seq() != 0 && page.next_before_seq() >= req.before_seq())

@@ -68,12 +68,10 @@ int run_queues(Context& ctx, const QueuesOptions& o) {
 }
 
 int run_delete_queue(Context& ctx, const std::string& name) {
-  auto stub = v1::Queues::NewStub(ctx.channel());
   v1::DeleteQueueRequest req;
   req.set_name(name);
   v1::DeleteQueueResponse resp;
-  auto call = ctx.call();
-  if (grpc::Status st = stub->Delete(call.get(), req, &resp); !st.ok()) return ctx.fail(st);
+  if (grpc::Status st = ctx.unary("/gpuq.v1.Queues/Delete", req, resp); !st.ok()) return ctx.fail(st);
   ctx.out << "queue/" << name << " deleted\n";
   return 0;
 }
@@ -126,27 +124,26 @@ void add_queues(CLI::App& app, Context& ctx) {
 enum class NodeVerb { kCordon, kUncordon, kDrain };
 
 int run_node_verb(Context& ctx, NodeVerb verb, const std::string& name) {
-  auto stub = v1::Nodes::NewStub(ctx.channel());
   v1::NodeNameRequest req;
   req.set_name(name);
   v1::NodeResponse resp;
-  auto call = ctx.call();
-  grpc::Status st;
+  const char* method = "";
   const char* done = "";
   switch (verb) {
     case NodeVerb::kCordon:
-      st = stub->Cordon(call.get(), req, &resp);
+      method = "/gpuq.v1.Nodes/Cordon";
       done = "cordoned";
       break;
     case NodeVerb::kUncordon:
-      st = stub->Uncordon(call.get(), req, &resp);
+      method = "/gpuq.v1.Nodes/Uncordon";
       done = "uncordoned";
       break;
     case NodeVerb::kDrain:
-      st = stub->Drain(call.get(), req, &resp);
+      method = "/gpuq.v1.Nodes/Drain";
       done = "draining";
       break;
   }
+  const grpc::Status st = ctx.unary(method, req, resp);
   if (!st.ok()) return ctx.fail(st);
   ctx.out << "node/" << name << " " << done << " (" << resp.node().spec().state() << ")\n";
   return 0;
@@ -210,23 +207,20 @@ int run_apply(Context& ctx, const std::string& file, bool dry_run) {
     }
     return 0;
   }
-  auto queues = v1::Queues::NewStub(ctx.channel());
-  auto nodes = v1::Nodes::NewStub(ctx.channel());
   for (const ApplyItem& item : items) {
-    auto call = ctx.call();
     grpc::Status st;
     std::string what;
     if (item.queue) {
       v1::ApplyQueueRequest req;
       *req.mutable_spec() = *item.queue;
       v1::ApplyQueueResponse resp;
-      st = queues->Apply(call.get(), req, &resp);
+      st = ctx.unary("/gpuq.v1.Queues/Apply", req, resp);
       what = "queue/" + item.queue->name();
     } else {
       v1::ApplyNodeRequest req;
       *req.mutable_spec() = *item.node;
       v1::ApplyNodeResponse resp;
-      st = nodes->Apply(call.get(), req, &resp);
+      st = ctx.unary("/gpuq.v1.Nodes/Apply", req, resp);
       what = "node/" + item.node->name();
     }
     if (!st.ok()) {

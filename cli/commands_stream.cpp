@@ -1,5 +1,7 @@
-// watch and logs: server streams, so they need the gRPC channel; only the whole gpuq-full has
-// them (the quick gpuq runs gpuq-full for them: cli/README.md).
+// watch, logs and admin backup's copy: server streams, so they need the gRPC channel; only the
+// whole gpuq-full has them (the quick gpuq runs gpuq-full for them: cli/README.md).
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -100,6 +102,52 @@ void add_logs(CLI::App& app, Context& ctx) {
   cmd->add_flag("-f,--follow", o->follow,
                 "keep printing output as it is written, until the job has finished");
   cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_logs(c, *o); }; });
+}
+
+int run_backup(Context& ctx, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) throw UsageError(tmp + ": cannot create the file");
+  // The copy holds every job's command and environment: readable by its maker alone.
+  std::error_code ec;
+  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace, ec);
+  auto stub = v1::Admin::NewStub(ctx.channel());
+  auto call = ctx.call();
+  auto reader = stub->Backup(call.get(), v1::BackupRequest{});
+  v1::BackupChunk chunk;
+  std::uint64_t written = 0, expected = 0;
+  bool first = true;
+  while (reader->Read(&chunk)) {
+    if (first) expected = chunk.total_bytes();
+    first = false;
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    written += chunk.data().size();
+  }
+  grpc::Status st = reader->Finish();
+  out.close();
+  if (!st.ok()) {
+    std::filesystem::remove(tmp, ec);
+    return ctx.fail(st);
+  }
+  if (!out) {
+    std::filesystem::remove(tmp, ec);
+    ctx.err << "gpuq: " << tmp << ": write failed (disk full?)\n";
+    return 1;
+  }
+  if (expected != 0 && written != expected) {
+    std::filesystem::remove(tmp, ec);
+    ctx.err << "gpuq: the backup stream ended after " << written << " of " << expected
+            << " bytes; nothing written to " << path << "\n";
+    return 1;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    ctx.err << "gpuq: " << path << ": " << ec.message() << "\n";
+    return 1;
+  }
+  ctx.out << "wrote " << written << " bytes to " << path << "\n";
+  return 0;
 }
 
 }  // namespace gpuq::cli

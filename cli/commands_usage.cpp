@@ -54,12 +54,10 @@ int run_usage(Context& ctx, const UsageOptions& o) {
   const bool csv = o.output == "csv";
   const OutputFormat f = csv ? OutputFormat::kTable : parse_output_format(o.output);
   v1::UsageRequest req = usage_request(o, unix_now());
-  auto stub = v1::Admin::NewStub(ctx.channel());
   v1::UsageResponse all;
   for (bool first = true;; first = false) {
     v1::UsageResponse page;
-    auto call = ctx.call();
-    grpc::Status st = stub->Usage(call.get(), req, &page);
+    grpc::Status st = ctx.unary("/gpuq.v1.Admin/Usage", req, page);
     if (!st.ok()) return ctx.fail(st);
     if (first) {
       all = page;

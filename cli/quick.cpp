@@ -1,8 +1,9 @@
 // The quick gpuq: what a script calls in a loop, with no gRPC in it (no channel stack, no
-// threads, no OpenSSL, none of their start-up work). It has the unary commands (submit, ls, show,
-// explain, cancel, hold, release, update) and `--version`, and calls gpuqd through its socket
-// (cli/unix_call.hpp). Anything else runs gpuq-full, the whole command line, in its place with
-// the same words: another command, --help and usage errors with no command, a TCP or TLS server,
+// threads, no OpenSSL, none of their start-up work). It has `--version` and the commands that are
+// unary calls (submit, ls, show, explain, cancel, hold, release, update, queues, nodes, apply,
+// admin but its backup, usage), and calls gpuqd through its socket (cli/unix_call.hpp). Anything
+// else runs gpuq-full, the whole command line, in its place with the same words: watch, logs, run,
+// admin backup, sim, completion, --help and usage errors with no command, a TCP or TLS server,
 // GPUQ_TRANSPORT=grpc, and a socket that cannot be connected, so that every answer is gpuq-full's
 // (tests/integration/cli_fast_test.cpp compares them). README: The command line.
 #include <unistd.h>
@@ -68,9 +69,15 @@ void add_commands(CLI::App& app, Context& ctx, Only only) {
     add_hold_release(app, ctx, n == "hold");
   else if (n == "update")
     add_update(app, ctx);
-  else
+  else if (n == "queues" || n == "nodes" || n == "apply" || n == "admin" || n == "usage") {
+    add_cluster_commands(app, ctx, only);
+    add_admin_commands(app, ctx, only);
+  } else {
     run_full(ctx);
+  }
 }
+
+int run_backup(Context& ctx, const std::string&) { run_full(ctx); }
 
 // Reached when the call cannot go through the socket: a TCP server, GPUQ_TRANSPORT=grpc, or a
 // socket that cannot be connected. Before any answer gpuq-full runs the command, as a whole; once

@@ -220,7 +220,8 @@ TEST_CASE("the quick gpuq answers its commands itself and runs gpuq-full for the
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--server", server, "ls", "-o", "json"}, {"--server", server, "show", job},
         {"--server", server, "explain", job}, {"--server", server, "update", job}, {"submit", "--help"},
-        {"ls", "--bogus"}}) {
+        {"ls", "--bogus"}, {"--server", server, "queues"}, {"--server", server, "nodes", "-o", "json"},
+        {"--server", server, "admin", "audit", "--limit", "3"}, {"--server", server, "usage", "--by", "user"}}) {
     CAPTURE(args.back());
     const Answer a = binary(dir, args, "", quick), whole = in_process(args, true);
     CHECK(a.rc == whole.rc);
@@ -233,7 +234,8 @@ TEST_CASE("the quick gpuq answers its commands itself and runs gpuq-full for the
     CHECK(a.out.rfind("job/" + job + " ", 0) == 0);
   }
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--help"}, {"--server", server, "watch"}, {"--server", server, "queues"},
+       {std::vector<std::string>{"--help"}, {"--server", server, "watch"}, {"--server", server, "logs", job},
+        {"--server", server, "admin", "backup", (dir.path / "copy.db").string()}, {"sim", "--help"},
         {"completion", "bash"}}) {
     const Answer a = binary(dir, args, "", quick);
     CAPTURE(a.err);
