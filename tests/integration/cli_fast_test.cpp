@@ -73,10 +73,10 @@ Answer binary(const TempDir& dir, const std::vector<std::string>& args, const st
   return {r.rc, slurp(out), slurp(err)};
 }
 
-// The answer with the ages a table shows ("4s", "12m") blanked and its columns' padding
-// collapsed: three calls a second apart list the same job 4s and 5s old.
+// The answer with the ages a table or show gives ("4s", "(12m ago)") blanked and its columns'
+// padding collapsed: three calls a second apart list the same job 4s and 5s old.
 std::string ageless(const std::string& text) {
-  static const std::regex age(R"((^|\s)\d+[smhd](?=\s|$))"), spaces(" +");
+  static const std::regex age(R"((^|\s|\()\d+[smhd](?=\s|$))"), spaces(" +");
   return std::regex_replace(std::regex_replace(text, age, "$1AGE"), spaces, " ");
 }
 
