@@ -22,18 +22,11 @@ CALLS = [["--version"], ["submit", "-q", "q", "--gpus", "1", "--hold", "--", "tr
          ["queues"], ["watch", "--help"]]
 
 
-def medians(argv, env, n, devnull):
-    """(wall ms, CPU ms) medians of n runs of argv."""
-    walls, cpus = [], []
-    for _ in range(n):
-        t = time.perf_counter()
-        pid = os.posix_spawn(argv[0], argv, env,
-                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)])
-        _, _, ru = os.wait4(pid, 0)
-        walls.append((time.perf_counter() - t) * 1000)
-        cpus.append((ru.ru_utime + ru.ru_stime) * 1000)
-    walls.sort()
-    cpus.sort()
+def medians(argv, env, n):
+    """(wall ms, CPU ms) medians of n runs of argv (side_by_side.spawn_timed)."""
+    runs = [sbs.spawn_timed(argv, env)[:2] for _ in range(n)]
+    walls = sorted(w for w, _ in runs)
+    cpus = sorted(c for _, c in runs)
     return walls[n // 2], cpus[n // 2]
 
 
@@ -47,7 +40,6 @@ def main():
     full = os.path.abspath(os.path.join(args.build, "cli/gpuq-full"))
     work = tempfile.mkdtemp(prefix="cli_calls.")
     env, proc = sbs.start_gpuqd(work, args.build)
-    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         time.sleep(0.5)
         print(f"cli_calls: {os.cpu_count()} CPUs; medians of {args.n} runs: wall ms / CPU ms")
@@ -56,7 +48,7 @@ def main():
             for call in CALLS:
                 cells = []
                 for program in (full, quick):
-                    wall, cpu = medians([program] + call, env, args.n, devnull)
+                    wall, cpu = medians([program] + call, env, args.n)
                     cells.append(f"{wall:6.2f} / {cpu:5.2f}")
                 print(f"round {r} {' '.join(call)[:42]:42} {cells[0]:>15} {cells[1]:>15}", flush=True)
     finally:
