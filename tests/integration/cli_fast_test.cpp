@@ -73,11 +73,14 @@ Answer binary(const TempDir& dir, const std::vector<std::string>& args, const st
   return {r.rc, slurp(out), slurp(err)};
 }
 
-// The answer with the ages a table or show gives ("4s", "(12m ago)") blanked and its columns'
-// padding collapsed: three calls a second apart list the same job 4s and 5s old.
+// The answer with the ages a table or show gives ("4s", "(12m ago)") and the times of now
+// (explain's "Computed: 2026-11-28T23:35:08Z") blanked and its columns' padding collapsed: calls
+// a second apart list the same job 4s and 5s old.
 std::string ageless(const std::string& text) {
-  static const std::regex age(R"((^|\s|\()\d+[smhd](?=\s|$))"), spaces(" +");
-  return std::regex_replace(std::regex_replace(text, age, "$1AGE"), spaces, " ");
+  static const std::regex age(R"((^|\s|\()\d+[smhd](?=\s|$))"), spaces(" +"),
+      computed(R"(Computed: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+  return std::regex_replace(std::regex_replace(std::regex_replace(text, computed, "Computed: TIME"), age, "$1AGE"),
+                            spaces, " ");
 }
 
 std::vector<std::string> lines(const std::string& text) {
