@@ -5,11 +5,14 @@
 // - to a unix: server, unary calls go as plain HTTP/2 on the socket (cli/unix_call.hpp): the
 //   answers and errors are those of the gRPC channel (GPUQ_TRANSPORT=grpc), and a socket that
 //   does not answer or hangs up is reported as before;
+// - the quick gpuq answers its own commands without gpuq-full beside it, hands the rest over, and
+//   never runs a command again in gpuq-full once gpuqd answered one of its calls;
 // - `gpuq __complete` gives commands, flags, flag values, queue and node names and job ids from
 //   gpuqd, and nothing (not an error) when gpuqd cannot be reached;
 // - the bash and zsh scripts of `gpuq completion`, run by real bash and zsh, complete through it.
 #include <doctest/doctest.h>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -294,7 +297,93 @@ class Socket {
   std::thread thread_;
 };
 
+// A socket that passes its first connection on to gpuqd's and then is gone: it stops listening
+// as soon as it accepted, so a second connection finds nobody (a gpuqd that went away between two
+// calls of one command).
+class Once {
+ public:
+  Once(const fs::path& path, const std::string& target) : fd_(::socket(AF_UNIX, SOCK_STREAM, 0)) {
+    REQUIRE(::bind(fd_, address(path.string()), sizeof(sockaddr_un)) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    thread_ = std::thread([this, path, target] {
+      const int in = ::accept(fd_.load(), nullptr, nullptr);
+      if (const int l = fd_.exchange(-1); l >= 0) ::close(l);  // nobody listens on `path` now
+      ::unlink(path.c_str());
+      if (in < 0) return;
+      const int up = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (::connect(up, address(target), sizeof(sockaddr_un)) == 0) relay(in, up);
+      ::close(up);
+      ::close(in);
+    });
+  }
+  ~Once() {
+    const int l = fd_.exchange(-1);
+    if (l >= 0) ::shutdown(l, SHUT_RDWR);  // nothing accepted: accept returns
+    thread_.join();
+    if (l >= 0) ::close(l);
+  }
+
+ private:
+  const sockaddr* address(const std::string& path) {
+    addr_ = {};
+    addr_.sun_family = AF_UNIX;
+    std::snprintf(addr_.sun_path, sizeof addr_.sun_path, "%s", path.c_str());
+    return reinterpret_cast<const sockaddr*>(&addr_);
+  }
+  // Bytes both ways until either side closes.
+  static void relay(int a, int b) {
+    pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    char buf[16384];
+    while (::poll(fds, 2, 10'000) > 0) {
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        if (n <= 0 || ::write(fds[1 - i].fd, buf, static_cast<std::size_t>(n)) != n) return;
+      }
+    }
+  }
+  std::atomic<int> fd_;
+  sockaddr_un addr_{};
+  std::thread thread_;
+};
+
 }  // namespace
+
+// gpuqd answered the first of a command's calls and then cannot be connected: the quick gpuq
+// must not run the command again in gpuq-full (the first job would be cancelled twice); it says
+// gpuqd cannot be reached, as gpuq-full says it, and the jobs it did not reach are untouched.
+TEST_CASE("the quick gpuq, its socket gone after a command's first call, reports it unreachable and runs nothing again") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const std::string server = "unix:" + d.socket();
+  const fs::path alone = dir.path / "alone";  // no gpuq-full beside it: a hand-over would fail loudly
+  fs::create_directories(alone);
+  fs::copy_file(GPUQ_CLI_PATH, alone / "gpuq");
+  const std::string quick = (alone / "gpuq").string();
+  std::vector<std::string> jobs;
+  for (int i = 0; i < 2; ++i) {
+    const Answer sub = binary(
+        dir, {"--server", server, "submit", "-q", "research", "--gpus", "1", "--hold", "--", "true"}, "", quick);
+    REQUIRE_MESSAGE(sub.rc == 0, sub.err);
+    jobs.push_back(sub.out.substr(4, sub.out.find(' ') - 4));
+  }
+  const fs::path once = dir.path / "once.sock";
+  Answer a;
+  {
+    Once relay(once, d.socket());
+    a = binary(dir, {"--server", "unix:" + once.string(), "cancel", jobs[0], jobs[1]}, "", quick);
+  }
+  CHECK(a.rc == 1);
+  CHECK(a.out == "job/" + jobs[0] + " cancelled (Cancelled)\n");
+  CHECK(a.err == "gpuq: cannot reach the gpuq daemon at unix:" + once.string() + " (failed to connect to unix:" +
+                     once.string() +
+                     " for /gpuq.v1.Jobs/Cancel (it answered this command's earlier calls)); start it with "
+                     "scripts/run.sh, or point --server or GPUQ_SERVER at a running gpuqd\n");
+  const Answer second = binary(dir, {"--server", server, "show", jobs[1]}, "", quick);
+  CHECK_MESSAGE(second.out.find("State:       Held\n") != std::string::npos, second.out);
+  const Answer first = binary(dir, {"--server", server, "show", jobs[0]}, "", quick);
+  CHECK_MESSAGE(first.out.find("State:       Cancelled\n") != std::string::npos, first.out);
+}
 
 TEST_CASE("gpuq's Unix-socket calls: a socket that never answers runs out the deadline, one that hangs up is unreachable") {
   TempDir dir;
