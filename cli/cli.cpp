@@ -15,16 +15,46 @@
 
 namespace gpuq::cli {
 
-std::string read_file_arg(const std::string& path) {
+std::string read_file_arg(Context& ctx, const std::string& path) {
   std::stringstream text;
   if (path == "-") {
     text << std::cin.rdbuf();
-    return text.str();
+    ctx.stdin_read = text.str();
+    return *ctx.stdin_read;
   }
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open the file");
   text << in.rdbuf();
   return text.str();
+}
+
+bool add_tree(CLI::App& app, Context& ctx, Only only, const FullCommands& full) {
+  bool named = false, lacking = false;
+  // Registers the commands `names` with `add` when `only` asks for one of them; `add` null: lacking.
+  const auto with = [&](std::initializer_list<std::string_view> names, auto add, auto&&... extra) {
+    if (!only.wants(names)) return;
+    named = true;
+    if (add == nullptr)
+      lacking = true;
+    else
+      add(app, ctx, extra...);
+  };
+  with({"submit"}, add_submit);
+  with({"run"}, full.run);
+  with({"ls", "list"}, add_ls);
+  with({"show"}, add_show);
+  with({"explain"}, add_explain);
+  with({"cancel"}, add_cancel);
+  with({"hold"}, add_hold_release, true);
+  with({"release"}, add_hold_release, false);
+  with({"update"}, add_update);
+  with({"watch"}, full.watch);
+  with({"logs"}, full.logs);
+  with({"queues", "nodes", "apply"}, add_cluster_commands, only);
+  with({"admin", "usage"}, add_admin_commands, only);
+  with({"sim"}, full.sim, only);
+  with({"completion", "__complete"}, full.completion, only);
+  return named && !lacking;
 }
 
 namespace {
@@ -112,6 +142,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!ctx.action) return 2;
   try {
+    before_command(ctx);
     return ctx.action(ctx);
   } catch (const UsageError& e) {
     err << "gpuq: " << e.what() << "\n";

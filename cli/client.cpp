@@ -27,10 +27,14 @@ bool Context::server_knows_caller() {
   return server().rfind("unix:", 0) == 0 || !credentials().token.empty() || credentials().client_cert;
 }
 
+std::optional<std::string> Context::socket_path() {
+  if (const char* t = std::getenv("GPUQ_TRANSPORT"); t != nullptr && std::string_view(t) == "grpc") return std::nullopt;
+  return unix_socket_path(server());
+}
+
 std::optional<grpc::Status> Context::unix_unary(const char* method, const google::protobuf::MessageLite& req,
                                                 google::protobuf::MessageLite& resp) {
-  if (const char* t = std::getenv("GPUQ_TRANSPORT"); t != nullptr && std::string_view(t) == "grpc") return std::nullopt;
-  const auto path = unix_socket_path(server());
+  const auto path = socket_path();
   if (!path) return std::nullopt;
   auto st = cli::unix_unary(*path, method, req, resp, timeout_s);
   if (st) ++answered_;

@@ -29,8 +29,14 @@ struct Context {
   std::vector<std::string> args;
   // The command chosen by the parse; run after every option has its value.
   std::function<int(Context&)> action;
+  // What the command read of its standard input (a file argument "-"): the quick gpuq hands it
+  // to gpuq-full as its standard input when it runs gpuq-full in its place (quick.cpp).
+  std::optional<std::string> stdin_read;
 
   const std::string& server();
+  // gpuqd's socket when unary calls go through it as plain HTTP/2: a unix: server, and not
+  // GPUQ_TRANSPORT=grpc; nullopt otherwise.
+  std::optional<std::string> socket_path();
   // The gRPC channel, and a context with the deadline of --timeout (none when
   // `stream_without_deadline`), carrying the bearer token to a TCP server: gpuq-full's alone
   // (client_channel.cpp); the quick gpuq has no gRPC channel (quick.cpp).

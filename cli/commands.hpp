@@ -26,6 +26,24 @@ struct Only {
 // The whole tree (commands_all.cpp, in gpuq-full and the tests' run_cli), or the quick gpuq's
 // part of it, which runs gpuq-full for everything else (quick.cpp). Called before the parse.
 void add_commands(CLI::App& app, Context& ctx, Only only);
+// Called after the parse, before the command runs (and reads a file or its standard input): the
+// quick gpuq runs gpuq-full in its place when its calls cannot go through gpuqd's socket
+// (quick.cpp); gpuq-full runs every command itself (commands_all.cpp).
+void before_command(Context& ctx);
+
+// gpuq-full's own commands: streams, the simulator, the completion (gRPC and more); the quick
+// gpuq has none of them.
+struct FullCommands {
+  void (*run)(CLI::App&, Context&) = nullptr;
+  void (*watch)(CLI::App&, Context&) = nullptr;
+  void (*logs)(CLI::App&, Context&) = nullptr;
+  void (*sim)(CLI::App&, Context&, Only) = nullptr;
+  void (*completion)(CLI::App&, Context&, Only) = nullptr;
+};
+// Registers what `only` asks for of the whole tree, in the order --help lists it, `full`'s
+// commands in their places (cli.cpp). False when `only` names none of the tree's commands, or asks
+// for one `full` lacks: the quick gpuq then runs gpuq-full.
+bool add_tree(CLI::App& app, Context& ctx, Only only, const FullCommands& full);
 
 // Unary calls only: in both programs.
 void add_submit(CLI::App& app, Context& ctx);            // submit (commands_submit.cpp)
@@ -41,7 +59,7 @@ void add_usage_command(CLI::App& app, Context& ctx);     // usage (commands_usag
 // admin backup's copy, a server stream: gpuq-full's (commands_stream.cpp); the quick gpuq runs
 // gpuq-full in its place (quick.cpp).
 int run_backup(Context& ctx, const std::string& path);
-// Streams, the simulator and the completion: gpuq-full's alone.
+// Streams, the simulator and the completion: gpuq-full's alone (its FullCommands).
 void add_run(CLI::App& app, Context& ctx);               // run: submit, wait, attach (commands_run.cpp)
 void add_watch(CLI::App& app, Context& ctx);             // watch (commands_stream.cpp)
 void add_logs(CLI::App& app, Context& ctx);              // logs
@@ -53,7 +71,8 @@ void add_completion_commands(CLI::App& app, Context& ctx, Only only);  // comple
 // gpuqd (none when it cannot be reached). cli/completion.cpp.
 std::vector<std::string> complete_words(CLI::App& root, Context& ctx, const std::vector<std::string>& words);
 
-// Reads FILE ("-": standard input); throws UsageError when it cannot be opened.
-std::string read_file_arg(const std::string& path);
+// Reads FILE ("-": standard input, kept in ctx.stdin_read); throws UsageError when it cannot be
+// opened.
+std::string read_file_arg(Context& ctx, const std::string& path);
 
 }  // namespace gpuq::cli

@@ -194,7 +194,7 @@ int run_apply(Context& ctx, const std::string& file, bool dry_run) {
   // The whole file is checked before anything is sent: a typo in the last document changes
   // nothing.
   std::vector<std::string> warnings;
-  const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(file), file, &warnings);
+  const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(ctx, file), file, &warnings);
   for (const std::string& w : warnings) ctx.err << "gpuq: warning: " << escaped(w) << "\n";
   if (dry_run) {  // what would be sent, as gpuqd's API reads it
     for (const ApplyItem& item : items) {

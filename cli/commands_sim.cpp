@@ -71,7 +71,7 @@ void add_fill_command(CLI::App& sim, Context& ctx) {
 }
 
 int run_scenario_file(Context& ctx, const std::string& path) {
-  ctx.out << sim::to_pretty_json(sim::run_scenario(read_file_arg(path), path));
+  ctx.out << sim::to_pretty_json(sim::run_scenario(read_file_arg(ctx, path), path));
   return 0;
 }
 

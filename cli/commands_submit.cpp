@@ -227,7 +227,7 @@ v1::SubmitJobRequest submit_request(Context& ctx, CLI::App& cmd, SubmitOptions& 
     // Known by its account (the socket), a token or a certificate: the server makes the job
     // that identity's.
     const std::string owner = ctx.server_knows_caller() ? std::string() : current_user();
-    req = submit_request_from_yaml(read_file_arg(o.file), o.file, owner);
+    req = submit_request_from_yaml(read_file_arg(ctx, o.file), o.file, owner);
     if (!o.flags.owner.empty()) req.mutable_spec()->set_owner(o.flags.owner);  // --owner wins
   } else {
     std::optional<BatchScript> script;

@@ -2,10 +2,12 @@
 // threads, no OpenSSL, none of their start-up work). It has `--version` and the commands that are
 // unary calls (submit, ls, show, explain, cancel, hold, release, update, queues, nodes, apply,
 // admin but its backup, usage), and calls gpuqd through its socket (cli/unix_call.hpp). Anything
-// else runs gpuq-full, the whole command line, in its place with the same words: watch, logs, run,
-// admin backup, sim, completion, --help and usage errors with no command, a TCP or TLS server,
-// GPUQ_TRANSPORT=grpc, and a socket that cannot be connected, so that every answer is gpuq-full's
-// (tests/integration/cli_fast_test.cpp compares them). README: The command line.
+// else runs gpuq-full, the whole command line, in its place with the same words and standard
+// input: watch, logs, run, admin backup, sim, completion, --help and usage errors with no command,
+// a TCP or TLS server, GPUQ_TRANSPORT=grpc, and a socket that cannot be connected, so that every
+// answer is gpuq-full's (tests/integration/cli_fast_test.cpp compares them). cli/README.md: Two
+// programs.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,12 +33,28 @@ std::string full_path() {
   return (slash == std::string::npos ? std::string() : self.substr(0, slash + 1)) + "gpuq-full";
 }
 
-// Runs gpuq-full with the words gpuq was given. Only called before anything was sent to gpuqd or
-// printed, so the command runs once, all of it in gpuq-full.
+// Standard input made `text` again, from its start (a memfd), for gpuq-full to read: what this
+// gpuq read of it is gone from a pipe. Left as it is when that cannot be done.
+void replay_stdin(const std::string& text) {
+  const int fd = ::memfd_create("gpuq-stdin", MFD_CLOEXEC);
+  if (fd < 0) return;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  if (done == text.size() && ::lseek(fd, 0, SEEK_SET) == 0) ::dup2(fd, 0);  // the copy on 0 is not close-on-exec
+  ::close(fd);
+}
+
+// Runs gpuq-full with the words gpuq was given and the standard input it was given. Only called
+// before anything was sent to gpuqd or printed, so the command runs once, all of it in gpuq-full.
 [[noreturn]] void run_full(Context& ctx) {
   ctx.out.flush();
   ctx.err.flush();
   std::fflush(nullptr);
+  if (ctx.stdin_read) replay_stdin(*ctx.stdin_read);
   const std::string path = full_path();
   std::string zero = "gpuq";
   std::vector<char*> argv{zero.data()};
@@ -53,34 +71,20 @@ std::string full_path() {
 }  // namespace
 
 void add_commands(CLI::App& app, Context& ctx, Only only) {
-  const std::string_view n = only.name;
-  if (n == "--version") return;  // CLI11's own flag: no subcommand
-  if (n == "submit")
-    add_submit(app, ctx);
-  else if (n == "ls" || n == "list")
-    add_ls(app, ctx);
-  else if (n == "show")
-    add_show(app, ctx);
-  else if (n == "explain")
-    add_explain(app, ctx);
-  else if (n == "cancel")
-    add_cancel(app, ctx);
-  else if (n == "hold" || n == "release")
-    add_hold_release(app, ctx, n == "hold");
-  else if (n == "update")
-    add_update(app, ctx);
-  else if (n == "queues" || n == "nodes" || n == "apply" || n == "admin" || n == "usage") {
-    add_cluster_commands(app, ctx, only);
-    add_admin_commands(app, ctx, only);
-  } else {
-    run_full(ctx);
-  }
+  if (only.name == "--version") return;  // CLI11's own flag: no subcommand
+  if (!add_tree(app, ctx, only, {})) run_full(ctx);  // --help, a word it does not know, a stream
+}
+
+// A TCP or TLS server, or GPUQ_TRANSPORT=grpc: the command's calls go through the gRPC channel,
+// gpuq-full's, which runs it from the start (before it read a file or its standard input).
+void before_command(Context& ctx) {
+  if (!ctx.socket_path()) run_full(ctx);
 }
 
 int run_backup(Context& ctx, const std::string&) { run_full(ctx); }
 
-// Reached when the call cannot go through the socket: a TCP server, GPUQ_TRANSPORT=grpc, or a
-// socket that cannot be connected. Before any answer gpuq-full runs the command, as a whole; once
+// Reached when gpuqd's socket cannot be connected (before_command handed every other transport
+// over). Before any answer gpuq-full runs the command, as a whole, and reports it; once
 // gpuqd has answered one of this command's calls (cancel j1 j2 j3, ls's pages) the command must
 // not start again, so the socket gone away is reported as gpuq-full would report it (unreachable).
 grpc::Status Context::channel_unary(const char* method, const google::protobuf::MessageLite&,

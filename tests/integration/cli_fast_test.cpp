@@ -68,20 +68,20 @@ std::string quoted(const std::string& word) {
 // The real binary (the quick gpuq, or `path`), its stdout and stderr apart; `env`: "NAME=VALUE "
 // words before it.
 Answer binary(const TempDir& dir, const std::vector<std::string>& args, const std::string& env = "",
-              const std::string& path = GPUQ_CLI_PATH) {
+              const std::string& path = GPUQ_CLI_PATH, const std::string& stdin_file = "/dev/null") {
   std::string command = env + path;
   for (const auto& a : args) command += " " + quoted(a);
   const std::string out = (dir.path / "bin.out").string(), err = (dir.path / "bin.err").string();
-  const CliRun r = shell("(" + command + " > " + out + " 2> " + err + ")");
+  const CliRun r = shell("(" + command + " < " + quoted(stdin_file) + " > " + out + " 2> " + err + ")");
   return {r.rc, slurp(out), slurp(err)};
 }
 
 // The answer with the ages a table or show gives ("4s", "(12m ago)") and the times of now
-// (explain's "Computed: 2026-11-28T23:35:08Z") blanked and its columns' padding collapsed: calls
+// (explain's "Computed:  2026-11-28T23:35:08Z") blanked and its columns' padding collapsed: calls
 // a second apart list the same job 4s and 5s old.
 std::string ageless(const std::string& text) {
   static const std::regex age(R"((^|\s|\()\d+[smhd](?=\s|$))"), spaces(" +"),
-      computed(R"(Computed: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
+      computed(R"(Computed: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
   return std::regex_replace(std::regex_replace(std::regex_replace(text, computed, "Computed: TIME"), age, "$1AGE"),
                             spaces, " ");
 }
@@ -105,6 +105,14 @@ std::vector<std::string> candidates(const Daemon& d, std::vector<std::string> wo
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 }  // namespace
+
+TEST_CASE("ageless blanks what differs between two calls a few seconds apart") {
+  // As show and explain print them (explain pads its label with two spaces).
+  CHECK(ageless("Submitted:   2026-11-29T01:07:06Z (0s ago)\nComputed:  2026-11-29T01:07:06Z\n") ==
+        ageless("Submitted:   2026-11-29T01:07:06Z (3s ago)\nComputed:  2026-11-29T01:07:09Z\n"));
+  CHECK(ageless("j1  research  Held  4s\n") == ageless("j1  research  Held   5s\n"));
+  CHECK(ageless("Submitted:   2026-11-29T01:07:06Z\n") != ageless("Submitted:   2026-11-29T01:07:07Z\n"));
+}
 
 TEST_CASE("gpuq's one-subcommand tree, its Unix-socket calls and its static binary answer exactly as the whole tree "
           "through gRPC does") {
@@ -261,6 +269,33 @@ TEST_CASE("the quick gpuq answers its commands itself and runs gpuq-full for the
     CHECK(a.rc == 1);
     CHECK(a.err.find("gpuq-full") != std::string::npos);
   }
+  {  // through the channel, gpuq-full's from the start: the quick gpuq reads no file of the command
+    const Answer a = binary(dir, {"--server", server, "submit", "-f", (dir.path / "absent.yaml").string()},
+                            "GPUQ_TRANSPORT=grpc ", quick);
+    CHECK(a.rc == 1);
+    CHECK(a.err.find("gpuq: cannot run " + (alone / "gpuq-full").string()) == 0);
+  }
+}
+
+// `cat job.yaml | gpuq submit -f -` when the quick gpuq hands the command to gpuq-full: gpuq-full
+// must get the same job from the same standard input, not an empty one the quick gpuq read. With
+// GPUQ_TRANSPORT=grpc (as a TCP server) it hands over before reading; to a socket nobody listens
+// on, after (it read and parsed the job first): gpuq-full reads it again, and says gpuqd cannot be
+// reached rather than that the job file was empty.
+TEST_CASE("the quick gpuq hands a command over with its standard input unread") {
+  TempDir dir;
+  Daemon d(dir.path);
+  const std::string server = "unix:" + d.socket();
+  const fs::path job = dir.path / "job.yaml";
+  std::ofstream(job) << "queue: research\nid: piped\npods: [{resources: {gpu: 1}}]\ncommand: [sleep, '1']\n";
+  const Answer grpc =
+      binary(dir, {"--server", server, "submit", "-f", "-", "--hold"}, "GPUQ_TRANSPORT=grpc ", GPUQ_CLI_PATH, job);
+  CHECK_MESSAGE(grpc.rc == 0, grpc.err);
+  CHECK(grpc.out == "job/piped submitted (Held)\n");
+  const std::string none = "unix:" + (dir.path / "none.sock").string();
+  const Answer gone = binary(dir, {"--server", none, "submit", "-f", "-"}, "", GPUQ_CLI_PATH, job);
+  CHECK(gone.rc == 1);
+  CHECK_MESSAGE(gone.err.rfind("gpuq: cannot reach the gpuq daemon at " + none + " (", 0) == 0, gone.err);
 }
 
 namespace {
