@@ -22,8 +22,8 @@
 //     context: ""                 # default: the kubeconfig's current context
 //     schedulerName: gpuq         # pods with this spec.schedulerName are gpuq's
 //     namespaces: []              # whose pods gpuq places; empty: all
-//     qps: 200                    # client-side rate limit, with a burst
-//     burst: 400
+//     qps: 0                      # client-side rate limit, with a burst; 0: none (the API
+//     burst: 0                    #   server's priority and fairness throttles; 429s are waited out)
 //     flavorLabel: gpuq.io/flavor # else nvidia.com/gpu.product, else "default"
 //     topologyLabels: []          # node labels; use them in topologyLevels
 //     bindConcurrency: 32         # API writes in flight at once

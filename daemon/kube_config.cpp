@@ -99,7 +99,8 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.namespaces = names_of(v, at, 1000, false);
         } else if (key == "qps" || key == "burst") {
           const double n = spec::number_of(v, at);
-          if (!(n >= 1 && n <= 100000)) spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use 1 to 100000");
+          if (!(n >= 0 && n <= 100000))
+            spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use 0 (no client-side limit) to 100000");
           if (key == "qps") k.qps = n;
           else k.burst = static_cast<int>(n);
         } else if (key == "flavorLabel") {

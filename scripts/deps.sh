@@ -11,6 +11,7 @@ packages=(
   libsqlite3-dev libspdlog-dev libssl-dev prometheus-cpp-dev
   chromium
   python3-kubernetes
+  ccache  # compilations kept between builds and clones (CMakeLists.txt: GPUQ_CCACHE)
   curl  # tests/kubernetes/reserve_script_test.sh runs deploy/kubernetes/gpuq-reserve
   bash-completion zsh  # gpuq's completion scripts, run by tests/integration/cli_fast_test.cpp
 )

@@ -510,7 +510,7 @@ void KubernetesBinder::State::sweep_reservations() {
       ++it;
       continue;
     }
-    delete_reservation(it->second.pod);
+    delete_reservation(it->second.pod, it->first);
     it = reservations.erase(it);
   }
 }

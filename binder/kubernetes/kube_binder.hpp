@@ -22,8 +22,11 @@ struct KubernetesConfig {
   AccessOptions access;
   std::string scheduler_name = "gpuq";
   std::vector<std::string> namespaces;  // whose pods gpuq places; empty: all
-  double qps = 200;
-  int burst = 400;
+  // No client-side rate limit by default: the API server's priority and fairness is the
+  // throttle (a 429 is waited out as its Retry-After says), as kubectl and controller-runtime do
+  // against servers that have it. bindConcurrency bounds the writes in flight.
+  double qps = 0;
+  int burst = 0;
   std::string flavor_label = "gpuq.io/flavor";
   std::vector<std::string> topology_labels;  // documented for topologyLevels; nodes keep all labels
   int bind_concurrency = 32;                 // writes in flight at once

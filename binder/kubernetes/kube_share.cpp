@@ -31,6 +31,13 @@ json::object field_env(const char* name, const char* path) {
 void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size_t i) {
   const Binding::Pod& bp = b->pods[i];
   const std::string rkey = bp.node + "/" + std::to_string(bp.slot);
+  if (auto gone = releasing.find(rkey); gone != releasing.end()) {  // a new reservation pod waits for the old
+    gone->second.push_back([this, b, i] {
+      std::lock_guard lock(mu);
+      share(b, i);
+    });
+    return;
+  }
   Reservation& r = reservations[rkey];
   r.sharers.insert(bp.key);
   share_of[bp.key] = rkey;
@@ -100,16 +107,43 @@ void KubernetesBinder::State::unshare(const std::string& sharer) {
   if (it == reservations.end()) return;
   it->second.sharers.erase(sharer);
   if (!it->second.sharers.empty()) return;
-  if (!it->second.pod.empty()) delete_reservation(it->second.pod);
+  if (!it->second.pod.empty()) delete_reservation(it->second.pod, it->first);
   reservations.erase(it);
 }
 
-void KubernetesBinder::State::delete_reservation(const std::string& name) {
-  write([this, name] {
+// Its GPU is free for other pods once the API has answered the DELETE (the reservation pod's
+// grace period is 0: it is gone then, and the kubelet sees it go before any later binding).
+void KubernetesBinder::State::delete_reservation(const std::string& name, const std::string& rkey) {
+  if (!pool || halted || !leading) return;
+  releasing[rkey];
+  write([this, name, rkey] {
     Response r = client->request("DELETE", "/api/v1/namespaces/" + config.reservation_namespace + "/pods/" + name, "",
                                  "application/json", Retry::kSafe);
     if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_reservation_delete_failed pod={} error=\"{}\"", name, describe(r));
+    std::vector<std::function<void()>> waiting;
+    {
+      std::lock_guard lock(mu);
+      auto it = releasing.find(rkey);
+      if (it == releasing.end()) return;
+      waiting = std::move(it->second);
+      releasing.erase(it);
+    }
+    for (auto& w : waiting) w();
   });
+}
+
+// Binds a pod of whole GPUs once none of its GPUs is still held by a reservation pod being
+// deleted. Under mu.
+void KubernetesBinder::State::bind_after_release(const std::shared_ptr<Binding>& b, std::size_t i) {
+  for (int gpu : b->pods[i].gpus)
+    if (auto it = releasing.find(b->pods[i].node + "/" + std::to_string(gpu)); it != releasing.end()) {
+      it->second.push_back([this, b, i] {
+        std::lock_guard lock(mu);
+        bind_after_release(b, i);
+      });
+      return;
+    }
+  write([this, b, i] { bind_pod(b, i); });
 }
 
 // A reservation pod's change: its device once it runs, its failure or its end.

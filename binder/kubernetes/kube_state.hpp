@@ -54,6 +54,7 @@ struct Binding {
     std::string key;
     std::string node;
     int slot = -1;  // a GPU share: the engine's GPU index on the node; -1: whole GPUs or none
+    std::vector<int> gpus;  // whole GPUs: the engine's indices of them on the node
   };
   std::string job;
   std::vector<Pod> pods;
@@ -93,6 +94,10 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, std::string> ns_default;  // namespace -> its default queue
   std::map<std::string, Reservation> reservations;             // "node/slot"
   std::unordered_map<std::string, std::string> share_of;       // sharer pod key -> "node/slot"
+  // "node/slot" of a GPU whose reservation pod is being deleted -> what waits for the DELETE to
+  // be answered: a pod bound to that GPU before would reach the kubelet while the reservation
+  // pod still holds it, and be refused (OutOfnvidia.com/gpu).
+  std::map<std::string, std::vector<std::function<void()>>> releasing;
   std::uint64_t reservation_seq = 0;
   struct Said {
     std::string message;
@@ -154,7 +159,8 @@ struct KubernetesBinder::State {
   // kube_share.cpp (under mu)
   void share(const std::shared_ptr<Binding>& b, std::size_t i);
   void unshare(const std::string& sharer);
-  void delete_reservation(const std::string& name);
+  void delete_reservation(const std::string& name, const std::string& rkey);
+  void bind_after_release(const std::shared_ptr<Binding>& b, std::size_t i);
   bool on_reservation(EventType type, const boost::json::object& obj);  // false: not one
 };
 

@@ -49,18 +49,16 @@ void KubernetesBinder::State::bind_job(const Admission& admission) {
     it->second.bound = true;
     for (std::size_t i = 0; i < it->second.pods.size() && i < admission.pods.size(); ++i) {
       const PodPlacement& p = admission.pods[i];
-      Binding::Pod pod{it->second.pods[i], p.node, -1};
+      Binding::Pod pod{it->second.pods[i], p.node, -1, {}};
       if (p.gpu_milli > 0 && p.gpu_milli < kMilliPerGpu && p.gpus.size() == 1) pod.slot = p.gpus.front();
+      else pod.gpus.assign(p.gpus.begin(), p.gpus.end());
       b->pods.push_back(std::move(pod));
     }
   }
   for (std::size_t i = 0; i < b->pods.size(); ++i) {
-    if (b->pods[i].slot >= 0) {
-      std::lock_guard lock(mu);
-      share(b, i);  // a share of one GPU: held by a reservation pod first (kube_share.cpp)
-    } else {
-      write([this, b, i] { bind_pod(b, i); });
-    }
+    std::lock_guard lock(mu);
+    if (b->pods[i].slot >= 0) share(b, i);  // a share of one GPU: held by a reservation pod first (kube_share.cpp)
+    else bind_after_release(b, i);
   }
 }
 

@@ -113,7 +113,7 @@ def check_binding(v1):
     for name in ("py-a", "py-b"):
         wait_for(name + " Running", lambda n=name: v1.read_namespaced_pod(n, NS).status.phase == "Running")
     pod = v1.read_namespaced_pod("py-a", NS)
-    assert pod.status.container_statuses[0].ready and pod.metadata.annotations["fake.gpuq.io/devices"]
+    assert pod.status.container_statuses[0].ready and pod.metadata.annotations["sim.gpuq.io/devices"]
     ok("the kubelet runs bound pods (V1ContainerStatus, devices annotation)")
 
 

@@ -214,7 +214,7 @@ Kubelet::~Kubelet() {
 void Kubelet::notice(const Event& e) {
   std::lock_guard lock(queue_mutex_);
   if (e.resource == "pods") {
-    dirty_pods_.insert(e.key);
+    if (dirty_pod_set_.insert(e.key).second) dirty_pods_.push_back(e.key);
   } else if (e.resource == "nodes") {
     dirty_nodes_.insert(e.key.name);
   } else {
@@ -231,7 +231,7 @@ void Kubelet::schedule(const ObjectKey& key, Clock::time_point at) {
 
 void Kubelet::run() {
   for (;;) {
-    std::set<ObjectKey> pods;
+    std::vector<ObjectKey> pods;
     std::set<std::string> nodes;
     {
       std::unique_lock lock(queue_mutex_);
@@ -248,27 +248,21 @@ void Kubelet::run() {
       }
       if (stopping_) return;
       pods.swap(dirty_pods_);
+      dirty_pod_set_.clear();
       nodes.swap(dirty_nodes_);
       while (due()) {
-        pods.insert(timers_.begin()->second);
+        if (std::find(pods.begin(), pods.end(), timers_.begin()->second) == pods.end()) pods.push_back(timers_.begin()->second);
         timers_.erase(timers_.begin());
       }
     }
     store_.transact([&](Store::Txn& txn) {
       std::lock_guard state(state_mutex_);
       Clock::time_point now = Clock::now();
-      // Pods that are gone or finished first: what they free may admit the others.
-      auto done = [&](const ObjectKey& k) {
-        ObjectPtr p = txn.get("pods", k);
-        return !p || pod_terminal(*p);
-      };
-      for (const ObjectKey& k : pods) {
-        if (done(k)) sync(txn, k, now);
-      }
+      // Nodes first (a node's change applies to the pods after it), then the pods in the order
+      // they changed: what a pod that went or finished first frees may admit a later one, but
+      // not one bound before it (as a real kubelet, which refuses that pod OutOf<resource>).
       for (const std::string& n : nodes) sync_node(txn, n, now);
-      for (const ObjectKey& k : pods) {
-        if (!done(k)) sync(txn, k, now);
-      }
+      for (const ObjectKey& k : pods) sync(txn, k, now);
     });
   }
 }

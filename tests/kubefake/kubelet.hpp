@@ -3,7 +3,7 @@
 // is admitted against the node's allocatable minus what the node's other admitted, unfinished
 // pods request (rejected pods go Failed with reason OutOf<resource>), given whole GPUs
 // (GPU-0..GPU-N-1, never two pods the same one), started after a delay, finished when a test
-// says or after its fake.gpuq.io/run-seconds annotation, and removed after its grace period when
+// says or after its sim.gpuq.io/run-seconds annotation, and removed after its grace period when
 // deleted. A NotReady node starts nothing new.
 //
 // Runs on its own thread, fed by the store's events; its writes go through the store like the
@@ -25,9 +25,9 @@
 namespace gpuq::kubefake {
 
 // The annotation where the device plugin's choice is written ("GPU-0,GPU-3").
-inline constexpr const char* kDevicesAnnotation = "fake.gpuq.io/devices";
+inline constexpr const char* kDevicesAnnotation = "sim.gpuq.io/devices";
 // A pod with this annotation ("N") finishes with exit code 0 after N seconds of Running.
-inline constexpr const char* kRunSecondsAnnotation = "fake.gpuq.io/run-seconds";
+inline constexpr const char* kRunSecondsAnnotation = "sim.gpuq.io/run-seconds";
 
 // A Ready node as a kubelet registers it.
 json::object make_node(const std::string& name, int gpus, const std::string& cpu,
@@ -87,7 +87,10 @@ class Kubelet {
 
   std::mutex queue_mutex_;
   std::condition_variable wake_;
-  std::set<ObjectKey> dirty_pods_;
+  // Pods changed since the last pass, in the order of their first change (a kubelet takes its
+  // pods' changes in order: a pod bound before another was deleted does not see its room).
+  std::vector<ObjectKey> dirty_pods_;
+  std::set<ObjectKey> dirty_pod_set_;
   std::set<std::string> dirty_nodes_;
   std::multimap<Clock::time_point, ObjectKey> timers_;
   bool stopping_ = false;

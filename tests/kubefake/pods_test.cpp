@@ -82,7 +82,7 @@ TEST_CASE("the kubelet runs a bound pod: Running, ready containers, devices") {
   }
   CHECK(ready == std::set<std::string>{"PodScheduled", "Initialized", "ContainersReady", "Ready"});
   CHECK(server.devices_of("default", "a") == std::vector<std::string>{"GPU-0", "GPU-1"});
-  CHECK(str(pod.at("metadata").at("annotations").at("fake.gpuq.io/devices")) == "GPU-0,GPU-1");
+  CHECK(str(pod.at("metadata").at("annotations").at("sim.gpuq.io/devices")) == "GPU-0,GPU-1");
 }
 
 TEST_CASE("a pod that does not fit goes Failed OutOfnvidia.com/gpu with the kubelet's message") {
@@ -168,12 +168,12 @@ TEST_CASE("finish_pod: 0 is Succeeded, other codes Failed; restartPolicy Always 
   CHECK_THROWS_AS(server.finish_pod("default", "nobody", 0), StatusError);
 }
 
-TEST_CASE("a pod with fake.gpuq.io/run-seconds finishes by itself") {
+TEST_CASE("a pod with sim.gpuq.io/run-seconds finishes by itself") {
   Server server;
   server.add_node("n1");
   Client c(server);
   json::object pod = gpu_pod("batch", 1);
-  pod["metadata"].as_object()["annotations"] = json::object{{"fake.gpuq.io/run-seconds", "0"}};
+  pod["metadata"].as_object()["annotations"] = json::object{{"sim.gpuq.io/run-seconds", "0"}};
   c.post(kPods, pod);
   c.post(kPods + "/batch/binding", binding("batch", "n1"));
   CHECK(reaches(server, "batch", "Succeeded"));

@@ -1,9 +1,9 @@
 // gpuqd as a Kubernetes secondary scheduler, end to end: a real gpuqd process (binder:
-// kubernetes) against the fake API server (tests/kubefake), each scenario ending with the
-// invariants of harness.hpp over the fake's whole state and request log.
+// kubernetes) against a cluster (the real control plane in kubernetes_real_test, the fake API
+// server in kubernetes_binder_test), each scenario ending with the invariants of harness.hpp
+// over the cluster's whole state and request log.
 #include <fstream>
 
-#include "tests/kubefake/test_client.hpp"
 #include "tests/kubernetes/harness.hpp"
 
 using namespace gpuq::test;
@@ -123,8 +123,7 @@ TEST_CASE("bad pods are told why on their PodScheduled condition while the rest 
   CHECK(k.gpuq("apply -f " + (k.dir.path / "node.yaml").string()).find("nodes are the API server's") != std::string::npos);
   CHECK(k.gpuq("nodes cordon node-0").find("kubectl label, taint, cordon, drain") != std::string::npos);
   // A default queue on the namespace lets the pod without a label in.
-  k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"},
-      {"metadata", {{"name", "ml"}, {"annotations", {{"gpuq.io/default-queue", "team-b"}}}}}});
+  k.ensure_namespace("ml", {{"gpuq.io/default-queue", "team-b"}});
   k.create("in-ml", pod_of("", 1).in_ns("ml"));
   REQUIRE(eventually([&] { return k.bound("in-ml", "ml"); }));
   k.check_invariants();
@@ -150,9 +149,8 @@ TEST_CASE("a pod meets its queue's guardrails as a submit does: one asking more 
 
 TEST_CASE("shares of a GPU: a reservation pod holds each shared GPU, sharers get its device, and it goes with them") {
   KubeCluster k(1, 2);
-  k.api.create("namespaces", "", gpuq::test::json::object{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "gpuq-system"}}}});
-  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 2}}}]\n",
-          "  reservationDeviceAnnotation: fake.gpuq.io/devices\n");
+  k.ensure_namespace("gpuq-system");
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 2}}}]\n");
   for (int i = 0; i < 4; ++i) k.create("f-" + std::to_string(i), pod_of("team-a", 0).annotate("gpuq.io/gpu-milli", "500"));
   REQUIRE(eventually([&] { return k.bound_count() == 6; }));  // 4 sharers and 2 reservation pods
   std::map<std::string, int> sharers_of;
@@ -180,8 +178,8 @@ TEST_CASE("shares of a GPU: a reservation pod holds each shared GPU, sharers get
 
 TEST_CASE("nodeSelector, required node affinity and tolerations decide where a pod may go") {
   KubeCluster k(0, 8);
-  k.api.add_node("node-a", 8, "128", "1Ti", gpuq::test::json::object{{"zone", "a"}});
-  k.api.add_node("node-b", 8, "128", "1Ti", gpuq::test::json::object{{"zone", "b"}, {"gpu-count", "8"}});
+  k.add_node("node-a", 8, gpuq::test::json::object{{"zone", "a"}});
+  k.add_node("node-b", 8, gpuq::test::json::object{{"zone", "b"}, {"gpu-count", "8"}});
   k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
   k.create("sel", pod_of("team-a", 1).with("nodeSelector", gpuq::test::json::object{{"zone", "b"}}));
   gpuq::test::json::value affinity = gpuq::test::json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
@@ -191,10 +189,10 @@ TEST_CASE("nodeSelector, required node affinity and tolerations decide where a p
   CHECK(k.node_of("sel") == "node-b");
   CHECK(k.node_of("aff") == "node-b");
   // A taint keeps off pods that do not tolerate it.
-  gpuq::kubefake::testing::Client http(k.api);
-  REQUIRE(http.patch("/api/v1/nodes/node-b", gpuq::test::json::object{{"spec", {{"taints", gpuq::test::json::array{
-                         gpuq::test::json::object{{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}}}}}},
-                     "application/merge-patch+json")
+  REQUIRE(k.api.request("PATCH", "/api/v1/nodes/node-b",
+                        gpuq::test::json::serialize(gpuq::test::json::object{{"spec", {{"taints", gpuq::test::json::array{
+                            gpuq::test::json::object{{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}}}}}}}),
+                        "application/merge-patch+json")
               .status == 200);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   k.create("untolerated", pod_of("team-a", 1).with("nodeSelector", gpuq::test::json::object{{"zone", "b"}}));

@@ -64,6 +64,14 @@ void keep_logs_for_failure(const std::filesystem::path& dir) {
   kept_logs += text;
 }
 
+void KubeCluster::ensure_namespace(const std::string& name, json::object annotations) {
+  if (!api.get("namespaces", "", name))
+    api.create("namespaces", "",
+               json::object{{"apiVersion", "v1"}, {"kind", "Namespace"},
+                            {"metadata", {{"name", name}, {"annotations", std::move(annotations)}}}});
+  api.wait_namespace(name);
+}
+
 void KubeCluster::check_invariants() {
   // No node holds more GPUs or pods than it has, counting every pod bound there that runs.
   std::map<std::string, std::int64_t> gpus, pods, gpu_alloc, pod_alloc;
@@ -98,7 +106,7 @@ void KubeCluster::check_invariants() {
   // The request log: each pod bound once, victims evicted (no DELETE), and nothing written to a
   // pod of another scheduler.
   std::map<std::string, int> bindings;
-  for (const kubefake::Request& r : api.requests()) {
+  for (const ApiRequest& r : api.requests()) {
     if (r.user_agent.rfind("gpuqd", 0) != 0 || r.method == "GET") continue;
     // The one thing gpuqd deletes: its own reservation pods (fractional GPUs), when unused.
     CHECK_MESSAGE((r.method != "DELETE" || r.path.rfind("/api/v1/namespaces/gpuq-system/pods/gpuq-share-", 0) == 0),

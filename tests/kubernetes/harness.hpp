@@ -1,8 +1,10 @@
 #pragma once
-// gpuqd (a real child process, binder: kubernetes) against the fake API server (in this
-// process), and the invariants every scenario checks over the fake's whole state and request
-// log: no pod bound twice, no node overcommitted (nvidia.com/gpu, cpu, memory, pods), no pod of
-// another scheduler written to, no partial pod group, and victims only evicted (never deleted).
+// gpuqd (a real child process, binder: kubernetes) against a cluster (cluster_api.hpp: the real
+// control plane of tests/kubecluster, or the fake API server of tests/kubefake, whichever the
+// test binary links), and the invariants every scenario checks over the cluster's whole state
+// and its request log (the real API server's audit log): no pod bound twice, no node
+// overcommitted (nvidia.com/gpu, cpu, memory, pods), no pod of another scheduler written to,
+// no partial pod group, and victims only evicted (never deleted).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -15,7 +17,7 @@
 
 #include <boost/json.hpp>
 
-#include "tests/kubefake/server.hpp"
+#include "tests/kubernetes/cluster_api.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
@@ -94,15 +96,22 @@ void keep_logs_for_failure(const std::filesystem::path& dir);
 
 class KubeCluster {
  public:
-  explicit KubeCluster(int nodes = 2, int gpus = 8) {
+  explicit KubeCluster(int nodes = 2, int gpus = 8) : api_(make_cluster_api(dir.path)), api(*api_) {
     for (int i = 0; i < nodes; ++i) api.add_node("node-" + std::to_string(i), gpus);
+    for (int i = 0; i < nodes; ++i) api.wait_schedulable("node-" + std::to_string(i));
     api.write_kubeconfig((dir.path / "kubeconfig").string());
+  }
+  // A node more, once a scheduler may use it.
+  void add_node(const std::string& name, int gpus, json::object labels) {
+    api.add_node(name, gpus, "128", "1Ti", std::move(labels));
+    api.wait_schedulable(name);
   }
   // gpuqd's logs (every replica's) are kept until the test case ends and printed if it failed:
   // the temporary directory that holds them goes with the cluster.
   ~KubeCluster() {
     gpuqd.stop(SIGTERM);
     keep_logs_for_failure(dir.path);
+    if (!api.log_dir().empty()) keep_logs_for_failure(api.log_dir());
   }
 
   // Starts gpuqd with `queues` (YAML, the config's queues: list) and `extra` keys of its
@@ -161,15 +170,33 @@ class KubeCluster {
   }
 
   void check_invariants();
+  // Creates a namespace unless it exists (the real cluster has gpuq-system from deploy/).
+  void ensure_namespace(const std::string& name, json::object annotations = {});
+  // The fake, for a scenario that injects its faults.
+  kubefake::Server& fake() {
+    REQUIRE_MESSAGE(api.fake() != nullptr, "this scenario needs the fake API server's faults");
+    return *api.fake();
+  }
 
   TempDir dir;
  private:
+  std::unique_ptr<ClusterApi> api_;
+  // Fractional GPUs' reservation pods: on the real cluster their container is
+  // deploy/kubernetes/gpuq-reserve, run by the simulated kubelet with the pod's service account
+  // token, and it annotates its pod with the GPU (gpuq.io/gpu-device) under deploy/'s RBAC; the
+  // fake's kubelet annotates every GPU pod itself.
+  std::string reservation_config() const {
+    if (api.kind() == "real") return "  reservationCommand: " + std::string(GPUQ_DEPLOY_DIR) + "/gpuq-reserve\n";
+    return "  reservationDeviceAnnotation: sim.gpuq.io/devices\n";
+  }
+
   GpuqdChild launch(const std::string& queues, const std::string& extra, const std::string& state) {
     const std::string name = std::filesystem::path(state).stem().string();
     const auto config = dir.path / (name + ".yaml");
     std::ofstream(config) << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
                           << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
                           << "\n  evictRetry: 1s\n  statusInterval: 1s\n  podStatusMinInterval: 0s\n"
+                          << reservation_config()
                           << extra << "queues:\n"
                           << queues;
     GpuqdChild c = start_gpuqd(GPUQD_PATH, {"--config", config.string(), "--state-file", (dir.path / state).string()},
@@ -179,7 +206,7 @@ class KubeCluster {
   }
 
  public:
-  kubefake::Server api;
+  ClusterApi& api;
   GpuqdChild gpuqd;
 };
 

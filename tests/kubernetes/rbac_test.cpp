@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "spec/yaml.hpp"
+#include "tests/kubefake/server.hpp"
 #include "tests/kubernetes/harness.hpp"
 
 using namespace gpuq::test;
@@ -327,7 +328,7 @@ bool all_running(KubeCluster& k, const std::vector<std::string>& names) {
 }
 
 bool made_request(KubeCluster& k, const std::string& method, const std::string& path_part) {
-  for (const auto& r : k.api.requests())
+  for (const auto& r : k.fake().requests())
     if (r.user_agent.rfind("gpuqd", 0) == 0 && r.method == method &&
         r.path.find(path_part) != std::string::npos)
       return true;
@@ -359,12 +360,12 @@ std::string env_value(const json::object& e, const json::object& pod) {
 void run_reserve_script(KubeCluster& k, const json::object& pod, ReserveScript& script) {
   const fs::path sa = k.dir.path / "reservation-sa";
   fs::create_directories(sa);
-  std::ofstream(sa / "ca.crt") << k.api.ca_pem();
-  std::ofstream(sa / "token") << k.api.token();
+  std::ofstream(sa / "ca.crt") << k.fake().ca_pem();
+  std::ofstream(sa / "token") << k.fake().token();
   std::vector<std::pair<std::string, std::string>> env{
-      {"NVIDIA_VISIBLE_DEVICES", str_at(pod, {"metadata", "annotations", "fake.gpuq.io/devices"})},
+      {"NVIDIA_VISIBLE_DEVICES", str_at(pod, {"metadata", "annotations", "sim.gpuq.io/devices"})},
       {"GPUQ_SERVICE_ACCOUNT_DIR", sa.string()},
-      {"GPUQ_API_SERVER", k.api.url()}};
+      {"GPUQ_API_SERVER", k.fake().url()}};
   const json::value& container = pod.at("spec").as_object().at("containers").as_array().at(0);
   if (const json::value* e = container.as_object().if_contains("env"); e && e->is_array())
     for (const json::value& item : e->as_array())
@@ -408,7 +409,7 @@ std::string share_a_gpu(KubeCluster& k, const std::chrono::seconds limit) {
   REQUIRE(eventually(
       [&] {
         held = reservation_pod(k);
-        return held && !str_at(*held, {"metadata", "annotations", "fake.gpuq.io/devices"}).empty();
+        return held && !str_at(*held, {"metadata", "annotations", "sim.gpuq.io/devices"}).empty();
       },
       limit));
   ReserveScript script;
@@ -436,7 +437,7 @@ void drive(KubeCluster& k) {
   // is answered 409 Conflict once: gpuqd reads the pod to learn whether it is bound to its node
   // (get pods), finds it is not, and places it again. (The 409 is on the reclaiming pod, not
   // on one of team-a's: after a refused binding of a team-a pod, gpuqd did not reclaim at all.)
-  k.api.fail_next("POST", "b-0/binding", 409, 1);
+  k.fake().fail_next("POST", "b-0/binding", 409, 1);
   k.create("b-0", pod_of("team-b", 8));
   REQUIRE(eventually([&] { return k.bound("b-0"); }, limit));
   // Scheduled events (events), and the Lease renewed (update) after it was made (create).
@@ -547,7 +548,7 @@ TEST_CASE(
                     role.name << " has \"*\"");
 
   KubeCluster k(2, 8);
-  REQUIRE(k.api.options().user == gpuqd);  // the fake's token authenticates as that account
+  REQUIRE(k.fake().options().user == gpuqd);  // the fake's token authenticates as that account
   for (const std::string& ns : m.namespaces)
     k.api.create(
         "namespaces", "",
@@ -557,7 +558,7 @@ TEST_CASE(
   drive(k);
   k.gpuqd.stop(SIGTERM);
 
-  const std::vector<kubefake::Request> log = k.api.requests();
+  const std::vector<kubefake::Request> log = k.fake().requests();
   for (const auto& r : log)
     if (r.user_agent.rfind("gpuqd", 0) == 0) CHECK(r.user == gpuqd);
   // gpuq-reserve's requests are curl's; in a cluster they carry the reservation pod's token.
