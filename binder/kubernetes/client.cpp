@@ -10,7 +10,10 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/json.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <optional>
@@ -85,6 +88,44 @@ void TokenBucket::acquire() {
   }
 }
 
+InFlightLimit::InFlightLimit(int max) : max_(std::max(1, max)), limit_(max_) {}
+
+void InFlightLimit::acquire() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return in_flight_ < static_cast<int>(limit_); });
+  ++in_flight_;
+}
+
+void InFlightLimit::release(bool throttled) {
+  {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+    const auto now = Clock::now();
+    if (throttled) {
+      if (now - last_cut_ >= std::chrono::milliseconds(100)) {
+        limit_ = std::max(1.0, limit_ / 2);
+        last_cut_ = now;
+      }
+    } else {
+      limit_ = std::min(max_, limit_ + 1.0 / limit_);
+    }
+  }
+  cv_.notify_all();
+}
+
+int InFlightLimit::limit() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(limit_);
+}
+
+namespace {
+thread_local InFlightLimit* current_limit = nullptr;
+}  // namespace
+
+InFlightLimit::Scope::Scope(InFlightLimit& limit) : previous_(current_limit) { current_limit = &limit; }
+InFlightLimit::Scope::~Scope() { current_limit = previous_; }
+InFlightLimit* InFlightLimit::current() { return current_limit; }
+
 // ---------------------------------------------------------------------------------------------
 
 // Where requests go: scheme, host, port, the TLS context made once from the Access.
@@ -106,6 +147,7 @@ struct Client::Connection {
   beast::flat_buffer buffer;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  bool usable();
 
   // Starts `op(handler)` and runs it to completion; a deadline left running is cancelled.
   template <class Op>
@@ -250,14 +292,27 @@ std::unique_ptr<Client::Connection> Client::connect(std::string& why) {
   return c;
 }
 
+// Whether a kept-alive connection can still carry a request: the server closes idle ones (after
+// its own timeout, or when it restarts), and a request written to one of those is lost with no
+// way to know whether it was done. Between requests a server sends nothing, so anything to read
+// (the end of the stream, an alert) means it is done with the connection (Go's HTTP client
+// drops such connections the same way).
+bool Client::Connection::usable() {
+  char b = 0;
+  const ssize_t n = ::recv(lowest().socket().native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 std::unique_ptr<Client::Connection> Client::take(std::string& why) {
-  {
-    std::lock_guard lock(pool_mu_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
+  for (;;) {
+    std::unique_ptr<Connection> c;
+    {
+      std::lock_guard lock(pool_mu_);
+      if (idle_.empty()) break;
+      c = std::move(idle_.back());
       idle_.pop_back();
-      return c;
     }
+    if (c->usable()) return c;
   }
   return connect(why);
 }
@@ -323,8 +378,10 @@ std::chrono::milliseconds Client::backoff(int attempt, int retry_after) {
 Response Client::request(std::string_view method, const std::string& target, const std::string& body,
                          std::string_view content_type, Retry retry) {
   Response r;
+  InFlightLimit* const limit = InFlightLimit::current();
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     bucket_.acquire();
+    if (limit != nullptr) limit->acquire();
     std::string why;
     auto c = take(why);
     bool sent = false;
@@ -340,6 +397,8 @@ Response Client::request(std::string_view method, const std::string& target, con
     r.attempts = attempt;
     // A 429 of a PodDisruptionBudget is an answer, not a throttle: the caller decides.
     const bool budget = r.status == 429 && !disruption_budget_cause(r).empty();
+    if (r.status == 429 && !budget) ++throttled_;
+    if (limit != nullptr) limit->release(r.status == 429 && !budget);
     const bool transient = r.status == 0 || (r.status == 429 && !budget) || r.status >= 500;
     const bool may_repeat = retry == Retry::kSafe || r.status == 429 || (r.status == 0 && !sent);
     if (!transient || !may_repeat || attempt == options_.max_attempts) return r;

@@ -8,6 +8,7 @@
 // its own from the pool).
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,44 @@ class TokenBucket {
   std::chrono::steady_clock::time_point last_;
 };
 
+// How many of the binder's writes may be in flight at once, as the API server lets them: up to
+// `max`, halved when it throttles (a 429 of API Priority and Fairness, at most one cut per
+// 100 ms: a burst of 429s answers one burst of requests), one more after each `limit` answers
+// that were not throttled (TCP's additive increase, multiplicative decrease). Without it every
+// writer waits out its Retry-After and comes back at once with the others, and most are refused
+// again.
+//
+// A Client's requests made on a thread inside a Scope take a place for each attempt (not while
+// waiting to try again), so that a cut applies at once to those already retrying.
+class InFlightLimit {
+ public:
+  explicit InFlightLimit(int max);
+  void acquire();
+  void release(bool throttled);
+  int limit() const;
+
+  // The limit this thread's requests are under, while it lives.
+  class Scope {
+   public:
+    explicit Scope(InFlightLimit& limit);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    InFlightLimit* previous_;
+  };
+  static InFlightLimit* current();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const double max_;
+  double limit_;
+  int in_flight_ = 0;
+  std::chrono::steady_clock::time_point last_cut_{};
+};
+
 class Client {
  public:
   Client(Access access, ClientOptions options = {});
@@ -89,6 +128,9 @@ class Client {
                   std::chrono::milliseconds idle, const std::atomic<bool>* cancelled = nullptr);
   // Ends every open stream (from any thread); new ones may start afterwards.
   void stop_streams();
+  // How many answers so far were the API server throttling (429 without a disruption budget's
+  // cause).
+  std::uint64_t throttled() const { return throttled_.load(); }
 
  private:
   struct Connection;
@@ -114,6 +156,7 @@ class Client {
   std::vector<Connection*> streams_;
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
+  std::atomic<std::uint64_t> throttled_{0};
 };
 
 // What gpuqd must be allowed to do, checked once at start: each a verb and a resource as RBAC

@@ -55,6 +55,7 @@ std::vector<AccessCheck> required_access() {
 void KubernetesBinder::start() {
   State* s = s_.get();
   s->pool = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(std::max(1, s->config.bind_concurrency)));
+  s->write_limit = std::make_unique<InFlightLimit>(s->config.bind_concurrency);
   struct Kind {
     const char* path;
     void (State::*handle)(EventType, const json::object&);

@@ -114,6 +114,7 @@ struct KubernetesBinder::State {
   std::thread starter;                 // starts the watchers one after the other
   std::vector<std::thread> watchers;  // one per reflector
   std::unique_ptr<boost::asio::thread_pool> pool;
+  std::unique_ptr<InFlightLimit> write_limit;  // the pool's writes in flight, as the server lets them
   std::atomic<bool> halted{false};
   std::atomic<bool> leading{true};  // false while a standby (leader election)
   std::unique_ptr<LeaderElector> elector;

@@ -35,8 +35,14 @@ std::string now_rfc3339() {
 
 }  // namespace
 
+// Each request of a write takes a place of write_limit: fewer are in flight while the API server
+// throttles gpuqd (client.hpp: InFlightLimit).
 void KubernetesBinder::State::write(std::function<void()> f) {
-  if (pool && !halted && leading) boost::asio::post(*pool, std::move(f));
+  if (!pool || halted || !leading) return;
+  boost::asio::post(*pool, [this, f = std::move(f)] {
+    InFlightLimit::Scope scope(*write_limit);
+    f();
+  });
 }
 
 void KubernetesBinder::State::bind_job(const Admission& admission) {

@@ -137,6 +137,69 @@ TEST_CASE("5xx and 429 are retried with backoff; a write is retried only on 429"
   CHECK(t.attempts == 2);
 }
 
+TEST_CASE("a throttled server halves the requests in flight, once per burst of 429s; answers let them grow back") {
+  InFlightLimit limit(32);
+  CHECK(limit.limit() == 32);
+  // A burst of 429s (all within 100 ms) is one cut.
+  for (int i = 0; i < 5; ++i) {
+    limit.acquire();
+    limit.release(true);
+  }
+  CHECK(limit.limit() == 16);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  limit.acquire();
+  limit.release(true);
+  CHECK(limit.limit() == 8);
+  // Each answer that is not throttled adds 1/limit: about a limit's worth of answers, one more
+  // place (8 + 1/8 + 1/8.125 + ... passes 9 at the ninth).
+  for (int i = 0; i < 8; ++i) {
+    limit.acquire();
+    limit.release(false);
+  }
+  CHECK(limit.limit() == 8);
+  limit.acquire();
+  limit.release(false);
+  CHECK(limit.limit() == 9);
+  // Never below one, never above the most.
+  InFlightLimit one(1);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(110));
+    one.acquire();
+    one.release(true);
+  }
+  CHECK(one.limit() == 1);
+  for (int i = 0; i < 10; ++i) {
+    one.acquire();
+    one.release(false);
+  }
+  CHECK(one.limit() == 1);
+  // A place is waited for: a second acquire with one place blocks until the first is released.
+  std::atomic<bool> second{false};
+  one.acquire();
+  std::thread t([&] {
+    one.acquire();
+    second = true;
+    one.release(false);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(second.load());
+  one.release(false);
+  t.join();
+  CHECK(second.load());
+}
+
+TEST_CASE("a kept-alive connection the server has closed is not used again: a write goes over a new one") {
+  Server s;
+  Client c(access_to(s), fast());
+  REQUIRE(c.get("/api/v1/nodes").ok());  // leaves one connection kept alive
+  s.drop_connections();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto w = c.request("POST", "/api/v1/namespaces/default/pods", json::serialize(pod("fresh")), "application/json",
+                     Retry::kUnsafe);
+  CHECK(w.status == 201);
+  CHECK(w.attempts == 1);
+}
+
 TEST_CASE("the reflector: pages, live changes, a dropped watch, 410 Gone; each change once, none lost") {
   Server s;
   for (int i = 0; i < 25; ++i) s.create("pods", "default", pod("p" + std::to_string(i)));

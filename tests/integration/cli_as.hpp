@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,12 +43,45 @@ inline std::string setpriv_as(const std::string& user, const std::string& group,
   return "setpriv --reuid=" + user + " --regid=" + group + (init_groups ? " --init-groups " : " --clear-groups ");
 }
 
+// The gpuq binaries where any account can run them: a copy of gpuq and of gpuq-full (which the
+// quick gpuq runs beside itself) in a folder of their own under /tmp, made once per test process
+// and removed at its end. The build's own folder may be one another account cannot enter (a
+// clone in /root, mode 0700), and then nobody could start gpuq-full from there.
+inline const std::string& gpuq_for_others() {
+  struct Copy {
+    std::filesystem::path dir;
+    std::string gpuq;
+    Copy() {
+      namespace fs = std::filesystem;
+      char tmpl[] = "/tmp/gpuq-cli-XXXXXX";
+      if (::mkdtemp(tmpl) == nullptr) return;
+      dir = tmpl;
+      const auto rx = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                      fs::perms::others_exec;
+      fs::permissions(dir, rx);
+      const fs::path from = fs::path(GPUQ_CLI_PATH).parent_path();
+      for (const char* name : {"gpuq", "gpuq-full"}) {
+        fs::copy_file(from / name, dir / name, fs::copy_options::overwrite_existing);
+        fs::permissions(dir / name, rx);
+      }
+      gpuq = (dir / "gpuq").string();
+    }
+    ~Copy() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Copy copy;
+  REQUIRE_MESSAGE(!copy.gpuq.empty(), "cannot copy gpuq and gpuq-full to a folder under /tmp for other accounts");
+  return copy.gpuq;
+}
+
 // The gpuq binary as another account (`how`: setpriv_as(...)) through gpuqd's socket, run from
 // `cwd` (stopped after `seconds`, if given).
 inline CliRun gpuq_as(const Daemon& d, const std::string& how, const std::string& args, int seconds = 0,
                       const std::string& cwd = "/") {
   return shell("cd " + cwd + " && " + (seconds > 0 ? "timeout " + std::to_string(seconds) + " " : std::string()) + how +
-               std::string(GPUQ_CLI_PATH) + " --server unix:" + d.socket() + " " + args);
+               gpuq_for_others() + " --server unix:" + d.socket() + " " + args);
 }
 
 // This process through the socket.

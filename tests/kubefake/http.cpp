@@ -142,6 +142,16 @@ struct HttpServer::Impl {
     for (auto& t : threads) t.join();
   }
 
+  void drop_connections() {
+    std::vector<std::function<void()>> closers;
+    {
+      std::lock_guard lock(conns_mutex);
+      for (auto& [id, close] : conns) closers.push_back(close);
+    }
+    store.drop_watches();
+    for (auto& close : closers) close();
+  }
+
   // Keeps a connection's closer while it lives.
   class Registration {
    public:
@@ -387,5 +397,7 @@ HttpServer::HttpServer(const Options& options, const Pki& pki, Api& api, Store& 
 HttpServer::~HttpServer() = default;
 
 unsigned short HttpServer::port() const { return impl_->port; }
+
+void HttpServer::drop_connections() { impl_->drop_connections(); }
 
 }  // namespace gpuq::kubefake

@@ -23,6 +23,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   unsigned short port() const;
+  // Closes every open connection, idle kept-alive ones and watches included, as a restarted API
+  // server does; the server goes on serving new ones.
+  void drop_connections();
 
  private:
   struct Impl;

@@ -168,6 +168,9 @@ void Server::fail_next(const std::string& method, const std::string& path_substr
 }
 
 void Server::drop_watches() { impl_->store.drop_watches(); }
+void Server::drop_connections() {
+  if (impl_->http) impl_->http->drop_connections();
+}
 void Server::compact() { impl_->store.compact(); }
 void Server::set_pause(std::chrono::milliseconds pause) { impl_->faults.set_pause(pause); }
 void Server::set_bind_delay(std::chrono::milliseconds delay) {

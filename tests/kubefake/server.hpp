@@ -109,6 +109,9 @@ class Server {
   void fail_next(const std::string& method, const std::string& path_substring, int http_code,
                  int count = 1, int retry_after_seconds = 0);
   void drop_watches();  // ends every open watch stream abruptly (no ERROR event, no last chunk)
+  // Closes every connection, kept-alive idle ones too, as an API server that restarts (the next
+  // request on one finds it closed).
+  void drop_connections();
   // Forgets the whole history, as etcd's compaction after more writes: a watch or continue from
   // any resourceVersion handed out before gets 410 (the resourceVersion moves on by one).
   void compact();

@@ -151,7 +151,7 @@ TEST_CASE("a namespace deleted with gpuq's pods in it: their jobs end and their 
 }
 
 TEST_CASE("API Priority and Fairness refuses gpuqd's requests with 429: it waits as told and binds every pod once") {
-  KubeCluster k(8, 8);
+  KubeCluster k(4, 8);
   // A priority level of a few seats (3 of the server's 600), borrowing none and refusing what does
   // not fit, for gpuqd's service account alone.
   const ApiResponse level = k.api.request("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
@@ -167,9 +167,9 @@ TEST_CASE("API Priority and Fairness refuses gpuqd's requests with 429: it waits
                             "resourceRules":[{"verbs":["*"],"apiGroups":["*"],"resources":["*"],"namespaces":["*"],"clusterScope":true}]}]}})");
   REQUIRE_MESSAGE(schema.status == 201, schema.body);
   // The pods wait before gpuqd starts: it admits them in one cycle and binds them all at once.
-  for (int i = 0; i < 64; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 1));
-  k.start(kOneQueue, "  bindConcurrency: 64\n");
-  REQUIRE(eventually([&] { return bound_of(k, "a-", 64) == 64; }, kLong));
+  for (int i = 0; i < 32; ++i) k.create("a-" + std::to_string(i), pod_of("team-a", 1));
+  k.start(kOneQueue);
+  REQUIRE(eventually([&] { return bound_of(k, "a-", 32) == 32; }, kLong));
   std::size_t refused = 0;
   for (const ApiRequest& r : k.api.requests())
     if (r.user_agent.rfind("gpuqd", 0) == 0 && r.status == 429) ++refused;
