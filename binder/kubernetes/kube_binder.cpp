@@ -151,12 +151,19 @@ void KubernetesBinder::State::on_node(EventType type, const json::object& obj) {
   node_changed(name);
 }
 
-// Pod groups still short of their size after podGroupTimeout (or the group's own
-// gpuq.io/pod-group-timeout, in seconds) are told so once, on each member.
+// Pod groups still short of their size: each member says so on its PodScheduled condition from
+// the first statusInterval on (as the coscheduling plugin and Volcano say it at once), and once
+// podGroupTimeout (or the group's own gpuq.io/pod-group-timeout, in seconds) has passed, a
+// PodGroupIncomplete Event on each member says how long it has waited.
 void KubernetesBinder::State::check_groups() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [name, g] : groups) {
     if (g.warned || g.pods.empty()) continue;
+    std::vector<std::string> members(g.pods.begin(), g.pods.end());
+    say_unschedulable(members,
+                      "pod group " + name + " has " + std::to_string(g.pods.size()) + " of its " +
+                          std::to_string(g.size) + " pods; none is placed until all exist",
+                      /*routine=*/true);
     auto timeout = config.group_timeout;
     const PodInfo& first = pods.at(*g.pods.begin());
     if (auto t = first.annotations.find(kGroupTimeoutAnnotation); t != first.annotations.end()) {

@@ -76,13 +76,23 @@ TEST_CASE("a pod group is bound whole, once all its pods exist") {
   REQUIRE(eventually([&] { return k.bound("single"); }));
   CHECK_FALSE(k.bound("g-0"));
   CHECK_FALSE(k.bound("g-1"));
+  // Its members say why they wait from the first statusInterval (1 s here), not after the
+  // group's timeout.
+  for (const char* m : {"g-0", "g-1"})
+    CHECK(eventually([&] { return k.unschedulable(m).find("pod group default/train has 2 of its 3 pods; none is placed until all exist") != std::string::npos; },
+                     std::chrono::seconds(10)));
   k.create("g-2", member());
   // 12 of the 15 free GPUs: 4 + 4 on one node and 4 on the other.
   REQUIRE(eventually([&] { return k.bound("g-0") && k.bound("g-1") && k.bound("g-2"); }));
   // A group that stays short of its size is told so after its timeout (here 1 second).
   k.create("lone", pod_of("team-a", 1).label("gpuq.io/pod-group", "pair").annotate("gpuq.io/pod-group-size", "2")
                        .annotate("gpuq.io/pod-group-timeout", "1"));
-  REQUIRE(eventually([&] { return k.unschedulable("lone").find("has 1 of its 2 pods") != std::string::npos; }));
+  REQUIRE(eventually([&] {
+    for (const auto& e : k.api.list("events", "default"))
+      if (str_at(e, {"reason"}) == "PodGroupIncomplete" && str_at(e, {"involvedObject", "name"}) == "lone") return true;
+    return false;
+  }));
+  CHECK(k.unschedulable("lone").find("has 1 of its 2 pods after 1s; none is placed until all exist") != std::string::npos);
   k.check_invariants();
 }
 
