@@ -151,13 +151,10 @@ Result<void> prepare_kubernetes(Config& config) {
   if (config.kubernetes.leader.identity.empty()) config.kubernetes.leader.identity = binder::k8s::default_identity();
   opt.user_agent = "gpuqd/" + config.kubernetes.leader.identity;  // who wrote what, in the server's log
   auto client = std::make_shared<binder::k8s::Client>(access.value(), opt);
-  auto checks = binder::k8s::required_access();
-  if (config.kubernetes.leader.enabled) {
-    const auto& l = config.kubernetes.leader;
-    checks.push_back({"get", "leases", "/apis/coordination.k8s.io/v1/namespaces/" + l.ns + "/leases/" + l.name});
-  }
-  if (auto r = binder::k8s::check_access(*client, checks); !r)
+  std::vector<std::string> warnings;
+  if (auto r = binder::k8s::check_access(*client, binder::k8s::required_access(config.kubernetes), &warnings); !r)
     return Error{"kubernetes: " + r.error(), r.code()};
+  for (const std::string& w : warnings) spdlog::warn("event=kubernetes_access_missing reason=\"{}\"", w);
   spdlog::info("event=kubernetes_binder server={} source=\"{}\" scheduler_name={}", access.value().server,
                access.value().source, config.kubernetes.scheduler_name);
   config.core.make_binder = [k = config.kubernetes, client](binder::Report report) -> std::unique_ptr<binder::Binder> {

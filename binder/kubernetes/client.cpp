@@ -490,12 +490,69 @@ void Client::stop_streams() {
   for (Connection* c : streams_) asio::post(c->ioc, [c] { c->close(); });
 }
 
-Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks) {
+namespace {
+
+std::string scope_of(const AccessCheck& c) {
+  std::string out = c.name.empty() ? "" : " named " + c.name;
+  return out + (c.ns.empty() ? " cluster-wide" : " in namespace " + c.ns);
+}
+
+// Whether the server allows the check (a SelfSubjectAccessReview): 1 yes, 0 no (with `why`),
+// -1 it cannot say (no such API: an old or a test server), and the answer when it failed.
+int review(Client& client, const AccessCheck& c, std::string& why, Response& answer) {
+  const auto slash = c.resource.find('/');
+  boost::json::object attrs{{"verb", c.verb},
+                            {"group", c.group},
+                            {"resource", c.resource.substr(0, slash)},
+                            {"namespace", c.ns}};
+  if (slash != std::string::npos) attrs["subresource"] = c.resource.substr(slash + 1);
+  if (!c.name.empty()) attrs["name"] = c.name;
+  const boost::json::object body{{"apiVersion", "authorization.k8s.io/v1"},
+                                 {"kind", "SelfSubjectAccessReview"},
+                                 {"spec", {{"resourceAttributes", attrs}}}};
+  answer = client.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", boost::json::serialize(body));
+  if (answer.status == 404) return -1;
+  if (!answer.ok()) return 0;
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(answer.body, ec);
+  const auto* status = !ec && v.is_object() ? v.get_object().if_contains("status") : nullptr;
+  if (status == nullptr || !status->is_object()) return 0;
+  const auto* allowed = status->get_object().if_contains("allowed");
+  if (allowed != nullptr && allowed->is_bool() && allowed->get_bool()) return 1;
+  if (const auto* r = status->get_object().if_contains("reason"); r != nullptr && r->is_string()) why = r->get_string();
+  return 0;
+}
+
+}  // namespace
+
+Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks, std::vector<std::string>* warnings) {
   const Access& a = client.access();
+  bool reviews = true;
   for (const AccessCheck& c : checks) {
-    const Response r = client.get(c.target);
-    if (r.ok() || r.status == 404) continue;  // allowed (a named object may not exist yet)
     const std::string what = c.verb + " " + c.resource;
+    Response r;
+    if (c.target.empty()) {
+      if (!reviews) continue;
+      std::string why;
+      const int allowed = review(client, c, why, r);
+      if (allowed == 1) continue;
+      if (allowed < 0) {
+        reviews = false;
+        continue;
+      }
+      if (r.ok()) {
+        const std::string message = "gpuqd may not " + what + scope_of(c) + (why.empty() ? "" : " (" + why + ")") +
+                                    "; grant it the roles in deploy/kubernetes/ (" + a.source + ")";
+        if (!c.required) {
+          if (warnings != nullptr) warnings->push_back(message + "; " + c.needed_for + " will fail");
+          continue;
+        }
+        return Error{message, ErrorCode::kFailedPrecondition};
+      }
+    } else {
+      r = client.get(c.target);
+      if (r.ok() || r.status == 404) continue;  // allowed (a named object may not exist yet)
+    }
     if (r.status == 0)
       return Error{"cannot reach the Kubernetes API server at " + a.server + " (" + a.source + ") to " + what + ": " +
                        r.body,

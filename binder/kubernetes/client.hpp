@@ -159,17 +159,40 @@ class Client {
   std::atomic<std::uint64_t> throttled_{0};
 };
 
-// What gpuqd must be allowed to do, checked once at start: each a verb and a resource as RBAC
-// names them ("list", "pods") and a GET that exercises it.
+// What gpuqd must be allowed to do, checked once at start: a verb and a resource as RBAC names
+// them ("list", "pods", "pods/binding") and either a GET that exercises it or, for what a GET
+// cannot try (writes, watches, one object by name), a SelfSubjectAccessReview, as `kubectl auth
+// can-i` asks.
 struct AccessCheck {
+  // A check by a GET.
+  AccessCheck(std::string verb, std::string resource, std::string target)
+      : verb(std::move(verb)), resource(std::move(resource)), target(std::move(target)) {}
+  // A check by a review.
+  static AccessCheck review(std::string verb, std::string resource, std::string group, std::string ns,
+                            std::string name = "") {
+    AccessCheck c(std::move(verb), std::move(resource), "");
+    c.group = std::move(group);
+    c.ns = std::move(ns);
+    c.name = std::move(name);
+    return c;
+  }
+
   std::string verb;
   std::string resource;
-  std::string target;  // e.g. "/api/v1/pods?limit=1"
+  std::string target;     // a GET, e.g. "/api/v1/pods?limit=1"; empty: asked with a review
+  std::string group;      // a review's API group ("" the core group)
+  std::string ns;         // a review's namespace ("": every namespace)
+  std::string name;       // a review's object name ("": any)
+  bool required = true;   // false: a refusal is a warning (only some feature needs it)
+  std::string needed_for;  // said with the warning
 };
 
 // Makes each check's request; the first failure becomes an error a person can act on: the server
 // cannot be reached (kUnavailable), refuses the credentials (401) or forbids the verb on the
-// resource (403), naming both (kFailedPrecondition).
-Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks);
+// resource (403, or a review that says no), naming both (kFailedPrecondition). A server without
+// the SelfSubjectAccessReview API (404) is not asked the reviews. A refused check that is not
+// required adds a line to `warnings` instead.
+Result<void> check_access(Client& client, const std::vector<AccessCheck>& checks,
+                          std::vector<std::string>* warnings = nullptr);
 
 }  // namespace gpuq::binder::k8s

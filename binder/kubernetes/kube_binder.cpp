@@ -44,10 +44,36 @@ KubernetesBinder::Counts KubernetesBinder::counts() const {
   return s_->counts;
 }
 
-std::vector<AccessCheck> required_access() {
-  return {{"list", "nodes", "/api/v1/nodes?limit=1"},
-          {"list", "namespaces", "/api/v1/namespaces?limit=1"},
-          {"list", "pods", "/api/v1/pods?limit=1"}};
+std::vector<AccessCheck> required_access(const KubernetesConfig& config) {
+  std::vector<AccessCheck> out{{"list", "nodes", "/api/v1/nodes?limit=1"},
+                               {"list", "namespaces", "/api/v1/namespaces?limit=1"},
+                               {"list", "pods", "/api/v1/pods?limit=1"}};
+  auto ask = [&out](const char* verb, const char* resource, const std::string& group, const std::string& ns,
+                    const std::string& name = "", const char* needed_for = "") {
+    AccessCheck c = AccessCheck::review(verb, resource, group, ns, name);
+    if (*needed_for != 0) c.required = false, c.needed_for = needed_for;
+    out.push_back(std::move(c));
+  };
+  for (const char* kind : {"nodes", "namespaces", "pods"}) ask("watch", kind, "", "");
+  // Where gpuqd writes to pods: every namespace, or the ones it places pods of.
+  const std::vector<std::string> where = config.namespaces.empty() ? std::vector<std::string>{""} : config.namespaces;
+  for (const std::string& ns : where) {
+    ask("create", "pods/binding", "", ns);
+    ask("create", "pods/eviction", "", ns);
+    ask("patch", "pods/status", "", ns);
+    ask("create", "events", "", ns);
+    ask("get", "pods", "", ns);
+    ask("patch", "pods", "", ns, "", "fractional GPUs (gpuq.io/gpu-milli: annotating a sharer with its GPU)");
+  }
+  ask("create", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
+  ask("delete", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
+  if (config.leader.enabled) {
+    const LeaderConfig& l = config.leader;
+    ask("create", "leases", "coordination.k8s.io", l.ns);
+    ask("get", "leases", "coordination.k8s.io", l.ns, l.name);
+    ask("update", "leases", "coordination.k8s.io", l.ns, l.name);
+  }
+  return out;
 }
 
 // Nodes first (a pod found bound at start needs its node), then namespaces (their default

@@ -81,7 +81,8 @@ class KubernetesBinder final : public Binder {
   std::unique_ptr<State> s_;
 };
 
-// The API calls gpuqd must be allowed (checked at start with check_access).
-std::vector<AccessCheck> required_access();
+// The API calls gpuqd makes with this configuration, which it must be allowed (checked at start
+// with check_access: lists by trying them, the rest with SelfSubjectAccessReviews).
+std::vector<AccessCheck> required_access(const KubernetesConfig& config);
 
 }  // namespace gpuq::binder::k8s

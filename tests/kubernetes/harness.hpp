@@ -119,6 +119,12 @@ class KubeCluster {
   void start(const std::string& queues, const std::string& extra = "", const std::string& state = "state.db") {
     gpuqd = launch(queues, extra, state);
   }
+  // gpuqd expected to refuse to start: its exit status and what it said on stderr.
+  std::pair<int, std::string> start_refused(const std::string& queues, const std::string& extra = "") {
+    GpuqdChild c = launch(queues, extra, "refused.db", /*must_start=*/false);
+    c.stop(SIGTERM);  // it listens after all: the test fails on the status below
+    return {c.exit_status, slurp(dir.path / "refused.err")};
+  }
   // Another gpuqd on the same API server (its own state file), for leader election.
   using Replica = GpuqdChild;
   Replica start_replica(const std::string& queues, const std::string& extra, const std::string& state) {
@@ -190,7 +196,7 @@ class KubeCluster {
     return "  reservationDeviceAnnotation: sim.gpuq.io/devices\n";
   }
 
-  GpuqdChild launch(const std::string& queues, const std::string& extra, const std::string& state) {
+  GpuqdChild launch(const std::string& queues, const std::string& extra, const std::string& state, bool must_start = true) {
     const std::string name = std::filesystem::path(state).stem().string();
     const auto config = dir.path / (name + ".yaml");
     std::ofstream(config) << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
@@ -201,7 +207,7 @@ class KubeCluster {
                           << queues;
     GpuqdChild c = start_gpuqd(GPUQD_PATH, {"--config", config.string(), "--state-file", (dir.path / state).string()},
                                dir.path / (name + ".out"), dir.path / (name + ".err"));
-    REQUIRE_MESSAGE(!c.address.empty(), slurp(dir.path / (name + ".err")));
+    if (must_start) REQUIRE_MESSAGE(!c.address.empty(), slurp(dir.path / (name + ".err")));
     return c;
   }
 

@@ -23,6 +23,7 @@ struct GpuqdChild {
   std::string tcp;      // its TCP address (anonymous callers there)
   int http_port = 0;
   double start_seconds = 0;  // from exec to the listening line
+  int exit_status = -1;      // when it ended before it listened: its exit code (-1: a signal)
 
   void stop(int sig) {
     if (pid <= 0) return;
@@ -82,6 +83,7 @@ inline GpuqdChild start_gpuqd(const std::string& binary, const std::vector<std::
     int status = 0;
     if (c.address.empty() && waitpid(c.pid, &status, WNOHANG) == c.pid) {
       c.pid = -1;
+      if (WIFEXITED(status)) c.exit_status = WEXITSTATUS(status);
       break;
     }
   }
