@@ -90,6 +90,8 @@ class ClusterApi {
 
   // The fake, for its faults; nullptr on the real cluster.
   virtual kubefake::Server* fake() { return nullptr; }
+  // The cluster admin's kubeconfig, for kubectl (the real cluster's; "" on the fake).
+  virtual std::string admin_kubeconfig() const { return {}; }
   // Where the cluster keeps its files (the real one's logs), for a failed test's report.
   virtual std::filesystem::path log_dir() const { return {}; }
 };

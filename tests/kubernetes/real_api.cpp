@@ -71,6 +71,7 @@ class RealApi final : public ClusterApi {
 
   std::string kind() const override { return "real"; }
   std::filesystem::path log_dir() const override { return dir_; }
+  std::string admin_kubeconfig() const override { return admin_kubeconfig_; }
 
   void write_kubeconfig(const std::string& path) override {
     std::filesystem::copy_file(gpuqd_kubeconfig_, path, std::filesystem::copy_options::overwrite_existing);

@@ -205,7 +205,7 @@ var fieldRefPattern = regexp.MustCompile(`^metadata\.(labels|annotations)\['(.+)
 // given as NVIDIA_VISIBLE_DEVICES (as the device plugin sets it), and the container's own
 // variables: values, and the downward API's fields.
 func (s *Sim) env(st *podState, pod *corev1.Pod, c corev1.Container) []string {
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + pod.Name, "HOME=/",
+	env := []string{"PATH=" + s.binDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + pod.Name, "HOME=/",
 		// The API server, as the kubelet names the kubernetes Service (here its loopback address).
 		"KUBERNETES_SERVICE_HOST=" + s.apiHost, "KUBERNETES_SERVICE_PORT=" + s.apiPort}
 	if len(st.devices) > 0 {

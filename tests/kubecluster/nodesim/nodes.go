@@ -14,6 +14,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,6 +152,17 @@ func (s *Sim) conditions(ready bool, now metav1.Time) []corev1.NodeCondition {
 		cond(corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 		readyCond,
 	}
+}
+
+// RuntimeClass makes the RuntimeClass `nvidia` (handler nvidia), as the NVIDIA GPU operator does
+// on a GPU cluster: pods that name it (fractional GPUs' sharers) are refused at admission
+// without it.
+func (s *Sim) RuntimeClass(ctx context.Context) error {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}
+	if _, err := s.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("runtime class nvidia: %w", err)
+	}
+	return nil
 }
 
 // AddNode registers a node and starts its heartbeats.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ type Sim struct {
 	logPort int
 	apiHost string
 	apiPort string
+	binDir  string // the simulated node's own commands (nvidia-smi), first on containers' PATH
 	done    chan struct{}
 	podIPs  atomic.Uint32
 
@@ -133,6 +135,9 @@ func (s *Sim) Run(ctx context.Context) error {
 	if err := s.serveLogs(ln); err != nil {
 		return err
 	}
+	if err := s.writeBin(); err != nil {
+		return err
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = "spec.nodeName!="
 	}))
@@ -171,8 +176,42 @@ func (s *Sim) Run(ctx context.Context) error {
 		for _, p := range pods {
 			p.abandon()
 		}
+		if s.binDir != "" {
+			_ = os.RemoveAll(s.binDir)
+		}
 	}()
 	return nil
+}
+
+// nvidiaSMI is `nvidia-smi` on a simulated node: the GPUs the simulated device plugin gave the
+// container (NVIDIA_VISIBLE_DEVICES), as `nvidia-smi -L` lists them; without any, its "No
+// devices were found" and exit status 6.
+const nvidiaSMI = `#!/bin/sh
+# nvidia-smi of a kube-cluster simulated node (tests/kubecluster/nodesim): it knows only the GPUs
+# the simulated device plugin gave this container.
+i=0
+for d in $(echo "${NVIDIA_VISIBLE_DEVICES:-}" | tr ',' ' '); do
+  echo "GPU $i: kube-cluster simulated GPU (UUID: $d)"
+  i=$((i + 1))
+done
+if [ "$i" -eq 0 ]; then
+  echo "No devices were found"
+  exit 6
+fi
+`
+
+// writeBin makes the folder of the node's own commands, readable by the account containers run
+// as.
+func (s *Sim) writeBin() error {
+	dir, err := os.MkdirTemp("", "kube-cluster-bin-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	s.binDir = dir
+	return os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(nvidiaSMI), 0o755)
 }
 
 func (s *Sim) work(ctx context.Context) bool {

@@ -143,6 +143,9 @@ func up(args []string) error {
 	if err := sim.Run(ctx); err != nil {
 		return err
 	}
+	if err := sim.RuntimeClass(ctx); err != nil {
+		return err
+	}
 	for i := 0; i < *nodes; i++ {
 		if err := sim.AddNode(ctx, nodesim.NodeSpec{Name: fmt.Sprintf("%s%d", *prefix, i), GPUs: *gpus, CPU: *cpu, Memory: *memory}); err != nil {
 			return err
