@@ -82,6 +82,7 @@ void KubernetesBinder::start() {
   State* s = s_.get();
   s->pool = std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(std::max(1, s->config.bind_concurrency)));
   s->write_limit = std::make_unique<InFlightLimit>(s->config.bind_concurrency);
+  s->event_pool = std::make_unique<boost::asio::thread_pool>(kEventWriters);
   struct Kind {
     const char* path;
     void (State::*handle)(EventType, const json::object&);
@@ -156,6 +157,10 @@ void KubernetesBinder::halt() {
   if (s->pool) {
     s->pool->stop();  // writes not started are dropped (a restart recovers them); timers too
     s->pool->join();
+  }
+  if (s->event_pool) {
+    s->event_pool->stop();
+    s->event_pool->join();
   }
 }
 

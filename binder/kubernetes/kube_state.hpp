@@ -20,6 +20,9 @@
 
 namespace gpuq::binder::k8s {
 
+inline constexpr int kEventWriters = 2;
+inline constexpr int kMaxQueuedEvents = 1000;
+
 // A pod gpuq does not place, bound to a node: what it takes there.
 struct ForeignPod {
   std::string node;
@@ -115,6 +118,12 @@ struct KubernetesBinder::State {
   std::vector<std::thread> watchers;  // one per reflector
   std::unique_ptr<boost::asio::thread_pool> pool;
   std::unique_ptr<InFlightLimit> write_limit;  // the pool's writes in flight, as the server lets them
+  // Events go on a lane of their own (kEventWriters threads), so that under a busy API server
+  // they do not take bindings' places; at most kMaxQueuedEvents wait, more are dropped (and
+  // counted, /metrics: kubernetes_errors_total{kind="event_dropped"}), as client-go's event
+  // broadcaster drops them when its queue is full.
+  std::unique_ptr<boost::asio::thread_pool> event_pool;
+  std::atomic<int> events_queued{0};
   std::atomic<bool> halted{false};
   std::atomic<bool> leading{true};  // false while a standby (leader election)
   std::unique_ptr<LeaderElector> elector;

@@ -326,8 +326,15 @@ void KubernetesBinder::State::post_event(const PodInfo& pod, const std::string& 
                   {"firstTimestamp", now_rfc3339()},
                   {"lastTimestamp", now_rfc3339()},
                   {"count", 1}};
-  write([this, ns = pod.ns, body = json::serialize(ev)] {
+  if (!event_pool || halted || !leading) return;
+  if (events_queued.fetch_add(1) >= kMaxQueuedEvents) {
+    events_queued.fetch_sub(1);
+    (*errors)("event_dropped");
+    return;
+  }
+  boost::asio::post(*event_pool, [this, ns = pod.ns, body = json::serialize(ev)] {
     Response r = client->request("POST", "/api/v1/namespaces/" + ns + "/events", body, "application/json", Retry::kUnsafe);
+    events_queued.fetch_sub(1);
     if (!r.ok()) spdlog::debug("event=kubernetes_event_failed error=\"{}\"", describe(r));
   });
 }

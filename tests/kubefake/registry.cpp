@@ -205,13 +205,52 @@ DeleteOptions parse_delete_options(std::string_view body, std::string_view grace
   return o;
 }
 
+// The Priority admission plugin: a pod's spec.priority (and preemptionPolicy) come from its
+// priorityClassName (the two built-in system classes, or a PriorityClass), else from the class
+// marked globalDefault, else 0; a pod that gives a priority of its own that differs is refused,
+// and so is one naming a class that does not exist.
+void admit_priority(Store::Txn& txn, json::object& pod) {
+  json::object& spec = child(pod, "spec");
+  std::string name = string_at(spec, {"priorityClassName"});
+  std::int64_t value = 0;
+  std::string policy = "PreemptLowerPriority";
+  const GroupResource pods{"", "pods"};
+  const std::string pod_name = string_at(pod, {"metadata", "name"});
+  if (name == "system-node-critical" || name == "system-cluster-critical") {
+    value = name == "system-node-critical" ? 2000001000 : 2000000000;
+  } else if (!name.empty()) {
+    ObjectPtr pc = txn.get("priorityclasses", {"", name});
+    if (!pc) throw admission_forbidden(pods, pod_name, "no PriorityClass with name " + name + " was found");
+    value = int_at(*pc, {"value"}, 0);
+    if (std::string p = string_at(*pc, {"preemptionPolicy"}); !p.empty()) policy = p;
+  } else {
+    for (const ObjectPtr& pc : txn.list("priorityclasses", ""))
+      if (const json::value* d = value_at(*pc, {"globalDefault"}); d != nullptr && d->is_bool() && d->get_bool()) {
+        name = string_at(*pc, {"metadata", "name"});
+        value = int_at(*pc, {"value"}, 0);
+        if (std::string p = string_at(*pc, {"preemptionPolicy"}); !p.empty()) policy = p;
+      }
+  }
+  if (const json::value* given = spec.if_contains("priority"); given != nullptr && given->is_int64() && given->get_int64() != value)
+    throw admission_forbidden(pods, pod_name,
+                              "the integer value of priority (" + std::to_string(given->get_int64()) +
+                                  ") must not be provided in pod spec; priority admission controller computed " +
+                                  std::to_string(value) + " from the given PriorityClass name");
+  if (!name.empty()) spec["priorityClassName"] = name;
+  spec["priority"] = value;
+  spec["preemptionPolicy"] = policy;
+}
+
 ObjectPtr create_object(Store::Txn& txn, const ResourceType& type, const std::string& ns,
                         json::object object) {
   check_type(type, object);
   prepare_metadata(txn, type, ns, object);
   ObjectKey key = key_of(object);
   if (txn.get(type.name, key)) throw already_exists(type.group_resource(), key.name);
-  if (type.name == "pods") prepare_pod_create(object);
+  if (type.name == "pods") {
+    admit_priority(txn, object);
+    prepare_pod_create(object);
+  }
   if (type.name == "namespaces") prepare_namespace(object);
   if (type.name == "poddisruptionbudgets") object["status"] = empty_budget_status();
   return txn.put(type.name, ordered(std::move(object)));

@@ -17,6 +17,7 @@ const std::vector<ResourceType>& table() {
       {"configmaps", "configmap", "ConfigMap", "", "v1", true, false, {"cm"}},
       {"bindings", "binding", "Binding", "", "v1", true, false, {}},
       {"leases", "lease", "Lease", "coordination.k8s.io", "v1", true, false, {}},
+      {"priorityclasses", "priorityclass", "PriorityClass", "scheduling.k8s.io", "v1", false, false, {"pc"}},
       {"poddisruptionbudgets",
        "poddisruptionbudget",
        "PodDisruptionBudget",

@@ -109,6 +109,11 @@ ApiError forbidden(std::string_view user, std::string_view verb, const GroupReso
   return make(403, "Forbidden", message, details_of({gr.group, resource}, name));
 }
 
+ApiError admission_forbidden(const GroupResource& gr, std::string_view name, std::string_view why) {
+  return make(403, "Forbidden", gr.qualified() + " " + quoted(name) + " is forbidden: " + std::string(why),
+              details_of(gr, name));
+}
+
 ApiError too_many_requests(std::string message, int retry_after) {
   json::object d;
   if (retry_after > 0) d["retryAfterSeconds"] = retry_after;

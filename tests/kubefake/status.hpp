@@ -43,6 +43,8 @@ ApiError unprocessable(std::string server_message);  // 422 from a patch that ca
 ApiError unauthorized();
 ApiError forbidden(std::string_view user, std::string_view verb, const GroupResource& gr,
                    std::string_view subresource, std::string_view ns, std::string_view name);
+// An admission plugin's refusal: `kind "name" is forbidden: why`.
+ApiError admission_forbidden(const GroupResource& gr, std::string_view name, std::string_view why);
 ApiError too_many_requests(std::string message, int retry_after);
 ApiError expired(std::string message);  // 410 Expired
 ApiError method_not_allowed();

@@ -217,3 +217,45 @@ TEST_CASE("nodeSelector, required node affinity and tolerations decide where a p
   CHECK_FALSE(k.bound("untolerated"));
   k.check_invariants();
 }
+
+TEST_CASE("priority comes from PriorityClasses: a high-priority pod preempts a lower one of its queue, and goes first") {
+  KubeCluster k(1, 8);
+  for (const auto& [name, value] : {std::pair{"low", 100}, std::pair{"high", 1000}})
+    k.api.create("priorityclasses", "",
+                 gpuq::test::json::object{{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"},
+                                          {"metadata", {{"name", name}}}, {"value", value}});
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
+          "    preemption: {withinQueue: LowerPriority}\n");
+  k.create("low-0", pod_of("team-a", 8).with("priorityClassName", "low"));
+  REQUIRE(eventually([&] { return k.bound("low-0"); }));
+  CHECK(k.api.get("pods", "default", "low-0")->at("spec").at("priority").to_number<int>() == 100);  // the admission plugin's
+  k.create("low-1", pod_of("team-a", 4).with("priorityClassName", "low"));
+  k.create("high-0", pod_of("team-a", 4).with("priorityClassName", "high"));
+  // high-0 takes low-0's GPUs through the Eviction API; low-1, older but lower, keeps waiting.
+  REQUIRE(eventually([&] { return k.bound("high-0"); }));
+  CHECK_FALSE(k.exists("low-0"));
+  bool preempted = false;
+  for (const auto& e : k.api.list("events", "default"))
+    preempted |= str_at(e, {"reason"}) == "Preempted" && str_at(e, {"involvedObject", "name"}) == "low-0";
+  CHECK(preempted);
+  REQUIRE(eventually([&] { return k.bound("low-1"); }));  // the other 4 GPUs
+  // A priority given in the pod without its class is refused at admission, as the API server's
+  // Priority plugin refuses it.
+  CHECK_THROWS_AS(k.create("sneaky", pod_of("team-a", 1).with("priority", 1000000)), ApiError);
+  k.check_invariants();
+}
+
+TEST_CASE("init containers count at their peak: a pod whose init container needs 6 GPUs goes where 6 are free") {
+  KubeCluster k(2, 8);
+  k.create("other", pod_of("", 4).by("default-scheduler").on("node-0"));
+  k.start("  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n");
+  gpuq::test::json::array init{gpuq::test::json::object{
+      {"name", "fetch"}, {"image", "busybox"},
+      {"resources", {{"requests", {{"nvidia.com/gpu", "6"}}}, {"limits", {{"nvidia.com/gpu", "6"}}}}}}};
+  k.create("staged", pod_of("team-a", 2).with("initContainers", init));
+  REQUIRE(eventually([&] { return k.bound("staged"); }));
+  CHECK(k.node_of("staged") == "node-1");  // node-0 has 4 free: enough for the 2, not for the 6
+  REQUIRE(eventually([&] { return str_at(*k.api.get("pods", "default", "staged"), {"status", "phase"}) == "Running"; }));
+  CHECK(k.gpuq("ls -o json").find("\"gpu\": \"6\"") != std::string::npos);
+  k.check_invariants();
+}

@@ -49,6 +49,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "kube-cluster:", err)
 			os.Exit(128)
 		}
+	case "bench":
+		if err := benchMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kube-cluster bench:", err)
+			os.Exit(1)
+		}
 	case "up":
 		if err := up(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "kube-cluster:", err)
@@ -60,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kube-cluster up [flags] (kube-cluster up -h lists them)")
+	fmt.Fprintln(os.Stderr, "usage: kube-cluster up [flags] | kube-cluster bench bind [flags] (-h lists them)")
 	os.Exit(2)
 }
 
