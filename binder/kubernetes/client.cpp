@@ -397,7 +397,6 @@ Response Client::request(std::string_view method, const std::string& target, con
     r.attempts = attempt;
     // A 429 of a PodDisruptionBudget is an answer, not a throttle: the caller decides.
     const bool budget = r.status == 429 && !disruption_budget_cause(r).empty();
-    if (r.status == 429 && !budget) ++throttled_;
     if (limit != nullptr) limit->release(r.status == 429 && !budget);
     const bool transient = r.status == 0 || (r.status == 429 && !budget) || r.status >= 500;
     const bool may_repeat = retry == Retry::kSafe || r.status == 429 || (r.status == 0 && !sent);

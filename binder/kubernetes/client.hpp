@@ -128,9 +128,6 @@ class Client {
                   std::chrono::milliseconds idle, const std::atomic<bool>* cancelled = nullptr);
   // Ends every open stream (from any thread); new ones may start afterwards.
   void stop_streams();
-  // How many answers so far were the API server throttling (429 without a disruption budget's
-  // cause).
-  std::uint64_t throttled() const { return throttled_.load(); }
 
  private:
   struct Connection;
@@ -156,7 +153,6 @@ class Client {
   std::vector<Connection*> streams_;
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
-  std::atomic<std::uint64_t> throttled_{0};
 };
 
 // What gpuqd must be allowed to do, checked once at start: a verb and a resource as RBAC names

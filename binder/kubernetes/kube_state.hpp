@@ -120,7 +120,7 @@ struct KubernetesBinder::State {
   std::unique_ptr<InFlightLimit> write_limit;  // the pool's writes in flight, as the server lets them
   // Events go on a lane of their own (kEventWriters threads), so that under a busy API server
   // they do not take bindings' places; at most kMaxQueuedEvents wait, more are dropped (and
-  // counted, /metrics: kubernetes_errors_total{kind="event_dropped"}), as client-go's event
+  // counted, /metrics: gpuq_binder_errors_total{kind="event_dropped"}), as client-go's event
   // broadcaster drops them when its queue is full.
   std::unique_ptr<boost::asio::thread_pool> event_pool;
   std::atomic<int> events_queued{0};

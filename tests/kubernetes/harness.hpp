@@ -92,7 +92,8 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::seconds l
 
 // Keeps the ends of the *.out and *.err files in `dir` (a gpuqd's logs) until the current test
 // case ends, and prints them to stderr if it failed (a doctest listener in harness.cpp).
-void keep_logs_for_failure(const std::filesystem::path& dir);
+// `also`: more files of `dir` to keep (the real control plane's controller manager log).
+void keep_logs_for_failure(const std::filesystem::path& dir, const std::vector<std::string>& also = {});
 
 class KubeCluster {
  public:
@@ -109,9 +110,11 @@ class KubeCluster {
   // gpuqd's logs (every replica's) are kept until the test case ends and printed if it failed:
   // the temporary directory that holds them goes with the cluster.
   ~KubeCluster() {
+    // What gpuqd made of it all, for a failed test's report.
+    if (gpuqd.pid > 0) std::ofstream(dir.path / "gpuq-at-the-end.out") << gpuq("nodes") << gpuq("ls -a -o wide");
     gpuqd.stop(SIGTERM);
     keep_logs_for_failure(dir.path);
-    if (!api.log_dir().empty()) keep_logs_for_failure(api.log_dir());
+    if (!api.log_dir().empty()) keep_logs_for_failure(api.log_dir(), {"kube-controller-manager.log"});
   }
 
   // Starts gpuqd with `queues` (YAML, the config's queues: list) and `extra` keys of its

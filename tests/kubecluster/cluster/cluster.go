@@ -61,8 +61,8 @@ type Options struct {
 	// NoScheduler leaves kube-scheduler out; NoControllerManager leaves the controllers out.
 	NoScheduler, NoControllerManager bool
 	// NodeMonitorGracePeriod is how long the node lifecycle controller waits for a node's
-	// heartbeat before it marks the node NotReady (Unknown); 0: 8 s (kube-controller-manager's
-	// own default is 50 s; tests shorten it).
+	// heartbeat before it marks the node NotReady (Unknown); 0: 15 s (kube-controller-manager's
+	// own default is 50 s; tests shorten it, with the nodes' Leases renewed every 2 s).
 	NodeMonitorGracePeriod time.Duration
 	// AuditUsers: whose requests the audit log records (Metadata level); nil: every user but
 	// the API server itself and the node simulator.
@@ -111,7 +111,7 @@ func (o *Options) defaults() {
 		o.Controllers = DefaultControllers
 	}
 	if o.NodeMonitorGracePeriod == 0 {
-		o.NodeMonitorGracePeriod = 8 * time.Second
+		o.NodeMonitorGracePeriod = 15 * time.Second
 	}
 	if o.GpuqdServiceAccount == "" {
 		o.GpuqdServiceAccount = "gpuq-system/gpuq"

@@ -95,7 +95,7 @@ func up(args []string) error {
 	execUser := fs.String("exec-user", "nobody", "the account containers' commands run as, when kube-cluster runs as root")
 	startDelay := fs.Duration("start-delay", 0, "from a pod's admission on its node to Running")
 	leaseRenew := fs.Duration("lease-renew", 2*time.Second, "how often each node renews its Lease")
-	grace := fs.Duration("node-monitor-grace-period", 8*time.Second, "how long without a heartbeat before a node is NotReady")
+	grace := fs.Duration("node-monitor-grace-period", 15*time.Second, "how long without a heartbeat before a node is NotReady")
 	noScheduler := fs.Bool("no-scheduler", false, "leave kube-scheduler out")
 	var auditUsers multiFlag
 	fs.Var(&auditUsers, "audit-user", "record only this user's requests in the audit log (repeatable; default: all but the API server's and the nodes')")
