@@ -118,6 +118,31 @@ class Order {
   Later later_{own_};
 };
 
+// Candidates from a list (the victim order with one place's candidates moved first), with the
+// same next() and drop() as Order: without `with_others`, only the jobs stopping and the
+// preemptor's own queue; drop() passes over the rest of the last candidate's queue where its run
+// was ordered (its other candidates after it), which here means nothing more than skipping the
+// candidate (minimal() skips those whose queue no longer borrows one by one).
+class ListOrder {
+ public:
+  ListOrder(const std::vector<Candidate>& list, std::uint32_t own, bool with_others)
+      : list_(list), own_(own), with_others_(with_others) {}
+  std::optional<Candidate> next() {
+    while (next_ < list_.size()) {
+      const Candidate& c = list_[next_++];
+      if (with_others_ || c.preempting || c.queue == own_) return c;
+    }
+    return std::nullopt;
+  }
+  void drop() {}
+
+ private:
+  const std::vector<Candidate>& list_;
+  std::uint32_t own_;
+  bool with_others_;
+  std::size_t next_ = 0;
+};
+
 // A run over a list already in the within-queue victim order.
 class VectorRun final : public Run {
  public:
@@ -147,19 +172,13 @@ class Search {
                      [](const Buffer& a, const Buffer& b) { return a.queue() < b.queue(); });
   }
 
+  // Kueue's classic preemption, in the victim order; where that finds nothing and the preemptor
+  // needs room on nodes, the same again with one place's candidates first, place by place.
   std::vector<Target> classic() {
-    bool others = false;
-    for (Buffer& b : buffers_)
-      if (b.queue() != p_.queue && b.at(0) != nullptr) others = true;
-    if (!others) return minimal(false, true, std::nullopt, false);
-    if (auto bound = borrow_bound(p_))
-      return minimal(true, true, bound, /*drop_at_bound=*/!p_.under_nominal);
-    // Without borrowing, the preemptor must end within its nominal, and only its own queue's
-    // jobs lower its usage: with none of them to take, a search that would end above it is not
-    // run (it would take and give back every other queue's candidate, one by one, for nothing).
-    if (p_.under_nominal && (p_.within_nominal_after || own_has_candidates()))
-      if (auto t = minimal(true, false, std::nullopt, false); !t.empty()) return t;
-    return minimal(false, true, std::nullopt, false);
+    if (auto t = classic_with([&](bool with_others) { return Order(stopping_, buffers_, p_.queue, with_others); });
+        !t.empty())
+      return t;
+    return classic_by_place();
   }
 
   // Kueue's fairPreemptions (README.md, "Fair-sharing mode"). borrowWithinCohort does not
@@ -232,6 +251,66 @@ class Search {
 
   bool from_other_queue(const Candidate& c) const { return c.queue != p_.queue && !c.preempting; }
 
+  // The classic search's attempts, each over the candidates make(with_others) gives.
+  template <class Make>
+  std::vector<Target> classic_with(Make make) {
+    bool others = false;
+    for (Buffer& b : buffers_)
+      if (b.queue() != p_.queue && b.at(0) != nullptr) others = true;
+    if (!others) {
+      auto order = make(false);
+      return minimal(order, true, std::nullopt, false);
+    }
+    if (auto bound = borrow_bound(p_)) {
+      auto order = make(true);
+      return minimal(order, true, bound, /*drop_at_bound=*/!p_.under_nominal);
+    }
+    // Without borrowing, the preemptor must end within its nominal, and only its own queue's
+    // jobs lower its usage: with none of them to take, a search that would end above it is not
+    // run (it would take and give back every other queue's candidate, one by one, for nothing).
+    if (p_.under_nominal && (p_.within_nominal_after || own_has_candidates())) {
+      auto order = make(true);
+      if (auto t = minimal(order, false, std::nullopt, false); !t.empty()) return t;
+    }
+    auto order = make(false);
+    return minimal(order, true, std::nullopt, false);
+  }
+
+  // Taken in the victim order, the candidates the quota lets go may free room on different
+  // nodes and none on the node the preemptor needs (team-a borrows a node and a half: its last
+  // two jobs admitted run on two nodes, and once they are taken it borrows no more). So, place
+  // by place in the order the candidates first name them, the search runs again with that
+  // place's candidates first, each group still in the victim order. The first that fits wins;
+  // at most kPlaces places and kCandidates candidates are tried (the search is deterministic,
+  // and a failed one is not repeated while nothing changes: the engine keeps its answer).
+  std::vector<Target> classic_by_place() {
+    constexpr std::size_t kCandidates = 256, kPlaces = 16;
+    std::vector<Candidate> all;
+    {
+      Order order(stopping_, buffers_, p_.queue, true);
+      while (all.size() < kCandidates)
+        if (auto c = order.next()) all.push_back(*c);
+        else break;
+    }
+    std::vector<std::uint32_t> places;
+    std::vector<std::vector<std::uint32_t>> where(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      where[i] = world_.places(all[i]);
+      for (std::uint32_t pl : where[i])
+        if (places.size() < kPlaces && std::find(places.begin(), places.end(), pl) == places.end()) places.push_back(pl);
+    }
+    if (places.size() < 2) return {};  // one place: the same order as the first search
+    for (std::uint32_t pl : places) {
+      std::vector<Candidate> first, rest;
+      for (std::size_t i = 0; i < all.size(); ++i)
+        (std::find(where[i].begin(), where[i].end(), pl) != where[i].end() ? first : rest).push_back(all[i]);
+      first.insert(first.end(), rest.begin(), rest.end());
+      if (auto t = classic_with([&](bool with_others) { return ListOrder(first, p_.queue, with_others); }); !t.empty())
+        return t;
+    }
+    return {};
+  }
+
   bool own_has_candidates() {
     for (Buffer& b : buffers_)
       if (b.queue() == p_.queue) return b.at(0) != nullptr;
@@ -280,13 +359,14 @@ class Search {
     return std::move(targets_);
   }
 
-  // Kueue's minimalPreemptions: take in order until the preemptor fits, then give back. Without
-  // `with_others`, only the jobs stopping and the preemptor's own queue. With `drop_at_bound`,
-  // other queues' jobs at or above the borrowWithinCohort bound are not candidates.
-  std::vector<Target> minimal(bool with_others, bool allow_borrowing,
-                              std::optional<std::int64_t> bound, bool drop_at_bound) {
+  // Kueue's minimalPreemptions: take in the source's order (Order: the victim order; without
+  // `with_others`, only the jobs stopping and the preemptor's own queue) until the preemptor
+  // fits, then give back. With `drop_at_bound`, other queues' jobs at or above the
+  // borrowWithinCohort bound are not candidates.
+  template <class Source>
+  std::vector<Target> minimal(Source& order, bool allow_borrowing, std::optional<std::int64_t> bound,
+                              bool drop_at_bound) {
     targets_.clear();
-    Order order(stopping_, buffers_, p_.queue, with_others);
     bool fits = false;
     while (auto c = order.next()) {
       PreemptReason reason = PreemptReason::kInQueue;

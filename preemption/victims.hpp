@@ -64,6 +64,11 @@ class World {
   virtual drf::Share share(std::uint32_t queue) const = 0;
   virtual drf::Share preemptor_share() const = 0;
   virtual drf::Share share_without(const Candidate& c) const = 0;
+  // Where the candidate runs (the nodes it holds room on, as numbers), when the preemptor needs
+  // room on nodes and not only quota; empty otherwise. The classic search uses it when taking
+  // candidates in the victim order cannot make the preemptor fit (the victims quota allows free
+  // room on different nodes): it tries again with the candidates of one place first.
+  virtual std::vector<std::uint32_t> places(const Candidate&) const { return {}; }
 
  protected:
   ~World() = default;

@@ -56,6 +56,16 @@ class Engine::VictimWorld final : public preemption::World {
 
   bool borrowing(std::uint32_t q) const override { return e_.borrowing_on(q, f_, need_); }
 
+  // The nodes a candidate holds room on, where placement matters (not in quota-only mode).
+  std::vector<std::uint32_t> places(const preemption::Candidate& c) const override {
+    std::vector<std::uint32_t> out;
+    if (e_.config_.quota_only) return out;
+    for (const PodSlot& s : e_.jobs_[c.job].slots)
+      if (std::find(out.begin(), out.end(), static_cast<std::uint32_t>(s.node)) == out.end())
+        out.push_back(static_cast<std::uint32_t>(s.node));
+    return out;
+  }
+
   bool borrowing_any(std::uint32_t q) const override {
     return e_.quota_.queue(q).unlimited ? e_.queues_[q].usage_all_flavors != ResourceVec{}
                                         : e_.quota_.borrowing_any(q);

@@ -220,3 +220,40 @@ TEST_CASE("a kept failure is tried again once room is freed") {
   REQUIRE(e.observe(JobFinished{JobId("first"), 0, {}}, 3).ok());
   CHECK(admitted_ids(e.schedule(3)) == std::vector<std::string>{"second"});
 }
+
+TEST_CASE("a reclaim whose victims in the victim order free room on different nodes takes them from one node") {
+  // team-a and team-b lend each other their nominal 8 (two 8-GPU nodes). team-a borrows team-b's
+  // 8 with four 4-GPU jobs: a-0 (the oldest) and a-1 on n0, a-2 and a-3 on n1. b-0 wants one
+  // node's 8 GPUs back. In the victim order (newest first, then by name) quota lets go of two
+  // jobs on different nodes (after two, team-a borrows no more): the search tries again with
+  // one node's jobs first, and takes a-2 and a-3, or a-0 and a-1, not something that frees
+  // 4 + 4 GPUs on two nodes. The first attempt's failure is not kept as the answer.
+  Engine e;
+  for (const char* n : {"team-a", "team-b"}) {
+    QueueSpec q = queue(n, "all", "h100", {{kGpu, gpus(8)}});
+    q.preemption.reclaim_within_cohort = ReclaimPolicy::kAny;
+    REQUIRE(e.apply_queue(q).ok());
+  }
+  REQUIRE(e.upsert_node(node("n0", "h100", res(gpus(8))), 0).ok());
+  REQUIRE(e.upsert_node(node("n1", "h100", res(gpus(8))), 0).ok());
+  std::map<std::string, std::string> node_of;
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = "a-" + std::to_string(i);
+    const Time t = i == 0 ? 99 : 100;
+    REQUIRE(e.submit(job(id, "team-a", res(gpus(4)), 1, 0), t).ok());
+    REQUIRE(admitted_ids(e.schedule(t)).size() == 1);
+    REQUIRE(e.observe(JobStarted{JobId(id)}, t).ok());
+    node_of[id] = e.cluster().node(e.job(JobId(id))->slots.at(0).node).name;
+  }
+  REQUIRE(node_of["a-0"] == node_of["a-1"]);
+  REQUIRE(node_of["a-2"] == node_of["a-3"]);
+  REQUIRE(node_of["a-0"] != node_of["a-2"]);
+  REQUIRE(e.submit(job("b-0", "team-b", res(gpus(8)), 1, 0), 101).ok());
+  const auto ds = e.schedule(101);
+  const std::vector<std::string> victims = preempted_ids(ds);
+  REQUIRE(victims.size() == 2);
+  const std::string first = victims[0].substr(0, 3), second = victims[1].substr(0, 3);
+  CHECK(node_of[first] == node_of[second]);
+  CHECK(victims[0].find("Reclaim") != std::string::npos);
+  CHECK(e.job(JobId("b-0"))->reserved);
+}
