@@ -115,11 +115,11 @@ func (c *Cluster) writeFiles() error {
 }
 
 // auditPolicy records every request at the Metadata level (who, what, the answer's code), once
-// it is answered, for the users asked for or, by default, for everybody but the API server's
+// it is answered (a watch also once it has started: it may be open when the log is read), for the users asked for or, by default, for everybody but the API server's
 // own loopback client and the node simulator.
 func (c *Cluster) auditPolicy() string {
 	var b strings.Builder
-	b.WriteString("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n")
+	b.WriteString("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n")
 	if c.opts.AuditUsers != nil {
 		b.WriteString("  - level: Metadata\n    users: [")
 		for i, u := range c.opts.AuditUsers {

@@ -215,8 +215,9 @@ type Request struct {
 var methodOf = map[string]string{"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT",
 	"patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETE"}
 
-// ReadAudit reads the audit log's ResponseComplete events (a watch's comes when it ends, so
-// watches are not among them), optionally only those of one user.
+// ReadAudit reads the audit log's requests, optionally only those of one user, each once where
+// it first appears: its ResponseComplete event, or for a watch still open (whose ResponseComplete
+// comes when it ends) its ResponseStarted one, replaced by the other when that has come too.
 func ReadAudit(path, user string) ([]Request, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -224,10 +225,12 @@ func ReadAudit(path, user string) ([]Request, error) {
 	}
 	defer f.Close()
 	var out []Request
+	at := map[string]int{} // auditID -> its place in out
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e struct {
+			AuditID    string `json:"auditID"`
 			Stage      string `json:"stage"`
 			Verb       string `json:"verb"`
 			RequestURI string `json:"requestURI"`
@@ -246,17 +249,25 @@ func ReadAudit(path, user string) ([]Request, error) {
 				Code int `json:"code"`
 			} `json:"responseStatus"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || (e.Stage != "ResponseComplete" && e.Stage != "ResponseStarted") {
 			continue
 		}
 		if user != "" && e.User.Username != user {
 			continue
 		}
 		path, query, _ := strings.Cut(e.RequestURI, "?")
-		out = append(out, Request{Verb: e.Verb, Method: methodOf[e.Verb], Path: path, Query: query,
+		r := Request{Verb: e.Verb, Method: methodOf[e.Verb], Path: path, Query: query,
 			User: e.User.Username, UserAgent: e.UserAgent, Code: e.ResponseStatus.Code,
 			Resource: e.ObjectRef.Resource, Subresource: e.ObjectRef.Subresource,
-			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, At: e.StageTimestamp})
+			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, At: e.StageTimestamp}
+		if i, seen := at[e.AuditID]; seen {
+			if e.Stage == "ResponseComplete" {
+				out[i] = r
+			}
+			continue
+		}
+		at[e.AuditID] = len(out)
+		out = append(out, r)
 	}
 	return out, sc.Err()
 }
