@@ -27,6 +27,7 @@ struct ApiRequest {
   std::string user_agent;
   std::string user;
   int status = 0;
+  std::string message;  // a refusal's message (the real API server's audit log); empty on the fake
 };
 
 struct ApiResponse {

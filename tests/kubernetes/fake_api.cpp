@@ -47,7 +47,7 @@ class FakeApi final : public ClusterApi {
   std::vector<ApiRequest> requests() override {
     std::vector<ApiRequest> out;
     for (const kubefake::Request& r : server_.requests())
-      out.push_back({r.method, r.path, r.query, r.user_agent, r.user, r.status});
+      out.push_back({r.method, r.path, r.query, r.user_agent, r.user, r.status, {}});
     return out;
   }
   std::string control(const std::string& method, const std::string& target, const std::string&) override {

@@ -149,7 +149,8 @@ class RealApi final : public ClusterApi {
     for (const json::value& v : log.as_array()) {
       const json::object& o = v.as_object();
       auto s = [&](const char* k) { return std::string(o.at(k).as_string()); };
-      out.push_back({s("method"), s("path"), s("query"), s("userAgent"), s("user"), static_cast<int>(o.at("code").as_int64())});
+      out.push_back({s("method"), s("path"), s("query"), s("userAgent"), s("user"), static_cast<int>(o.at("code").as_int64()),
+                     s("message")});
     }
     return out;
   }

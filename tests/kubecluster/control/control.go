@@ -205,6 +205,7 @@ type Request struct {
 	User        string `json:"user"`
 	UserAgent   string `json:"userAgent"`
 	Code        int    `json:"code"`
+	Message     string `json:"message"` // a refusal's message (empty on success)
 	Resource    string `json:"resource"`
 	Subresource string `json:"subresource"`
 	Namespace   string `json:"namespace"`
@@ -246,7 +247,8 @@ func ReadAudit(path, user string) ([]Request, error) {
 				Name        string `json:"name"`
 			} `json:"objectRef"`
 			ResponseStatus struct {
-				Code int `json:"code"`
+				Code    int    `json:"code"`
+				Message string `json:"message"`
 			} `json:"responseStatus"`
 		}
 		if json.Unmarshal(sc.Bytes(), &e) != nil || (e.Stage != "ResponseComplete" && e.Stage != "ResponseStarted") {
@@ -257,7 +259,7 @@ func ReadAudit(path, user string) ([]Request, error) {
 		}
 		path, query, _ := strings.Cut(e.RequestURI, "?")
 		r := Request{Verb: e.Verb, Method: methodOf[e.Verb], Path: path, Query: query,
-			User: e.User.Username, UserAgent: e.UserAgent, Code: e.ResponseStatus.Code,
+			User: e.User.Username, UserAgent: e.UserAgent, Code: e.ResponseStatus.Code, Message: e.ResponseStatus.Message,
 			Resource: e.ObjectRef.Resource, Subresource: e.ObjectRef.Subresource,
 			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, At: e.StageTimestamp}
 		if i, seen := at[e.AuditID]; seen {
