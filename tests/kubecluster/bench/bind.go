@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,11 +363,16 @@ queues:
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
+	return startGpuqdWith(dir, o.Gpuqd, path)
+}
+
+// startGpuqdWith starts gpuqd with a configuration file, its state file and output in dir.
+func startGpuqdWith(dir, binary, config string) (*gpuqdProc, error) {
 	out, err := os.Create(filepath.Join(dir, "gpuqd.out"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.Gpuqd, "--config", path, "--state-file", filepath.Join(dir, "gpuqd.db"))
+	cmd := exec.Command(binary, "--config", config, "--state-file", filepath.Join(dir, "gpuqd.db"))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -471,12 +477,9 @@ func countRequests(log, binder string) (map[string]int, int, int) {
 		return by, 0, 0
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.User.Username != binder {
-			continue
+	forEachAudit(f, func(e *auditEvent) {
+		if e.Stage != "ResponseComplete" || e.User.Username != binder {
+			return
 		}
 		kind := e.Verb + " " + e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {
@@ -487,8 +490,20 @@ func countRequests(log, binder string) (map[string]int, int, int) {
 		if e.ResponseStatus.Code == 429 {
 			throttled++
 		}
-	}
+	})
 	return by, total, throttled
+}
+
+// forEachAudit calls fn with each event of an audit log (JSON lines) from where r is.
+func forEachAudit(r io.Reader, fn func(*auditEvent)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			fn(&e)
+		}
+	}
 }
 
 // usage: a process's CPU seconds (user and system) and peak resident memory (VmHWM), in MiB.

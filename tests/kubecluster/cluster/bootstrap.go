@@ -137,12 +137,27 @@ func (c *Cluster) writeGpuqdKubeconfig(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tokenFile := filepath.Join(c.opts.Dir, "gpuqd.token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		return err
+	c.GpuqdKubeconfig, err = c.writeTokenKubeconfig("gpuqd", token)
+	return err
+}
+
+// ServiceAccountKubeconfig writes NAME.kubeconfig in the cluster's folder: a service account's
+// token from the TokenRequest API (valid 48 hours), read from a file as a pod reads its own.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, ns, sa, name string) (string, error) {
+	token, err := c.Token(ctx, ns, sa, 48*time.Hour)
+	if err != nil {
+		return "", err
 	}
-	c.GpuqdKubeconfig = filepath.Join(c.opts.Dir, "gpuqd.kubeconfig")
-	return c.writeKubeconfig(c.GpuqdKubeconfig, "gpuqd", &clientcmdapi.AuthInfo{TokenFile: tokenFile})
+	return c.writeTokenKubeconfig(name, token)
+}
+
+func (c *Cluster) writeTokenKubeconfig(name, token string) (string, error) {
+	tokenFile := filepath.Join(c.opts.Dir, name+".token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.opts.Dir, name+".kubeconfig")
+	return path, c.writeKubeconfig(path, name, &clientcmdapi.AuthInfo{TokenFile: tokenFile})
 }
 
 // Token of a service account from the TokenRequest API.

@@ -78,6 +78,11 @@ type Options struct {
 	Fsync bool
 	// APIServerArgs are added to kube-apiserver's flags (a later flag wins).
 	APIServerArgs []string
+	// ControllerManagerArgs are added to kube-controller-manager's flags (e.g. its client's
+	// --kube-api-qps, 20 by default, which paces the Job controller's pod creation).
+	ControllerManagerArgs []string
+	// SchedulerArgs are added to kube-scheduler's flags (e.g. --kube-api-qps, 50 by default).
+	SchedulerArgs []string
 	// Logf reports progress; nil: silent.
 	Logf func(format string, args ...any)
 }
@@ -97,6 +102,9 @@ type Cluster struct {
 	AdminConfig *rest.Config
 	Admin       kubernetes.Interface
 	AuditLog    string
+	// WebhookCert and WebhookKey: a serving certificate for 127.0.0.1 from the cluster's CA
+	// (CAFile), for an admission webhook served on loopback (Kueue's, in the benches).
+	WebhookCert, WebhookKey string
 
 	etcd  *embed.Etcd
 	procs map[string]*process

@@ -79,6 +79,7 @@ func (c *Cluster) writeFiles() error {
 		{"controller-manager", "system:kube-controller-manager", nil, nil},
 		{"scheduler", "system:kube-scheduler", nil, nil},
 		{"nodes", NodesUser, []string{"system:masters"}, nil},
+		{"webhook", "kube-cluster-webhook", nil, []string{"127.0.0.1", "localhost"}},
 	}
 	for _, s := range certs {
 		pair, err := ca.issue(s.cn, s.orgs, s.hosts)
@@ -100,6 +101,8 @@ func (c *Cluster) writeFiles() error {
 			if err := c.writeKubeconfig(filepath.Join(dir, s.file+".kubeconfig"), s.cn, &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile}); err != nil {
 				return err
 			}
+		case "webhook":
+			c.WebhookCert, c.WebhookKey = certFile, keyFile
 		case "nodes":
 			c.NodesConfig = &rest.Config{Host: c.APIURL, TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile, CertFile: certFile, KeyFile: keyFile}, QPS: 2000, Burst: 4000, UserAgent: "kube-cluster-nodes"}
 		}
@@ -181,7 +184,7 @@ func (c *Cluster) apiServerArgs(port int) []string {
 }
 
 func (c *Cluster) controllerManagerArgs() []string {
-	return []string{
+	args := []string{
 		"--kubeconfig=" + c.file("controller-manager.kubeconfig"),
 		"--authentication-kubeconfig=" + c.file("controller-manager.kubeconfig"),
 		"--authorization-kubeconfig=" + c.file("controller-manager.kubeconfig"),
@@ -197,10 +200,11 @@ func (c *Cluster) controllerManagerArgs() []string {
 		"--profiling=false",
 		"--v=1",
 	}
+	return append(args, c.opts.ControllerManagerArgs...)
 }
 
 func (c *Cluster) schedulerArgs() []string {
-	return []string{
+	args := []string{
 		"--kubeconfig=" + c.file("scheduler.kubeconfig"),
 		"--authentication-kubeconfig=" + c.file("scheduler.kubeconfig"),
 		"--authorization-kubeconfig=" + c.file("scheduler.kubeconfig"),
@@ -210,4 +214,5 @@ func (c *Cluster) schedulerArgs() []string {
 		"--profiling=false",
 		"--v=1",
 	}
+	return append(args, c.opts.SchedulerArgs...)
 }
