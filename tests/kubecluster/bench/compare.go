@@ -204,13 +204,14 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	defer tick.Stop()
 	last := time.Now()
 	created := false
+	var createdAt time.Time
 	for {
 		select {
 		case err := <-createErr:
 			if err != nil {
 				return nil, err
 			}
-			created = true
+			created, createdAt = true, time.Now()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case now := <-tick.C:
@@ -222,7 +223,7 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 			res.Finished = true
 			break
 		}
-		if elapsed >= w.Limit {
+		if elapsed >= w.Limit || (created && w.Patience > 0 && time.Since(createdAt) >= w.Patience) {
 			res.Finished = w.Until == nil
 			break
 		}
@@ -261,30 +262,41 @@ func waitServiceAccounts(ctx context.Context, client kubernetes.Interface, qs []
 	return nil
 }
 
-// protect: a PodDisruptionBudget allowing no disruption over each queue's protected Jobs' pods.
+// protect: a PodDisruptionBudget allowing no disruption over each queue's protected Jobs' pods
+// (minAvailable: all of them; a maxUnavailable budget needs its pods' controller to have a
+// scale subresource, which Jobs have not).
 func protect(ctx context.Context, client kubernetes.Interface, w Workload) error {
-	done := map[string]bool{}
+	pods := map[string]int{}
+	var queues []string
 	for _, j := range w.Jobs {
-		if !j.Protected || done[j.Queue] {
-			continue
+		if j.Protected {
+			if pods[j.Queue] == 0 {
+				queues = append(queues, j.Queue)
+			}
+			pods[j.Queue] += j.Pods
 		}
-		done[j.Queue] = true
-		zero := intstr.FromInt32(0)
-		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: j.Queue},
-			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+	}
+	for _, q := range queues {
+		all := intstr.FromInt32(int32(pods[q]))
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: q},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &all,
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench.gpuq.io/protected": "true"}}}}
-		if _, err := client.PolicyV1().PodDisruptionBudgets(j.Queue).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		if _, err := client.PolicyV1().PodDisruptionBudgets(q).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// jobGrace: the pods' termination grace period, seconds (a stopped pod's GPUs are free after it).
+const jobGrace = 5
+
 // jobFor: the same Job for every system; only the labels, an annotation and schedulerName differ.
 func jobFor(j JobSpec, system string) *batchv1.Job {
 	gpus := resource.MustParse(strconv.Itoa(j.GPUsPerPod))
 	n := int32(j.Pods)
 	backoff := int32(1000) // an evicted pod is made again, whatever the count
+	grace := int64(jobGrace)
 	labels := map[string]string{}
 	annotations := map[string]string{nodesim.RunSecondsAnnotation: strconv.FormatFloat(j.RunSeconds, 'f', -1, 64)}
 	jobLabels := map[string]string{}
@@ -310,8 +322,9 @@ func jobFor(j JobSpec, system string) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec: corev1.PodSpec{
-					SchedulerName: scheduler,
-					RestartPolicy: corev1.RestartPolicyNever,
+					SchedulerName:                 scheduler,
+					TerminationGracePeriodSeconds: &grace,
+					RestartPolicy:                 corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "main", Image: "busybox",
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), "nvidia.com/gpu": gpus},
@@ -342,8 +355,20 @@ func createJobs(ctx context.Context, client kubernetes.Interface, w Workload, sy
 			}
 		}()
 	}
+	var condition time.Time // when the AfterRunning condition held
 	for _, j := range w.Jobs {
-		if d := time.Until(start.Add(j.At)); d > 0 {
+		at := start.Add(j.At)
+		if j.AfterRunning > 0 {
+			for condition.IsZero() && ctx.Err() == nil {
+				if obs.RunningPods() >= j.AfterRunning {
+					condition = time.Now()
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			at = condition.Add(j.At)
+		}
+		if d := time.Until(at); d > 0 {
 			select {
 			case <-ctx.Done():
 			case <-time.After(d):
@@ -366,17 +391,29 @@ func summarize(res *RunResult, obs *Observer, w Workload, start time.Time) {
 	res.JobsDone = obs.JobsDone()
 	obs.mu.Lock()
 	created := obs.created
+	if w.Measure == "done" && res.Finished {
+		var last time.Time
+		for _, at := range obs.jobDone {
+			if at.After(last) {
+				last = at
+			}
+		}
+		res.Seconds = last.Sub(start).Seconds()
+	}
 	res.Samples = obs.samples
 	res.PartialGPUSeconds = obs.partialGPUSeconds
 	obs.mu.Unlock()
 	var lat []float64
-	var firstBound, lastBound time.Time
+	var firstBound, lastBound, lastRunning time.Time
 	bound := 0
 	for _, r := range recs {
 		res.Pods++
 		if !r.running.IsZero() {
 			res.Running++
 			lat = append(lat, r.running.Sub(created[r.job]).Seconds())
+			if r.running.After(lastRunning) {
+				lastRunning = r.running
+			}
 		}
 		if !r.bound.IsZero() {
 			bound++
@@ -393,6 +430,9 @@ func summarize(res *RunResult, obs *Observer, w Workload, start time.Time) {
 				res.EvictedProtected++
 			}
 		}
+	}
+	if w.Measure == "running" && res.Finished {
+		res.Seconds = lastRunning.Sub(start).Seconds()
 	}
 	if len(lat) > 0 {
 		sort.Float64s(lat)
@@ -420,12 +460,11 @@ func summarize(res *RunResult, obs *Observer, w Workload, start time.Time) {
 		res.ReturnSeconds = returnTime(res.Samples, w)
 	}
 	if w.Lender != "" {
-		var lendStart time.Duration = -1
-		var lastRun time.Time
+		var lendStart, lastRun time.Time
 		n := 0
 		for _, j := range w.Jobs {
-			if j.Queue == w.Lender && (lendStart < 0 || j.At < lendStart) {
-				lendStart = j.At
+			if at, ok := created[j.Name]; ok && j.Queue == w.Lender && (lendStart.IsZero() || at.Before(lendStart)) {
+				lendStart = at
 			}
 		}
 		for _, r := range recs {
@@ -437,7 +476,7 @@ func summarize(res *RunResult, obs *Observer, w Workload, start time.Time) {
 			}
 		}
 		if n > 0 && res.Finished {
-			res.LenderSeconds = lastRun.Sub(start.Add(lendStart)).Seconds()
+			res.LenderSeconds = lastRun.Sub(lendStart).Seconds()
 		} else {
 			res.LenderSeconds = -1
 		}

@@ -43,16 +43,17 @@ type Observer struct {
 	specs             map[string]JobSpec // by Job name
 	mu                sync.Mutex
 	pods              map[string]*podRecord // by namespace/name
-	jobDone           map[string]bool
-	jobRun            map[string]bool // Jobs not suspended (admitted by Kueue, or never suspended)
+	jobDone           map[string]time.Time  // when each Job was first seen complete (or failed)
+	jobRun            map[string]bool       // Jobs not suspended (admitted by Kueue, or never suspended)
 	created           map[string]time.Time
 	samples           []Sample
 	partialGPUSeconds float64
+	partialPrev       map[string]bool
 }
 
 func newObserver(ctx context.Context, client kubernetes.Interface, w Workload, start time.Time) (*Observer, error) {
 	o := &Observer{start: start, queues: w.Queues, specs: map[string]JobSpec{}, pods: map[string]*podRecord{},
-		jobDone: map[string]bool{}, jobRun: map[string]bool{}, created: map[string]time.Time{}}
+		jobDone: map[string]time.Time{}, jobRun: map[string]bool{}, created: map[string]time.Time{}}
 	for _, j := range w.Jobs {
 		o.specs[j.Name] = j
 	}
@@ -95,7 +96,9 @@ func (o *Observer) job(j *batchv1.Job) {
 	defer o.mu.Unlock()
 	for _, c := range j.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			o.jobDone[j.Name] = true
+			if _, seen := o.jobDone[j.Name]; !seen {
+				o.jobDone[j.Name] = time.Now()
+			}
 		}
 	}
 	o.jobRun[j.Name] = j.Spec.Suspend == nil || !*j.Spec.Suspend
@@ -172,9 +175,13 @@ func (o *Observer) sample(dt float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := Sample{At: time.Since(o.start).Seconds(), Held: map[string]int{}, Demand: map[string]int{}}
-	bound := map[string]int{}   // by Job: pods bound and unfinished
-	present := map[string]int{} // by Job: pods unfinished
+	bound := map[string]int{}     // by Job: pods bound and unfinished
+	present := map[string]int{}   // by Job: pods unfinished
+	succeeded := map[string]int{} // by Job: pods that ran to their end
 	for _, r := range o.pods {
+		if r.succeeded {
+			succeeded[r.job]++
+		}
 		if !r.ended.IsZero() {
 			continue
 		}
@@ -188,19 +195,30 @@ func (o *Observer) sample(dt float64) {
 	// Jobs created and not done whose pods do not all exist (suspended by Kueue, or the Job
 	// controller has not made them yet) wait for the rest.
 	for name, spec := range o.specs {
-		if _, ok := o.created[name]; !ok || o.jobDone[name] {
+		if _, done := o.jobDone[name]; done {
+			continue
+		}
+		if _, ok := o.created[name]; !ok {
 			continue
 		}
 		if missing := spec.Pods - present[name]; missing > 0 {
 			s.Demand[spec.Queue] += missing * spec.GPUsPerPod
 		}
 	}
+	// A gang is partly bound when some of its pods hold GPUs while others wait (not those that
+	// have run to their end), at this sample and the one before (not a gang caught in the
+	// 100 ms its bindings take).
+	partial := map[string]bool{}
 	for job, b := range bound {
-		if spec := o.specs[job]; spec.Pods > 1 && b < spec.Pods {
-			s.Partial++
-			s.PartialGPUs += b * spec.GPUsPerPod
+		if spec := o.specs[job]; spec.Pods > 1 && b+succeeded[job] < spec.Pods {
+			partial[job] = true
+			if o.partialPrev[job] {
+				s.Partial++
+				s.PartialGPUs += b * spec.GPUsPerPod
+			}
 		}
 	}
+	o.partialPrev = partial
 	o.partialGPUSeconds += float64(s.PartialGPUs) * dt
 	s.Fair = fairShares(o.queues, s.Demand, totalNominal(o.queues))
 	o.samples = append(o.samples, s)

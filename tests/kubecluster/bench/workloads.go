@@ -29,6 +29,9 @@ type JobSpec struct {
 	GPUsPerPod int
 	RunSeconds float64
 	Protected  bool // covered by a PodDisruptionBudget that allows no disruption
+	// AfterRunning: the Job is created once this many of the workload's pods run (At after
+	// that), not At after the start.
+	AfterRunning int
 }
 
 // Workload is what the comparison runs through each system, on a fresh control plane.
@@ -40,6 +43,11 @@ type Workload struct {
 	// Until: the run ends once this holds (checked every sample) or after Limit.
 	Until func(*Observer) bool
 	Limit time.Duration
+	// Patience: when set, the run ends at most this long after the last Job was created.
+	Patience time.Duration
+	// Measure: what the run's time is, once Until holds: "running" (until the last pod ran) or
+	// "done" (until the last Job was done); else the time Until was seen to hold.
+	Measure string
 	// Steady: the periods (from the workload's start) over which the fairness numbers are taken.
 	Steady [][2]time.Duration
 	// Reclaim: the lender's Jobs (a queue name): time until they all run.
@@ -71,6 +79,7 @@ func Throughput(s Sizes) Workload {
 		w.Jobs = append(w.Jobs, JobSpec{Name: fmt.Sprintf("t-%05d", i), Queue: fmt.Sprintf("team-%d", i%4), Pods: 1, GPUsPerPod: 1, RunSeconds: 3600})
 	}
 	w.Until = func(o *Observer) bool { return o.RunningPods() >= jobs }
+	w.Measure = "running"
 	return w
 }
 
@@ -138,7 +147,7 @@ func ReadPhilly(path string, median float64) ([]TraceJob, error) {
 // asks for nothing more, and once its backlog has run the others share what it leaves. The
 // fair share at each moment is the weighted max-min share of the queues' demands (what each
 // runs and waits for).
-func Fairness(s Sizes, trace []TraceJob, weights []int, wave time.Duration) Workload {
+func Fairness(trace []TraceJob, weights []int, wave time.Duration) Workload {
 	name := "fairness"
 	if weights[0] != weights[3] {
 		name = "fairness-weighted"
@@ -149,7 +158,7 @@ func Fairness(s Sizes, trace []TraceJob, weights []int, wave time.Duration) Work
 	// times what the whole cluster can run in that time; half of it at `from`, the rest
 	// arriving evenly (by work) until `to`.
 	add := func(q int, from, to time.Duration) {
-		need := 1.5 * 256 * (to - from).Seconds() * s.Scale
+		need := 1.5 * 256 * (to - from).Seconds()
 		for sum := 0.0; sum < need; {
 			tj := trace[next%len(trace)]
 			next++
@@ -186,15 +195,16 @@ func Gangs(s Sizes, run float64) Workload {
 		}
 	}
 	w.Until = func(o *Observer) bool { return o.JobsDone() >= len(w.Jobs) }
+	w.Measure = "done"
 	return w
 }
 
 // Reclaim: 4 queues of nominal 64 on 32 nodes; team-1..3 borrow all of team-0's quota (256
 // one-GPU Jobs that run longer than the run, half of team-1's and team-2's covered by a
-// PodDisruptionBudget that allows no disruption); once they all run, team-0 submits 64
-// one-GPU Jobs.
+// PodDisruptionBudget that allows no disruption); `settle` after they all run, team-0 submits
+// 64 one-GPU Jobs.
 func Reclaim(s Sizes, settle time.Duration) Workload {
-	w := Workload{Name: "reclaim", Nodes: 32, Queues: fourQueues(64, []int{1, 1, 1, 1}), Limit: settle + 5*time.Minute, Lender: "team-0"}
+	w := Workload{Name: "reclaim", Nodes: 32, Queues: fourQueues(64, []int{1, 1, 1, 1}), Limit: 10 * time.Minute, Patience: 2 * time.Minute, Lender: "team-0"}
 	for i := 0; i < 256; i++ {
 		q := 1 + i%3
 		w.Jobs = append(w.Jobs, JobSpec{Name: fmt.Sprintf("b%d-%03d", q, i), Queue: fmt.Sprintf("team-%d", q), Pods: 1, GPUsPerPod: 1,
@@ -202,7 +212,7 @@ func Reclaim(s Sizes, settle time.Duration) Workload {
 	}
 	lend := s.n(64)
 	for i := 0; i < lend; i++ {
-		w.Jobs = append(w.Jobs, JobSpec{Name: fmt.Sprintf("l0-%03d", i), Queue: "team-0", At: settle, Pods: 1, GPUsPerPod: 1, RunSeconds: 7200})
+		w.Jobs = append(w.Jobs, JobSpec{Name: fmt.Sprintf("l0-%03d", i), Queue: "team-0", At: settle, AfterRunning: 256, Pods: 1, GPUsPerPod: 1, RunSeconds: 7200})
 	}
 	w.Until = func(o *Observer) bool { return o.RunningIn("team-0") >= lend }
 	return w

@@ -120,7 +120,7 @@ func compareMain(args []string) error {
 			if name == "fairness-weighted" {
 				weights = []int{1, 2, 3, 4}
 			}
-			wls = append(wls, bench.Fairness(sizes, philly, weights, *wave))
+			wls = append(wls, bench.Fairness(philly, weights, *wave))
 		case "gangs":
 			wls = append(wls, bench.Gangs(sizes, *gangRun))
 		case "reclaim":
