@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -84,7 +85,7 @@ func compareMain(args []string) error {
 	trace := fs.String("trace", "bench/data/gavel-philly/6214e9.trace", "the Gavel/Philly trace the fairness workloads draw jobs from")
 	systems := fs.String("systems", "kube-scheduler,kueue,gpuq", "the systems, in the order they run")
 	workloads := fs.String("workloads", "throughput,fairness,fairness-weighted,gangs,reclaim", "the workloads")
-	scale := fs.Float64("scale", 1, "job counts x this (throughput's nodes follow; 1: the sizes of bench/README.md)")
+	scaleFlag := fs.String("scale", "1", "job counts x this (throughput's nodes follow; 1: the sizes of bench/README.md); or per workload, e.g. throughput=0.1,gangs=0.25 (others 1)")
 	wave := fs.Duration("wave", 2*time.Minute, "the fairness workloads' wave length")
 	medianRun := fs.Float64("median-run", 40, "the fairness workloads' median job run time, seconds")
 	gangRun := fs.Float64("gang-run", 20, "the gangs workload's run time of every job, seconds")
@@ -103,13 +104,22 @@ func compareMain(args []string) error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	sizes := bench.Sizes{Scale: *scale}
+	scales, err := parseScales(*scaleFlag)
+	if err != nil {
+		return err
+	}
+	sizesOf := func(w string) bench.Sizes {
+		if v, ok := scales[w]; ok {
+			return bench.Sizes{Scale: v}
+		}
+		return bench.Sizes{Scale: scales[""]}
+	}
 	var philly []bench.TraceJob
 	var wls []bench.Workload
 	for _, name := range strings.Split(*workloads, ",") {
 		switch name {
 		case "throughput":
-			wls = append(wls, bench.Throughput(sizes))
+			wls = append(wls, bench.Throughput(sizesOf(name)))
 		case "fairness", "fairness-weighted":
 			if philly == nil {
 				if philly, err = bench.ReadPhilly(*trace, *medianRun); err != nil {
@@ -122,9 +132,9 @@ func compareMain(args []string) error {
 			}
 			wls = append(wls, bench.Fairness(philly, weights, *wave))
 		case "gangs":
-			wls = append(wls, bench.Gangs(sizes, *gangRun))
+			wls = append(wls, bench.Gangs(sizesOf(name), *gangRun))
 		case "reclaim":
-			wls = append(wls, bench.Reclaim(sizes, *settle))
+			wls = append(wls, bench.Reclaim(sizesOf(name), *settle))
 		default:
 			return fmt.Errorf("--workloads: unknown workload %q (throughput, fairness, fairness-weighted, gangs, reclaim)", name)
 		}
@@ -166,4 +176,21 @@ func compareMain(args []string) error {
 	bench.Report(f, "gpuq, kube-scheduler and Kueue on one real control plane", meta, results)
 	fmt.Printf("\nwrote %s and %s\n", filepath.Join(*out, "results.json"), filepath.Join(*out, "report.html"))
 	return nil
+}
+
+// parseScales reads --scale: one number for every workload, or workload=number pairs.
+func parseScales(v string) (map[string]float64, error) {
+	out := map[string]float64{"": 1}
+	for _, part := range strings.Split(v, ",") {
+		name, num, named := strings.Cut(part, "=")
+		if !named {
+			name, num = "", part
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || f <= 0 || f > 10 {
+			return nil, fmt.Errorf("--scale: %q is not a number in (0, 10] (one for all workloads, or workload=number pairs)", part)
+		}
+		out[name] = f
+	}
+	return out, nil
 }
