@@ -141,7 +141,7 @@ func ReadPhilly(path string, median float64) ([]TraceJob, error) {
 	return out, nil
 }
 
-// Fairness: 4 queues of nominal 64 on 32 nodes (256 GPUs), jobs of 1-8 GPUs drawn in turn from
+// Fairness: 4 queues on 32 nodes (256 GPUs), nominal 64 each or in the weights' ratio, jobs of 1-8 GPUs drawn in turn from
 // the trace. Wave 1: team-0 and team-1 ask for more than the whole cluster; wave 2 (at `wave`):
 // team-2 and team-3 join, and the borrowed GPUs must come back; wave 3 (at 2 x wave): team-0
 // asks for nothing more, and once its backlog has run the others share what it leaves. The
@@ -152,7 +152,17 @@ func Fairness(trace []TraceJob, weights []int, wave time.Duration) Workload {
 	if weights[0] != weights[3] {
 		name = "fairness-weighted"
 	}
-	w := Workload{Name: name, Nodes: 32, Queues: fourQueues(64, weights), Limit: 3*wave + 30*time.Second}
+	// Nominal quotas in the weights' ratio (256 GPUs in all), the fair-sharing weights the same:
+	// a queue's guaranteed share and its share of what others leave agree.
+	total := 0
+	for _, x := range weights {
+		total += x
+	}
+	qs := fourQueues(64, weights)
+	for i := range qs {
+		qs[i].Nominal = 256 * weights[i] / total
+	}
+	w := Workload{Name: name, Nodes: 32, Queues: qs, Limit: 3*wave + 30*time.Second}
 	next := 0
 	// A queue asking from `from` to `to`: jobs from the trace, in turn, until its work is 1.5
 	// times what the whole cluster can run in that time; half of it at `from`, the rest
