@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +43,6 @@ type Observer struct {
 	mu                sync.Mutex
 	pods              map[string]*podRecord // by namespace/name
 	jobDone           map[string]time.Time  // when each Job was first seen complete (or failed)
-	jobRun            map[string]bool       // Jobs not suspended (admitted by Kueue, or never suspended)
 	created           map[string]time.Time
 	samples           []Sample
 	partialGPUSeconds float64
@@ -53,7 +51,7 @@ type Observer struct {
 
 func newObserver(ctx context.Context, client kubernetes.Interface, w Workload, start time.Time) (*Observer, error) {
 	o := &Observer{start: start, queues: w.Queues, specs: map[string]JobSpec{}, pods: map[string]*podRecord{},
-		jobDone: map[string]time.Time{}, jobRun: map[string]bool{}, created: map[string]time.Time{}}
+		jobDone: map[string]time.Time{}, created: map[string]time.Time{}}
 	for _, j := range w.Jobs {
 		o.specs[j.Name] = j
 	}
@@ -101,7 +99,6 @@ func (o *Observer) job(j *batchv1.Job) {
 			}
 		}
 	}
-	o.jobRun[j.Name] = j.Spec.Suspend == nil || !*j.Spec.Suspend
 }
 
 func (o *Observer) pod(p *corev1.Pod, deleted bool) {
@@ -286,5 +283,3 @@ func (o *Observer) records() []podRecord {
 	}
 	return out
 }
-
-func isQueueNamespace(ns string) bool { return strings.HasPrefix(ns, "team-") }

@@ -49,7 +49,7 @@ func MetricsFor(workload string) []Metric {
 	case workload == "gangs":
 		return append([]Metric{
 			{"time until every Job has run", "s", true, func(r *RunResult) float64 { return r.Seconds }},
-			{"Jobs done (of all)", "", false, func(r *RunResult) float64 { return float64(countDone(r)) }},
+			{"Jobs done (of all)", "", false, func(r *RunResult) float64 { return float64(r.JobsDone) }},
 			{"partly bound gangs (most at once)", "", true, func(r *RunResult) float64 { return float64(r.PartialGangsMax) }},
 			{"GPU-seconds held by partly bound gangs", "GPU-s", true, func(r *RunResult) float64 { return r.PartialGPUSeconds }},
 		}, common...)
@@ -69,9 +69,6 @@ func at(v []float64, i int) float64 {
 	}
 	return math.NaN()
 }
-
-// countDone: Jobs done, from the last sample's view (kept in Running for gangs: every pod that ran).
-func countDone(r *RunResult) int { return r.JobsDone }
 
 // Table writes one workload's results as a plain-text table with the ratios gpuq/peer.
 func Table(w io.Writer, workload string, results []*RunResult) {
