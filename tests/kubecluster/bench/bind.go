@@ -93,25 +93,13 @@ func Bind(parent context.Context, o BindOptions) (*BindResult, error) {
 	}
 	// The node lifecycle controller's grace and the kubelets' Lease renewals at Kubernetes'
 	// defaults (50 s, 10 s).
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Self: o.Self, ManifestFiles: manifests,
-		AuditUsers: []string{gpuqdUser, schedulerUser, "kubernetes-admin"}, NodeMonitorGracePeriod: 50 * time.Second})
+	c, err := startWithNodes(ctx, cluster.Options{Dir: dir, Self: o.Self, ManifestFiles: manifests,
+		AuditUsers: []string{gpuqdUser, schedulerUser, "kubernetes-admin"}, NodeMonitorGracePeriod: 50 * time.Second},
+		o.Nodes, o.GPUsPerNode)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Stop()
-	sim, err := nodesim.New(c.NodesConfig, nodesim.Options{LeaseRenew: 10 * time.Second, LogDir: filepath.Join(dir, "pods")})
-	if err != nil {
-		return nil, err
-	}
-	if err := sim.Run(ctx); err != nil {
-		return nil, err
-	}
-	if err := addNodes(ctx, sim, o); err != nil {
-		return nil, err
-	}
-	if err := waitSchedulable(ctx, c.Admin, o.Nodes); err != nil {
-		return nil, err
-	}
 	if o.Config == "tuned" {
 		if err := c.Apply(ctx, writeTuning(dir)); err != nil {
 			return nil, err
@@ -208,6 +196,35 @@ func Bind(parent context.Context, o BindOptions) (*BindResult, error) {
 		res.RequestsPerPod = float64(res.Requests) / float64(res.Bound)
 	}
 	return res, nil
+}
+
+// startWithNodes starts a control plane and the node simulator (its goroutines end with ctx)
+// with `nodes` nodes of `gpus` GPUs, and returns once every node is schedulable; on an error
+// the control plane is stopped.
+func startWithNodes(ctx context.Context, opts cluster.Options, nodes, gpus int) (_ *cluster.Cluster, err error) {
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	sim, err := nodesim.New(c.NodesConfig, nodesim.Options{LeaseRenew: 10 * time.Second, LogDir: filepath.Join(opts.Dir, "pods")})
+	if err != nil {
+		return nil, err
+	}
+	if err = sim.Run(ctx); err != nil {
+		return nil, err
+	}
+	if err = addNodes(ctx, sim, BindOptions{Nodes: nodes, GPUsPerNode: gpus}); err != nil {
+		return nil, err
+	}
+	if err = waitSchedulable(ctx, c.Admin, nodes); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func addNodes(ctx context.Context, sim *nodesim.Sim, o BindOptions) error {

@@ -123,24 +123,11 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	if (system == KubeScheduler || system == Kueue) && o.ClientQPS > 0 {
 		copts.SchedulerArgs = []string{fmt.Sprintf("--kube-api-qps=%d", o.ClientQPS), fmt.Sprintf("--kube-api-burst=%d", 2*o.ClientQPS)}
 	}
-	c, err := cluster.Start(ctx, copts)
+	c, err := startWithNodes(ctx, copts, w.Nodes, 8)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Stop()
-	sim, err := nodesim.New(c.NodesConfig, nodesim.Options{LeaseRenew: 10 * time.Second, LogDir: filepath.Join(dir, "pods")})
-	if err != nil {
-		return nil, err
-	}
-	if err := sim.Run(ctx); err != nil {
-		return nil, err
-	}
-	if err := addNodes(ctx, sim, BindOptions{Nodes: w.Nodes, GPUsPerNode: 8}); err != nil {
-		return nil, err
-	}
-	if err := waitSchedulable(ctx, c.Admin, w.Nodes); err != nil {
-		return nil, err
-	}
 	for _, q := range w.Queues {
 		if _, err := c.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, err

@@ -129,8 +129,8 @@ func (o *Options) defaults() {
 	}
 }
 
-// freePort asks the kernel for a loopback port nobody listens on.
-func freePort() (int, error) {
+// FreePort asks the kernel for a loopback port nobody listens on.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -17,11 +17,11 @@ import (
 
 // startEtcd runs etcd in this process on two free loopback ports, its data in Dir/etcd.
 func (c *Cluster) startEtcd() error {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (c *Cluster) writeFiles() error {
 	if err := os.WriteFile(c.CAFile, ca.certPEM, 0o644); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

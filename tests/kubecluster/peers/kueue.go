@@ -141,11 +141,11 @@ func StartKueue(ctx context.Context, c *cluster.Cluster, o KueueOptions) (*Kueue
 	if err != nil {
 		return nil, err
 	}
-	webhookPort, err := freePort()
+	webhookPort, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	healthPort, err := freePort()
+	healthPort, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -500,15 +500,6 @@ func readDocs(path string) ([][]byte, error) {
 		}
 		out = append(out, b)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tailOf(b []byte, n int) string {
