@@ -175,7 +175,7 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     if (root.is_null()) return;
     Path at;
     spec::for_each_key(root, at,
-                       {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "topology", "fairSharing",
+                       {"grpc", "http", "stateFile", "binder", "local", "kubernetes", "placement", "nodeReservation", "topology", "fairSharing",
                         "priorityClasses", "maxRequestBytes", "usageCheckpointInterval", "estimateInterval", "notifications", "auditRetention", "jobRetention", "queues", "nodes",
                         "socket", "admins", "insecure", "tls", "prices", "currency"},
                        [&](std::string_view key, Node v) {

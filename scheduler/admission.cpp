@@ -196,6 +196,7 @@ std::vector<Decision> Engine::schedule(Time now) {
       history_.advance(q, queues_[q].usage_all_flavors, now);
     basis_ = history_basis();
   }
+  claim_repasses_ = 0;
   while (run_pass(now, out)) {
   }
   last_cycle_.admitted = static_cast<std::uint64_t>(std::count_if(
@@ -334,6 +335,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     // strategy: it is held by its owner's jobs, not by room, so another user's job may go (as
     // Slurm's QOS MaxJobsPerUser); StrictFIFO still keeps the order of those that may run.
     if (at_run_limit(jobs_[j])) {
+      drop_claim(j);  // held by its owner's jobs, not by room
       WaitReason& wait = jobs_[j].wait;
       wait = {};
       wait.cycle = cycle_;
@@ -360,6 +362,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
         }
       }
     }
+    const std::uint64_t dropped = claims_dropped_;
     if (outcome == AdmitOutcome::kAdmitted) {
       remove_pending(j);
       out.emplace_back(describe_admission(jobs_[j]));
@@ -370,6 +373,16 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     } else {
       failed_requests_.try_emplace(request, j);
       failed = true;
+      update_claim(j, outcome);
+    }
+    // A claim given up (its job admitted, booked, no longer owed, or moved) left nodes free that
+    // a job passed over before it in this pass may use.
+    // At most a few such passes a cycle, whatever happens (the claims settle within one).
+    if (claims_dropped_ != dropped && failed && !again && claim_repasses_ < kClaimRepasses) {
+      again = true;
+      ++claim_repasses_;
+    }
+    if (outcome != AdmitOutcome::kAdmitted && !preempted) {
       gang_failed = gang_failed || outcome == AdmitOutcome::kGangDidNotFit;
       if (queues_[q].spec.strategy == QueueingStrategy::kStrictFIFO) {
         order.erase(q);  // nothing behind the head may pass it
@@ -447,9 +460,7 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
       const std::uint64_t key = memo_key(job.shape, f, job.queue);
       std::optional<std::vector<PodSlot>> placed;
       if (!commit || !placement_failed_.count(key)) {
-        PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets,
-                             config_.placement, &frag_};
-        placed = place(cluster_, topology_, req);
+        placed = place(cluster_, topology_, placement_request(j, f));
       }
       placement_tried = true;
       if (!placed) {

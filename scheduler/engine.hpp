@@ -22,6 +22,7 @@
 #include "scheduler/explanation.hpp"
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/model.hpp"
+#include "scheduler/placement.hpp"
 #include "scheduler/quota.hpp"
 #include "spec/result.hpp"
 #include "scheduler/topology.hpp"
@@ -259,6 +260,8 @@ class Engine {
   bool admissible_now(const JobId& id);
   // Preemptors whose booking is held while their victims stop, in job order.
   std::vector<const Job*> reserved_jobs() const;
+  // The nodes kept for a pending job by a node reservation (claims.cpp); empty when none.
+  std::vector<std::string> claimed_nodes(const JobId& id) const;
   // Jobs that hold resources now (admitted, running, preempting or draining), in submission order.
   std::vector<const Job*> holding_jobs() const;
 
@@ -296,6 +299,8 @@ class Engine {
     // then most recently admitted, then id, so a preemption walks only as far as it needs to
     // (holding_key).
     std::set<HoldingKey> holding;
+    // The pending job of this queue that holds a node reservation (claims.cpp), or kNoClaim.
+    std::uint32_t claimant = UINT32_MAX;
   };
   struct HeadKey;
   struct HeadKeyLess {
@@ -343,6 +348,14 @@ class Engine {
   void explain_order(const Job& job, JobExplanation& e) const;
   bool run_pass(Time now, std::vector<Decision>& out);
   AdmitOutcome try_admit(std::uint32_t j, Time now, bool commit);
+  // Node reservations (claims.cpp): the placement request for job j on flavor f, seeing the
+  // claims; after j failed to fit, keep (or make, or drop) the nodes claimed for it.
+  PlacementRequest placement_request(std::uint32_t j, FlavorId f) const;
+  bool update_claim(std::uint32_t j, AdmitOutcome outcome);
+  void drop_claim(std::uint32_t j);
+  bool owed(QueueIdx q, FlavorId f) const;
+  std::vector<NodeIdx> choose_claim(const Job& job, FlavorId f) const;
+  bool claim_holds(const Job& job, const std::vector<NodeIdx>& nodes) const;
   void admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time now);
   void release(Job& job, Time now);
   void release_quota(Job& job, Time now);
@@ -424,6 +437,12 @@ class Engine {
   std::set<std::uint32_t> preempting_;  // victims still stopping
   std::set<std::uint32_t> reserved_;    // preemptors holding a booking
   std::set<std::uint32_t> draining_;    // cancelled, processes still stopping (stops_confirmed)
+  // Node reservations: the nodes claimed for each claimant, and by node the claimant (kNoClaim).
+  std::map<std::uint32_t, std::vector<NodeIdx>> claims_;
+  std::vector<std::uint32_t> claimed_by_;
+  std::uint64_t claims_dropped_ = 0;  // claims given up so far (a pass tries again after one)
+  static constexpr std::uint32_t kClaimRepasses = 4;
+  std::uint32_t claim_repasses_ = 0;  // passes run again in this cycle for a claim given up
   std::vector<std::uint64_t> admission_seq_;                 // by job
   std::uint64_t next_order_ = 0;
   std::uint64_t next_admission_ = 0;

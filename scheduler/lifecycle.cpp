@@ -276,6 +276,7 @@ void Engine::add_pending(std::uint32_t j) {
 void Engine::remove_pending(std::uint32_t j) {
   const Job& job = jobs_[j];
   kept_failures_.erase(j);
+  drop_claim(j);
   QueueRec& q = queues_[job.queue];
   q.pending.erase(pending_key(j));
   if (auto it = q.by_request.find(job.request); it != q.by_request.end()) {

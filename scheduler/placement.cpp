@@ -154,8 +154,12 @@ class Finder {
 
   // Constraints last: room and tenancy are cheaper to check than labels and taints.
   bool ok(NodeIdx n, const PodSet& set) const {
-    return filter_.admits(n) && cluster_.can_host(n, set.per_pod, req_.queue, req_.exclusive) &&
+    return filter_.admits(n) && unclaimed(n) && cluster_.can_host(n, set.per_pod, req_.queue, req_.exclusive) &&
            cluster_.allows(n, set.where);
+  }
+  bool unclaimed(NodeIdx n) const {
+    const std::vector<std::uint32_t>* c = req_.claimed_by;
+    return c == nullptr || n >= c->size() || (*c)[n] == kNoClaim || (*c)[n] == req_.queue;
   }
   std::optional<Choice> scan_bucket(int k, const PodSet& set) const {
     for (NodeIdx n : ix_->by_whole_free[k])

@@ -20,7 +20,12 @@ struct PlacementRequest {
   // kFragAware: the workload whose fragmentation a placement should grow least (FGD). Without
   // one (or an empty one) it places as kPack does.
   const FragModel* frag = nullptr;
+  // Node reservations (the engine's claims, claims.cpp): claimed_by[n] is the queue whose job
+  // node n is kept for, or kNoClaim. Pods go only on nodes unclaimed or claimed for this
+  // request's queue. nullptr: no node is claimed.
+  const std::vector<std::uint32_t>* claimed_by = nullptr;
 };
+inline constexpr std::uint32_t kNoClaim = UINT32_MAX;
 
 // On success the pods are taken in the cluster and their slots returned (pod sets in order, pods
 // of a set in order); on failure the cluster is left exactly as it was.

@@ -46,8 +46,7 @@ class Engine::VictimWorld final : public preemption::World {
         return false;
     }
     if (e_.config_.quota_only) return true;
-    PlacementRequest req{f_, job_.queue, job_.spec.exclusive, &job_.spec.pod_sets,
-                         e_.config_.placement, &e_.frag_};
+    const PlacementRequest req = e_.placement_request(static_cast<std::uint32_t>(&job_ - e_.jobs_.data()), f_);
     auto placed = place(e_.cluster_, e_.topology_, req);
     if (!placed) return false;
     for (auto it = placed->rbegin(); it != placed->rend(); ++it) e_.cluster_.release(*it);
@@ -345,8 +344,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
   history_.advance(job.queue, queues_[job.queue].usage_all_flavors, now);
   std::vector<PodSlot> slots;
   if (!config_.quota_only) {
-    PlacementRequest req{f, job.queue, job.spec.exclusive, &job.spec.pod_sets, config_.placement, &frag_};
-    auto placed = place(cluster_, topology_, req);
+    auto placed = place(cluster_, topology_, placement_request(j, f));
     // The search proved it fits in exactly this state, and place() is deterministic.
     if (placed) slots = std::move(*placed);
   }

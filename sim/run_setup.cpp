@@ -110,7 +110,7 @@ QueueConfig read_queue_file(const std::string& path, ResourceNames& names) {
   spec::read_document(doc, path, [&] {
     const YamlNode root = doc.root();
     Path at;
-    spec::for_each_key(root, at, {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodes"},
+    spec::for_each_key(root, at, {"queues", "fairSharing", "topology", "priorityClasses", "placement", "nodeReservation", "nodes"},
                        [](std::string_view, YamlNode) {});
     static_cast<SchedulingPolicy&>(c.config) = spec::read_policy(root, at);
     if (YamlNode classes = root.find("priorityClasses")) {  // checked; a trace's priorities are numbers

@@ -318,7 +318,7 @@ json::value run_scenario(const std::string& yaml_text, const std::string& file_l
     if (!root.is_map())
       throw SpecError("the file must be a YAML map with keys such as queues, nodes, pending", root.mark());
     spec::for_each_key(root, at,
-                       {"now", "fairSharing", "topology", "placement", "priorityClasses", "queues", "nodes",
+                       {"now", "fairSharing", "topology", "placement", "nodeReservation", "priorityClasses", "queues", "nodes",
                         "running", "pending"},
                        [](std::string_view, YamlNode) {});
     Layout layout = read_layout(root, at);

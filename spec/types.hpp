@@ -75,6 +75,9 @@ struct SchedulingPolicy {
   Time usage_half_life = 0;
   // Kueue's fair-sharing preemption (strategies); off: the classic rules.
   FairSharingConfig fair_sharing;
+  // Node reservations: a pending job whose queue is below its nominal quota and that fits its
+  // quota but finds no room keeps nodes for itself (scheduler/claims.cpp).
+  bool node_reservation = true;
 };
 
 // Named priorities, as Kubernetes' PriorityClass: a job may give a class name instead of an

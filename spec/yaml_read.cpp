@@ -524,6 +524,10 @@ SchedulingPolicy read_policy(yaml::Node root, Path& at) {
     Path::Key k(at, "placement");
     p.placement = enum_of<PlacementPolicy>(v, at);
   }
+  if (const yaml::Node v = root.find("nodeReservation")) {
+    Path::Key k(at, "nodeReservation");
+    p.node_reservation = bool_of(v, at);
+  }
   if (const yaml::Node t = root.find("topology")) {
     Path::Key k(at, "topology");
     for_each_key(t, at, {"levels"}, [&](std::string_view, yaml::Node levels) {

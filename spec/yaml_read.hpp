@@ -87,8 +87,9 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
 
 // `priorityClasses: {name: integer, ...}`.
 PriorityClasses read_priority_classes(yaml::Node n, Path& at);
-// The cluster-wide settings among a document's top-level keys: placement, topology.levels and
-// fairSharing (enabled, preemptionStrategies, usageHalfLife). Other keys are left to the caller.
+// The cluster-wide settings among a document's top-level keys: placement, nodeReservation,
+// topology.levels and fairSharing (enabled, preemptionStrategies, usageHalfLife). Other keys
+// are left to the caller.
 SchedulingPolicy read_policy(yaml::Node root, Path& at);
 
 // The entry of every YAML front end: the one document of `text` (several with content are an

@@ -22,7 +22,7 @@ TEST_CASE("bad input: the file as a whole") {
       {"empty file", "", "", "", "the file must be a YAML map"},
       {"two YAML documents", "now: 1\n---\nnow: 2\n", "", "", "2 YAML documents"},
       {"unknown top-level key", "nows: 5\n", "nows", "",
-       "unknown key; did you mean now? allowed here: now, fairSharing, topology, placement, priorityClasses, "
+       "unknown key; did you mean now? allowed here: now, fairSharing, topology, placement, nodeReservation, priorityClasses, "
        "queues, nodes, running, pending"},
       {"priorityClasses: a list", "priorityClasses: [high]\n", "priorityClasses", "",
        "expected a map"},
