@@ -40,6 +40,7 @@
 //     leaderElection: {enabled: false, namespace: gpuq-system, name: gpuq, identity: HOST_PID,
 //                      leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
 //   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
+//   nodeReservation: true         # a queue owed its quota keeps nodes for a job that finds no room
 //   topologyLevels: [zone, rack]  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
 //   usageCheckpointInterval: 60s  # with usageHalfLife: how often each queue's usage history is

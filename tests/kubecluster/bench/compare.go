@@ -43,8 +43,11 @@ type CompareOptions struct {
 	// ControllerQPS: kube-controller-manager's client (the Job controller makes every system's
 	// pods), the same for all systems.
 	ControllerQPS int
-	Keep          bool
-	Logf          func(string, ...any)
+	// GpuqSettings: top-level lines added to gpuqd's configuration (an A/B of one setting, e.g.
+	// "nodeReservation: false"); empty: its defaults.
+	GpuqSettings string
+	Keep         bool
+	Logf         func(string, ...any)
 }
 
 // RunResult is one workload through one system.
@@ -591,6 +594,9 @@ func startCompareGpuqd(dir string, o CompareOptions, qs []Queue, kubeconfig stri
 	fmt.Fprintf(&b, "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\nkubernetes:\n  kubeconfig: %s\n", kubeconfig)
 	if o.ClientQPS > 0 {
 		fmt.Fprintf(&b, "  qps: %d\n  burst: %d\n", o.ClientQPS, 2*o.ClientQPS)
+	}
+	if o.GpuqSettings != "" {
+		b.WriteString(strings.TrimSpace(o.GpuqSettings) + "\n")
 	}
 	b.WriteString("fairSharing:\n  enabled: true\nqueues:\n")
 	for _, q := range qs {

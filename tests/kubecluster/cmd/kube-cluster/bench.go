@@ -91,6 +91,7 @@ func compareMain(args []string) error {
 	gangRun := fs.Float64("gang-run", 20, "the gangs workload's run time of every job, seconds")
 	settle := fs.Duration("settle", 40*time.Second, "reclaim: when the lender's Jobs come, after the borrowers'")
 	qps := fs.Int("client-qps", 0, "every scheduler's client at this many requests a second (burst twice); 0: each at its defaults")
+	gpuqSettings := fs.String("gpuq-settings", "", "top-level lines added to gpuqd's configuration, e.g. 'nodeReservation: false' (default: none, gpuqd at its defaults)")
 	controllerQPS := fs.Int("controller-qps", 200, "kube-controller-manager's client qps (its Job controller makes the pods), the same for every system")
 	out := fs.String("out", "compare-out", "the folder for results.json and report.html")
 	keep := fs.Bool("keep", false, "keep each run's folder (logs, audit log)")
@@ -140,7 +141,7 @@ func compareMain(args []string) error {
 		}
 	}
 	o := bench.CompareOptions{Self: self, Gpuqd: *gpuqd, DeployDir: *deploy, Kueue: *kueue, KueueConfig: *kueueConfig,
-		ClientQPS: *qps, ControllerQPS: *controllerQPS, Keep: *keep,
+		ClientQPS: *qps, ControllerQPS: *controllerQPS, GpuqSettings: *gpuqSettings, Keep: *keep,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	var results []*bench.RunResult
 	for _, w := range wls {
