@@ -297,6 +297,13 @@ std::string Engine::pending_reason(const Job& job) const {
   if (w.flavors_tried > w.kept)
     out += "; and " + std::to_string(w.flavors_tried - w.kept) + " more flavors did not fit";
   if (w.preemption_found_nothing) out += "; no preemption its queue allows would make room";
+  if (auto c = claims_.find(static_cast<std::uint32_t>(&job - jobs_.data())); c != claims_.end()) {
+    std::vector<std::string> names;
+    for (NodeIdx n : c->second) names.push_back(cluster_.node(n).name);
+    const bool one = names.size() == 1;
+    out += std::string(one ? "; node " : "; nodes ") + join(names, ", ") + " kept for it while " +
+           (one ? "it drains" : "they drain") + " (its queue is below its nominal quota)";
+  }
   return out;
 }
 

@@ -57,6 +57,9 @@ TEST_CASE("a queue owed its quota keeps a node for its job that finds no room, u
   CHECK(admitted_ids(e.schedule(1)) == std::vector<std::string>{"b7"});
   CHECK(e.claimed_nodes(JobId("a-big")) == std::vector<std::string>{"n2"});
   CHECK(node_of(e, "b7") != "n2");
+  CHECK(e.pending_reason(*e.job(JobId("a-big"))) ==
+        "no room on nodes of flavor h100 for 1 x {4 gpu}; node n2 kept for it while it drains (its queue is "
+        "below its nominal quota)");
   // b's jobs on n2 end one by one; b8 (b below its quota again) never takes n2's GPUs.
   const auto on_n2 = on_node(e, "n2", 8);
   REQUIRE(on_n2.size() == 2);
