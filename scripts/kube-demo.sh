@@ -50,7 +50,7 @@ D=deploy/kubernetes
 echo "Starting the control plane (3 nodes, 8 GPUs each)..."
 nohup build/tests/kubecluster/kube-cluster up --dir "$DEMO/cluster" --nodes 3 --gpus-per-node 8 \
   --apply $D/namespace.yaml --apply $D/serviceaccount.yaml --apply $D/clusterrole.yaml \
-  --apply $D/clusterrolebinding.yaml --apply $D/configmap.yaml \
+  --apply $D/clusterrolebinding.yaml --apply $D/flowschema.yaml --apply $D/configmap.yaml \
   >"$DEMO/kube-cluster.out" 2>"$DEMO/kube-cluster.log" </dev/null &
 echo $! >"$DEMO/kube-cluster.pid"
 for _ in $(seq 1 600); do

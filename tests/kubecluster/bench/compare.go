@@ -43,6 +43,9 @@ type CompareOptions struct {
 	// ControllerQPS: kube-controller-manager's client (the Job controller makes every system's
 	// pods), the same for all systems.
 	ControllerQPS int
+	// JobSyncs: the Job controller's workers (--concurrent-job-syncs; its default 5 makes pods
+	// at about 30 a second here, slower than either scheduler binds them); 0: its default.
+	JobSyncs int
 	// GpuqSettings: top-level lines added to gpuqd's configuration (an A/B of one setting, e.g.
 	// "nodeReservation: false"); empty: its defaults.
 	GpuqSettings string
@@ -107,7 +110,9 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	}
 	var manifests []string
 	if system == Gpuq {
-		for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml"} {
+		// deploy/kubernetes as a cluster admin applies it (flowschema.yaml: gpuqd in kube-scheduler's
+		// priority level).
+		for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml", "flowschema.yaml"} {
 			manifests = append(manifests, filepath.Join(o.DeployDir, f))
 		}
 	}
@@ -120,8 +125,11 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	}
 	copts := cluster.Options{Dir: dir, Self: o.Self, ManifestFiles: manifests, AuditUsers: users,
 		NodeMonitorGracePeriod: 50 * time.Second}
+	if o.JobSyncs > 0 {
+		copts.ControllerManagerArgs = append(copts.ControllerManagerArgs, fmt.Sprintf("--concurrent-job-syncs=%d", o.JobSyncs))
+	}
 	if o.ControllerQPS > 0 {
-		copts.ControllerManagerArgs = []string{fmt.Sprintf("--kube-api-qps=%d", o.ControllerQPS), fmt.Sprintf("--kube-api-burst=%d", 2*o.ControllerQPS)}
+		copts.ControllerManagerArgs = append(copts.ControllerManagerArgs, fmt.Sprintf("--kube-api-qps=%d", o.ControllerQPS), fmt.Sprintf("--kube-api-burst=%d", 2*o.ControllerQPS))
 	}
 	if (system == KubeScheduler || system == Kueue) && o.ClientQPS > 0 {
 		copts.SchedulerArgs = []string{fmt.Sprintf("--kube-api-qps=%d", o.ClientQPS), fmt.Sprintf("--kube-api-burst=%d", 2*o.ClientQPS)}
