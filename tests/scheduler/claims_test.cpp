@@ -14,9 +14,10 @@ namespace {
 // Queues a (4 GPUs) and b (8 GPUs), no cohort, on three 4-GPU nodes, spread placement. b runs
 // seven 1-GPU jobs (n1: 3, n2: 2, n3: 2; free 1, 2, 2), so a's 4-GPU job fits its quota but no
 // node; b has two more 1-GPU jobs waiting.
-Engine fragmented(bool reservation) {
+Engine fragmented(bool reservation, bool memo = true) {
   EngineConfig config = engine_config(PlacementPolicy::kSpread, false);
   config.node_reservation = reservation;
+  config.admission_memo = memo;
   Engine e(config);
   REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(4)}})).ok());
   REQUIRE(e.apply_queue(queue("b", "", "h100", {{kGpu, gpus(8)}})).ok());
@@ -126,16 +127,8 @@ TEST_CASE("a queue at or over its nominal quota claims nothing: borrowing is not
 TEST_CASE("decisions with node reservations are the same with and without the admission memo") {
   for (const bool memo : {true, false}) {
     CAPTURE(memo);
-    EngineConfig config = engine_config(PlacementPolicy::kSpread, false);
-    config.admission_memo = memo;
-    Engine e(config);
-    REQUIRE(e.apply_queue(queue("a", "", "h100", {{kGpu, gpus(4)}})).ok());
-    REQUIRE(e.apply_queue(queue("b", "", "h100", {{kGpu, gpus(8)}})).ok());
-    for (const char* n : {"n1", "n2", "n3"}) REQUIRE(e.upsert_node(node(n, "h100", res(gpus(4))), 0).ok());
-    for (int i = 0; i < 7; ++i) REQUIRE(e.submit(job("b" + std::to_string(i), "b", res(gpus(1))), 0).ok());
-    REQUIRE(e.schedule(0).size() == 7);
-    REQUIRE(e.submit(job("a-big", "a", res(gpus(4)), 1, 0, 1), 1).ok());
-    for (int i = 7; i < 20; ++i) REQUIRE(e.submit(job("b" + std::to_string(i), "b", res(gpus(1)), 1, 0, 1), 1).ok());
+    Engine e = fragmented(true, memo);
+    for (int i = 9; i < 20; ++i) REQUIRE(e.submit(job("b" + std::to_string(i), "b", res(gpus(1)), 1, 0, 1), 1).ok());
     std::vector<std::string> order;
     for (Time t = 1; t < 12; ++t) {
       for (const auto& id : admitted_ids(e.schedule(t))) order.push_back(id + "@" + std::to_string(t));
