@@ -2,7 +2,8 @@
 # kube-cluster bench compare, small: the throughput workload (40 one-GPU Jobs, 5 nodes) through
 # kube-scheduler, Kueue and gpuq, each on a control plane of its own; every system runs every
 # pod, the tables print the ratios, and the report renders in headless Chromium
-# (scripts/check_report.sh). A bad flag is refused, naming it.
+# (scripts/check_report.sh). A bad flag is refused, naming it. Then --backlog: kube-scheduler
+# and gpuq start only once all 40 pods exist, and still run them all.
 # Usage: compare_report_test.sh KUBE_CLUSTER GPUQD KUEUE KUEUE_CONFIG SOURCE_DIR
 set -eu
 kc="$1"; gpuqd="$2"; kueue="$3"; kueue_config="$4"; src="$5"
@@ -32,4 +33,20 @@ grep -q 'gpuq/kueue' "$dir/table.out"
 grep -q 'gpuq/kube-scheduler' "$dir/table.out"
 # Three share plots and one latency plot.
 [ "$("$src/scripts/check_report.sh" "$dir/out/report.html")" = "report renders: 4 charts" ]
+# A backlog: the scheduler starts once all 40 pods exist; the time counts from its start.
+"$kc" bench compare --gpuqd "$gpuqd" --deploy "$src/deploy/kubernetes" \
+  --trace "$src/bench/data/gavel-philly/6214e9.trace" --backlog \
+  --systems kube-scheduler,gpuq --workloads throughput --scale 0.004 --out "$dir/backlog" \
+  > "$dir/backlog.out" 2> "$dir/backlog-progress.out" || { cat "$dir/backlog-progress.out" "$dir/backlog.out"; exit 1; }
+cat "$dir/backlog.out"
+/usr/bin/python3 - "$dir/backlog/results.json" <<'PY' || { cat "$dir/backlog-progress.out"; exit 1; }
+import json, sys
+rs = json.load(open(sys.argv[1]))
+assert sorted(r["system"] for r in rs) == ["gpuq", "kube-scheduler"], [r["system"] for r in rs]
+for r in rs:
+    assert not r.get("error"), f"{r['system']}: {r.get('error')}"
+    assert r["finished"] and r["running"] == 40, f"{r['system']}: finished {r['finished']}, {r['running']} of 40 running"
+    assert r["backlog"] > 0, f"{r['system']}: no backlog recorded"
+PY
+grep -q 'started once all 40 pods existed' "$dir/backlog.out"
 echo ok

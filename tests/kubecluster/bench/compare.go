@@ -46,6 +46,10 @@ type CompareOptions struct {
 	// JobSyncs: the Job controller's workers (--concurrent-job-syncs; its default 5 makes pods
 	// at about 30 a second here, slower than either scheduler binds them); 0: its default.
 	JobSyncs int
+	// Backlog (throughput only; not Kueue, whose webhook must see each Job as it is made): the
+	// scheduler starts only once every pod exists, and the times count from its start, so that
+	// the run measures the scheduler rather than the Job controller making the pods.
+	Backlog bool
 	// GpuqSettings: top-level lines added to gpuqd's configuration (an A/B of one setting, e.g.
 	// "nodeReservation: false"); empty: its defaults.
 	GpuqSettings string
@@ -57,8 +61,9 @@ type CompareOptions struct {
 type RunResult struct {
 	Workload string  `json:"workload"`
 	System   string  `json:"system"`
-	Seconds  float64 `json:"seconds"`  // from the first Job's creation to the run's end condition (or its limit)
-	Finished bool    `json:"finished"` // the end condition held before the limit
+	Seconds  float64 `json:"seconds"`           // from the first Job's creation to the run's end condition (or its limit)
+	Finished bool    `json:"finished"`          // the end condition held before the limit
+	Backlog  float64 `json:"backlog,omitempty"` // with Backlog: seconds until every pod existed, before the scheduler started
 	Jobs     int     `json:"jobs"`
 	Pods     int     `json:"pods"` // pods made for the workload's Jobs
 	Running  int     `json:"running"`
@@ -147,10 +152,36 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	if err := waitServiceAccounts(ctx, c.Admin, w.Queues); err != nil {
 		return nil, err
 	}
+	backlog := o.Backlog && w.Name == "throughput" && system != Kueue
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	var pids []int
+	// startGpuqd: gpuqd, once its informers have synced the pods.
+	startGpuqd := func() error {
+		g, err := startCompareGpuqd(dir, o, w.Queues, c.GpuqdKubeconfig)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, g.stop)
+		if err := waitLog(ctx, filepath.Join(dir, "gpuqd.out"), "kubernetes_synced what=/api/v1/pods", g); err != nil {
+			return err
+		}
+		pids = []int{g.cmd.Process.Pid}
+		return nil
+	}
 	switch system {
 	case KubeScheduler:
-		pids = []int{c.Pid(cluster.Scheduler)}
+		if backlog {
+			if err := c.StopComponent(cluster.Scheduler, false); err != nil {
+				return nil, err
+			}
+		} else {
+			pids = []int{c.Pid(cluster.Scheduler)}
+		}
 	case Kueue:
 		k, err := peers.StartKueue(ctx, c, peers.KueueOptions{Binary: o.Kueue, ConfigDir: o.KueueConfig, Dir: dir,
 			FairSharing: true, WaitForPodsReady: 5 * time.Minute, QPS: o.ClientQPS, Burst: 2 * o.ClientQPS})
@@ -163,15 +194,11 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 		}
 		pids = []int{k.Pid(), c.Pid(cluster.Scheduler)}
 	case Gpuq:
-		g, err := startCompareGpuqd(dir, o, w.Queues, c.GpuqdKubeconfig)
-		if err != nil {
-			return nil, err
+		if !backlog {
+			if err := startGpuqd(); err != nil {
+				return nil, err
+			}
 		}
-		defer g.stop()
-		if err := waitLog(ctx, filepath.Join(dir, "gpuqd.out"), "kubernetes_synced what=/api/v1/pods", g); err != nil {
-			return nil, err
-		}
-		pids = []int{g.cmd.Process.Pid}
 	default:
 		return nil, fmt.Errorf("unknown system %q (kube-scheduler, kueue, gpuq)", system)
 	}
@@ -203,6 +230,43 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	last := time.Now()
 	created := false
 	var createdAt time.Time
+	if backlog {
+		// Every Job made and every pod there, then the scheduler starts and the clock with it.
+		pods := 0
+		for _, j := range w.Jobs {
+			pods += j.Pods
+		}
+		for !created || obs.PodsMade() < pods {
+			select {
+			case err := <-createErr:
+				if err != nil {
+					return nil, err
+				}
+				created, createdAt = true, time.Now()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case now := <-tick.C:
+				obs.sample(now.Sub(last).Seconds())
+				last = now
+				if time.Since(start) >= w.Limit {
+					return nil, fmt.Errorf("backlog: %d of %d pods made within the workload's limit", obs.PodsMade(), pods)
+				}
+			}
+		}
+		res.Backlog = time.Since(start).Seconds()
+		start = time.Now()
+		logf("%s/%s: %d pods wait after %.0f s; starting the scheduler", w.Name, system, pods, res.Backlog)
+		if system == Gpuq {
+			if err := startGpuqd(); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := c.StartComponent(ctx, cluster.Scheduler); err != nil {
+				return nil, err
+			}
+			pids = []int{c.Pid(cluster.Scheduler)}
+		}
+	}
 	for {
 		select {
 		case err := <-createErr:
@@ -408,7 +472,11 @@ func summarize(res *RunResult, obs *Observer, w Workload, start time.Time) {
 		res.Pods++
 		if !r.running.IsZero() {
 			res.Running++
-			lat = append(lat, r.running.Sub(created[r.job]).Seconds())
+			from := created[r.job]
+			if from.Before(start) {
+				from = start // a backlog's pods wait for the scheduler to start
+			}
+			lat = append(lat, r.running.Sub(from).Seconds())
 			if r.running.After(lastRunning) {
 				lastRunning = r.running
 			}

@@ -134,6 +134,13 @@ func (o *Observer) pod(p *corev1.Pod, deleted bool) {
 	}
 }
 
+// PodsMade: pods of the workload seen so far.
+func (o *Observer) PodsMade() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pods)
+}
+
 // RunningPods: pods of the workload Running now.
 func (o *Observer) RunningPods() int {
 	o.mu.Lock()

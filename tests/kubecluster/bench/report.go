@@ -107,7 +107,17 @@ func Table(w io.Writer, workload string, results []*RunResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	anyBacklog := false
+	for _, r := range by {
+		anyBacklog = anyBacklog || (r != nil && r.Backlog > 0)
+	}
 	for _, s := range systems {
+		if by[s].Backlog == 0 && anyBacklog && by[s].Finished {
+			fmt.Fprintf(w, "  %s: not a backlog run (times from the first Job's creation)\n", s)
+		}
+		if by[s].Backlog > 0 {
+			fmt.Fprintf(w, "  %s: started once all %d pods existed (%.0f s after the first Job); times from its start\n", s, by[s].Pods, by[s].Backlog)
+		}
 		if !by[s].Finished {
 			fmt.Fprintf(w, "  %s: did not finish within the workload's limit (%.0f s)\n", s, by[s].Seconds)
 		}

@@ -92,6 +92,7 @@ func compareMain(args []string) error {
 	settle := fs.Duration("settle", 40*time.Second, "reclaim: when the lender's Jobs come, after the borrowers'")
 	qps := fs.Int("client-qps", 0, "every scheduler's client at this many requests a second (burst twice); 0: each at its defaults")
 	gpuqSettings := fs.String("gpuq-settings", "", "top-level lines added to gpuqd's configuration, e.g. 'nodeReservation: false' (default: none, gpuqd at its defaults)")
+	backlog := fs.Bool("backlog", false, "throughput: start each scheduler only once every pod exists and time from its start (not for kueue)")
 	jobSyncs := fs.Int("job-syncs", 50, "the Job controller's workers (kube-controller-manager --concurrent-job-syncs; its default 5 makes pods slower than a scheduler binds them), the same for every system; 0: its default")
 	controllerQPS := fs.Int("controller-qps", 200, "kube-controller-manager's client qps (its Job controller makes the pods), the same for every system")
 	out := fs.String("out", "compare-out", "the folder for results.json and report.html")
@@ -142,7 +143,7 @@ func compareMain(args []string) error {
 		}
 	}
 	o := bench.CompareOptions{Self: self, Gpuqd: *gpuqd, DeployDir: *deploy, Kueue: *kueue, KueueConfig: *kueueConfig,
-		ClientQPS: *qps, ControllerQPS: *controllerQPS, JobSyncs: *jobSyncs, GpuqSettings: *gpuqSettings, Keep: *keep,
+		ClientQPS: *qps, ControllerQPS: *controllerQPS, JobSyncs: *jobSyncs, Backlog: *backlog, GpuqSettings: *gpuqSettings, Keep: *keep,
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	var results []*bench.RunResult
 	for _, w := range wls {
