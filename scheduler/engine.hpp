@@ -262,6 +262,7 @@ class Engine {
   std::vector<const Job*> reserved_jobs() const;
   // The nodes kept for a pending job by a node reservation (claims.cpp); empty when none.
   std::vector<std::string> claimed_nodes(const JobId& id) const;
+  std::size_t claim_count() const { return claims_.size(); }
   // Jobs that hold resources now (admitted, running, preempting or draining), in submission order.
   std::vector<const Job*> holding_jobs() const;
 
