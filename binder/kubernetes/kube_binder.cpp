@@ -190,11 +190,6 @@ void KubernetesBinder::State::check_groups() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [name, g] : groups) {
     if (g.warned || g.pods.empty()) continue;
-    std::vector<std::string> members(g.pods.begin(), g.pods.end());
-    say_unschedulable(members,
-                      "pod group " + name + " has " + std::to_string(g.pods.size()) + " of its " +
-                          std::to_string(g.size) + " pods; none is placed until all exist",
-                      /*routine=*/true);
     auto timeout = config.group_timeout;
     const PodInfo& first = pods.at(*g.pods.begin());
     if (auto t = first.annotations.find(kGroupTimeoutAnnotation); t != first.annotations.end()) {
@@ -202,7 +197,16 @@ void KubernetesBinder::State::check_groups() {
       if (std::from_chars(t->second.data(), t->second.data() + t->second.size(), seconds).ec == std::errc() && seconds > 0)
         timeout = std::chrono::seconds(seconds);
     }
-    if (now - g.first_seen < timeout) continue;
+    if (now - g.first_seen < timeout) {
+      std::vector<std::string> members(g.pods.begin(), g.pods.end());
+      say_unschedulable(members,
+                        "pod group " + name + " has " + std::to_string(g.pods.size()) + " of its " +
+                            std::to_string(g.size) + " pods; none is placed until all exist",
+                        /*routine=*/true);
+      continue;
+    }
+    // Past its timeout: only the message that says so, so that no routine write of the same
+    // condition, on the write pool beside it, can land after it and hide it.
     g.warned = true;
     const std::string message = "pod group " + name + " has " + std::to_string(g.pods.size()) + " of its " +
                                 std::to_string(g.size) + " pods after " + std::to_string(timeout.count()) +
