@@ -230,6 +230,22 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	last := time.Now()
 	created := false
 	var createdAt time.Time
+	// step waits for the next of: the creation ending, the context's end, a sample.
+	step := func() error {
+		select {
+		case err := <-createErr:
+			if err != nil {
+				return err
+			}
+			created, createdAt = true, time.Now()
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			obs.sample(now.Sub(last).Seconds())
+			last = now
+		}
+		return nil
+	}
 	if backlog {
 		// Every Job made and every pod there, then the scheduler starts and the clock with it.
 		pods := 0
@@ -237,20 +253,11 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 			pods += j.Pods
 		}
 		for !created || obs.PodsMade() < pods {
-			select {
-			case err := <-createErr:
-				if err != nil {
-					return nil, err
-				}
-				created, createdAt = true, time.Now()
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case now := <-tick.C:
-				obs.sample(now.Sub(last).Seconds())
-				last = now
-				if time.Since(start) >= w.Limit {
-					return nil, fmt.Errorf("backlog: %d of %d pods made within the workload's limit", obs.PodsMade(), pods)
-				}
+			if err := step(); err != nil {
+				return nil, err
+			}
+			if time.Since(start) >= w.Limit {
+				return nil, fmt.Errorf("backlog: %d of %d pods made within the workload's limit", obs.PodsMade(), pods)
 			}
 		}
 		res.Backlog = time.Since(start).Seconds()
@@ -268,17 +275,8 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 		}
 	}
 	for {
-		select {
-		case err := <-createErr:
-			if err != nil {
-				return nil, err
-			}
-			created, createdAt = true, time.Now()
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case now := <-tick.C:
-			obs.sample(now.Sub(last).Seconds())
-			last = now
+		if err := step(); err != nil {
+			return nil, err
 		}
 		elapsed := time.Since(start)
 		if created && w.Until != nil && w.Until(obs) {
