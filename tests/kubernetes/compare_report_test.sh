@@ -32,7 +32,8 @@ done
 grep -q 'gpuq/kueue' "$dir/table.out"
 grep -q 'gpuq/kube-scheduler' "$dir/table.out"
 # Three share plots and one latency plot.
-[ "$("$src/scripts/check_report.sh" "$dir/out/report.html")" = "report renders: 4 charts" ]
+rendered=$("$src/scripts/check_report.sh" "$dir/out/report.html")
+[ "$rendered" = "report renders: 4 charts" ] || { echo "check_report: $rendered (4 charts expected)"; exit 1; }
 # A backlog: the scheduler starts once all 40 pods exist; the time counts from its start.
 "$kc" bench compare --gpuqd "$gpuqd" --deploy "$src/deploy/kubernetes" \
   --trace "$src/bench/data/gavel-philly/6214e9.trace" --backlog \

@@ -222,6 +222,7 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 	if err != nil {
 		return nil, err
 	}
+	obs.sample(0) // the empty start, the first point of each line
 	createErr := make(chan error, 1)
 	go func() { createErr <- createJobs(ctx, creator, w, system, obs, start) }()
 	res := &RunResult{Workload: w.Name, System: system, Jobs: len(w.Jobs)}
@@ -289,6 +290,8 @@ func RunWorkload(parent context.Context, o CompareOptions, w Workload, system st
 		}
 	}
 	res.Seconds = time.Since(start).Seconds()
+	// The state at the end, so that a run shorter than a tick still has a line to draw.
+	obs.sample(time.Since(last).Seconds())
 	for _, pid := range pids {
 		cpu, hwm := usage(pid)
 		res.CPUSeconds += cpu
