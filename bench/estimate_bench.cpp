@@ -15,7 +15,7 @@
 //   exact     the job's own true duration (as if each job declared expectedRuntime exactly):
 //             the error left is what the future brings (later arrivals of higher share).
 //
-//   build/bench/estimate_bench --trace ../shared/traces/gavel-philly-vc/seed0
+//   build/bench/estimate_bench --trace data/traces/gavel-philly-vc/seed0
 //       --cluster examples/sim/philly-cluster.yaml --queues examples/sim/philly-equal.yaml --every 10
 #include <algorithm>
 #include <chrono>

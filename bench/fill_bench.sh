@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The FGD fill experiment (sim/FGD.md) on the three openb pod lists at 130% of the 6,212 GPUs,
 # seeds 42-51, with each placement policy; prints the summaries and the wall time of each call.
-# Usage: bench/fill_bench.sh [BUILD_DIR] [TRACE_DIR]   (defaults: build, ../shared/traces)
+# Usage: bench/fill_bench.sh [BUILD_DIR] [TRACE_DIR]   (defaults: build, data/traces)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
-traces=${2:-../shared/traces}/alibaba-gpu-v2023
+traces=${2:-data/traces}/alibaba-gpu-v2023
 gpuq=$build/cli/gpuq
 for list in default gpushare40 multigpu20; do
   for policy in pack spread frag-aware; do

@@ -2,13 +2,13 @@
 # The real `gpuq` binary on scenario files: exit 0 and JSON on stdout for a good file; exit 2 and
 # an error naming the file and the field on stderr for a bad one. Then `gpuq sim fill`, and
 # `gpuq sim synth` + `gpuq sim run` end to end: the outputs, byte-stable reruns, the report drawn
-# in headless Chromium, the real traces beside the checkout (skipped when absent), bad input and
+# in headless Chromium, the published traces in data/traces, bad input and
 # node failures.
 set -u
 gpuq=$1
 dir=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-traces=$root/../shared/traces
+traces=$root/data/traces
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 passed=0 failed=0
@@ -140,7 +140,7 @@ check "one variant exits 0 and writes jobs.csv, summary.json and report.html in 
 check "--json prints summary.json on stdout" 'cmp -s "$tmp/out" "$tmp/one/summary.json" && [ "$(finished_of "$tmp/out")" = 300 ]'
 check "one variant replays as the same variant of the 4-variant run" 'cmp -s "$tmp/one/jobs.csv" "$tmp/run1/pack-q/jobs.csv"'
 
-# ---- The real traces beside the checkout (the format detected; no --format). ----
+# ---- The published traces in data/traces (the format detected; no --format); part of the checkout. ----
 if [ -d "$traces/tiresias-sample" ]; then
   "$gpuq" sim run --trace "$traces/tiresias-sample/60_job.csv" --cluster "$traces/tiresias-sample/cluster_spec.csv" \
     --assign round-robin --queue-count 2 --out "$tmp/tiresias" --json >"$tmp/out" 2>"$tmp/err"
@@ -153,7 +153,7 @@ if [ -d "$traces/tiresias-sample" ]; then
   check "tiresias with --assign trace (no tenant) exits 2 and suggests round-robin or hash" \
     '[ $rc -eq 2 ] && grep -q "no tenant" "$tmp/err" && grep -q -- "--assign round-robin or --assign hash" "$tmp/err"'
 else
-  echo "skipped: no Tiresias sample at $traces/tiresias-sample"
+  check "no Tiresias sample at $traces/tiresias-sample (data/traces is part of the project)" false
 fi
 if [ -d "$traces/gavel-philly-vc/seed0" ]; then
   "$gpuq" sim synth --gpus 512 --jobs 1 --out /dev/null --cluster-out "$tmp/cluster512.yaml" 2>/dev/null
@@ -162,7 +162,7 @@ if [ -d "$traces/gavel-philly-vc/seed0" ]; then
   check "philly seed0 folder on 512 GPUs: exit 0 and 15264 jobs in jobs.csv" \
     '[ $rc -eq 0 ] && [ $(wc -l <"$tmp/philly/jobs.csv") -eq 15265 ]'
 else
-  echo "skipped: no Philly traces at $traces/gavel-philly-vc/seed0"
+  check "no Philly traces at $traces/gavel-philly-vc/seed0 (data/traces is part of the project)" false
 fi
 openb=$traces/alibaba-gpu-v2023
 if [ -f "$openb/openb_pod_list_default.csv" ] && [ -f "$openb/openb_node_list_gpu_node.csv" ]; then
@@ -172,7 +172,7 @@ if [ -f "$openb/openb_pod_list_default.csv" ] && [ -f "$openb/openb_node_list_gp
   check "openb default pods on the openb GPU node list: exit 0 and 8152 jobs in jobs.csv" \
     '[ $rc -eq 0 ] && [ $(wc -l <"$tmp/openb/jobs.csv") -eq 8153 ]'
 else
-  echo "skipped: no openb traces at $openb"
+  check "no openb traces at $openb (data/traces is part of the project)" false
 fi
 
 # ---- Bad input: exit 2, the file, line and column (or the option) on stderr, nothing written. ----

@@ -13,7 +13,7 @@ if "$kc" bench compare --workloads nonsense --out "$dir/bad" > "$dir/bad.out" 2>
 fi
 grep -q 'unknown workload "nonsense"' "$dir/bad.out" || { cat "$dir/bad.out"; exit 1; }
 "$kc" bench compare --gpuqd "$gpuqd" --kueue "$kueue" --kueue-config "$kueue_config" \
-  --deploy "$src/deploy/kubernetes" --trace "$src/bench/data/gavel-philly/6214e9.trace" \
+  --deploy "$src/deploy/kubernetes" --trace "$src/data/traces/gavel-philly-vc/seed0/6214e9.trace" \
   --systems kube-scheduler,kueue,gpuq --workloads throughput --scale 0.004 --out "$dir/out" \
   > "$dir/table.out" 2> "$dir/progress.out" || { cat "$dir/progress.out" "$dir/table.out"; exit 1; }
 cat "$dir/table.out"
@@ -36,7 +36,7 @@ rendered=$("$src/scripts/check_report.sh" "$dir/out/report.html")
 [ "$rendered" = "report renders: 4 charts" ] || { echo "check_report: $rendered (4 charts expected)"; exit 1; }
 # A backlog: the scheduler starts once all 40 pods exist; the time counts from its start.
 "$kc" bench compare --gpuqd "$gpuqd" --deploy "$src/deploy/kubernetes" \
-  --trace "$src/bench/data/gavel-philly/6214e9.trace" --backlog \
+  --trace "$src/data/traces/gavel-philly-vc/seed0/6214e9.trace" --backlog \
   --systems kube-scheduler,gpuq --workloads throughput --scale 0.004 --out "$dir/backlog" \
   > "$dir/backlog.out" 2> "$dir/backlog-progress.out" || { cat "$dir/backlog-progress.out" "$dir/backlog.out"; exit 1; }
 cat "$dir/backlog.out"

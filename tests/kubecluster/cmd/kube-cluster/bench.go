@@ -82,7 +82,7 @@ func compareMain(args []string) error {
 	kueue := fs.String("kueue", "", "Kueue's manager (build/tests/kubecluster/kueue-manager; required for kueue)")
 	kueueConfig := fs.String("kueue-config", "", "the folder of Kueue's CRDs, role and webhooks (build/tests/kubecluster/kueue-config)")
 	deploy := fs.String("deploy", "deploy/kubernetes", "the folder of gpuqd's manifests")
-	trace := fs.String("trace", "bench/data/gavel-philly/6214e9.trace", "the Gavel/Philly trace the fairness workloads draw jobs from")
+	trace := fs.String("trace", "data/traces/gavel-philly-vc/seed0/6214e9.trace", "the Gavel/Philly trace the fairness workloads draw jobs from")
 	systems := fs.String("systems", "kube-scheduler,kueue,gpuq", "the systems, in the order they run")
 	workloads := fs.String("workloads", "throughput,fairness,fairness-weighted,gangs,reclaim", "the workloads")
 	scaleFlag := fs.String("scale", "1", "job counts x this (throughput's nodes follow; 1: the sizes of bench/README.md); or per workload, e.g. throughput=0.1,gangs=0.25 (others 1)")
