@@ -5,6 +5,7 @@
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 #include "spec/values.hpp"
+#include "spec/yaml_read.hpp"
 
 namespace gpuq::api {
 namespace {
@@ -212,6 +213,21 @@ void guardrails_of(const v1::QueueSpec& q, QueueSpec& out, Path& at) {
   out.notify = notify_of(q.notify(), at);
 }
 
+QueueKubernetes kubernetes_of(const v1::QueueKubernetes& k, Path& at) {
+  Path::Key kk(at, "kubernetes");
+  QueueKubernetes out;
+  out.ns = k.namespace_();
+  out.default_image = k.default_image();
+  {
+    Path::Key a(at, "allowedImages");
+    spec::check_count(static_cast<std::size_t>(k.allowed_images_size()), limits::kAllowedImages, "images", at);
+    out.allowed_images.assign(k.allowed_images().begin(), k.allowed_images().end());
+  }
+  Path::Key p(at, "podTemplate");
+  out.pod_template = spec::pod_template_from_json(k.pod_template_json(), at);
+  return out;
+}
+
 }  // namespace
 
 Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
@@ -245,6 +261,7 @@ Result<QueueSpec> from_proto(const v1::QueueSpec& q, ResourceNames& names) {
     if (q.has_preemption()) out.preemption = preemption_of(q.preemption(), at);
     out.max_pending_jobs = q.max_pending_jobs();
     guardrails_of(q, out, at);
+    if (q.has_kubernetes()) out.kubernetes = kubernetes_of(q.kubernetes(), at);
     spec::validate(out, at, names);
     return out;
   });
@@ -349,6 +366,8 @@ Result<Submission> from_proto(const v1::JobSpec& j, const ResourceNames& names,
     sub.run.working_dir = j.working_dir();
     sub.run.tty = j.tty();
     sub.run.tty_size = j.tty_size().substr(0, 64);
+    sub.run.image = j.image();
+    sub.run.working_dir_implicit = j.working_dir_implicit();
     sub.notify = notify_of(j.notify(), at);
     sub.hold = j.hold();
     out.retries = j.retries();

@@ -95,6 +95,75 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   v1::LogChunk chunk_;
 };
 
+// A pod's output from a binder that streams it (the Kubernetes binder: pods/log through the API
+// server; Binder::stream_log), on a thread of its own. A follow of a pod that has not started
+// asks again every 250 ms until it has, or the job ended without it.
+class BinderLogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  BinderLogStream(storage::Store& store, const binder::Binder& binder, storage::JobRecord job, int pod,
+                  std::int64_t offset, bool follow)
+      : store_(store), binder_(binder), job_(std::move(job)), pod_(pod), offset_(offset), follow_(follow),
+        stop_(binder.log_stop()) {
+    std::thread([this] { run(); }).detach();
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    writing_ = false;
+    write_failed_ = !ok;
+    cv_.notify_all();
+  }
+  void OnCancel() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    if (stop_) stop_->stop();
+    cv_.notify_all();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  bool job_over() {
+    auto rec = store_.job(job_.spec.id.value);
+    return !rec || !rec.value() || is_finished(rec.value()->state);
+  }
+  bool send(std::string_view data) {
+    std::unique_lock lock(mu_);
+    if (cancelled_) return false;
+    chunk_.Clear();
+    chunk_.set_offset(offset_);
+    chunk_.set_data(data.data(), data.size());
+    offset_ += static_cast<std::int64_t>(data.size());
+    writing_ = true;
+    StartWrite(&chunk_);
+    cv_.wait(lock, [&] { return !writing_ || cancelled_; });
+    return !write_failed_ && !cancelled_;
+  }
+  void run() {
+    while (true) {
+      const bool over = job_over();  // before the attempt: a pod that ended meanwhile is still read
+      Result<void> r = binder_.stream_log(job_, pod_, offset_, follow_, [this](std::string_view d) { return send(d); },
+                                          stop_.get());
+      std::unique_lock lock(mu_);
+      if (cancelled_ || write_failed_) return Finish(grpc::Status::CANCELLED);
+      if (r) return Finish(grpc::Status::OK);
+      if (r.code() != ErrorCode::kNotFound || !follow_ || over) return Finish(to_status(r.code(), r.error()));
+      if (cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return cancelled_; }))
+        return Finish(grpc::Status::CANCELLED);
+    }
+  }
+
+  storage::Store& store_;
+  const binder::Binder& binder_;
+  const storage::JobRecord job_;
+  const int pod_;
+  std::int64_t offset_;
+  const bool follow_;
+  std::unique_ptr<binder::Binder::LogStop> stop_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false, write_failed_ = false, cancelled_ = false;
+  v1::LogChunk chunk_;
+};
+
 // A job's record with the store and the binder, once `may` allows the caller; a status
 // otherwise. The store and the binder are safe to read from this thread; only their addresses
 // come from the engine thread, so the SQLite read does not hold it up.
@@ -127,7 +196,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   const auto& [store, binder, job] = std::get<Found>(found);
   const storage::JobRecord* rec = &job;
   const std::optional<std::filesystem::path> path = binder->log_path(JobId(req.id()), req.pod());
-  if (!path)
+  if (!path && !binder->streams_logs())
     return detail::refused<v1::LogChunk>(to_status(ErrorCode::kFailedPrecondition,
                                        "gpuqd runs with binder: none, which runs no processes and keeps no logs"));
   std::int32_t pods = 0;
@@ -139,6 +208,14 @@ grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, con
   if (req.offset() < 0)
     return detail::refused<v1::LogChunk>(to_status(ErrorCode::kInvalidArgument,
                                        "offset: " + std::to_string(req.offset()) + " is negative; use 0 or more"));
+  if (!path) {  // a binder that streams its pods' output
+    if (!req.follow() && !is_finished(rec->state) && rec->state != JobState::kRunning && rec->state != JobState::kPreempting)
+      return detail::refused<v1::LogChunk>(to_status(
+          ErrorCode::kFailedPrecondition, "job \"" + req.id() + "\" has not started yet (" + to_string(rec->state) +
+                                              "); its output shows once it runs (gpuq logs -f " + req.id() +
+                                              " waits for it; gpuq show " + req.id() + " says why it waits)"));
+    return new BinderLogStream(*store, *binder, job, req.pod(), req.offset(), req.follow());
+  }
   // No output yet because it never ran (a requeued job keeps its earlier attempts' log): say so,
   // rather than an empty reply. A follow waits for it instead.
   std::error_code ec;

@@ -80,6 +80,13 @@ v1::QueueSpec to_proto(const QueueSpec& s, const ResourceNames& names) {
   if (s.submitters) put_members(*s.submitters, out.mutable_submitters());
   if (!s.viewers.empty()) put_members(s.viewers, out.mutable_viewers());
   put_notify(s.notify, out.mutable_notify());
+  if (!s.kubernetes.empty()) {
+    v1::QueueKubernetes* k = out.mutable_kubernetes();
+    k->set_namespace_(s.kubernetes.ns);
+    k->set_default_image(s.kubernetes.default_image);
+    for (const std::string& i : s.kubernetes.allowed_images) k->add_allowed_images(i);
+    k->set_pod_template_json(s.kubernetes.pod_template);
+  }
   return out;
 }
 

@@ -17,6 +17,8 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   spec.set_working_dir(r.run.working_dir);
   spec.set_tty(r.run.tty);
   spec.set_tty_size(r.run.tty_size);
+  spec.set_image(r.run.image);
+  spec.set_working_dir_implicit(r.run.working_dir_implicit);
   put_notify(r.notify, spec.mutable_notify());
   j.set_state(to_proto(r.state));
   j.set_priority(r.spec.priority);

@@ -125,6 +125,23 @@ class Binder {
     (void)pod;
     return std::nullopt;
   }
+  // A binder whose pods' output is not in a file (the Kubernetes binder: pods/log through the API
+  // server) streams it: `log` says whether, and stream_log sends pod `pod`'s output from `offset`
+  // to `sink` (false: the caller is gone), on the caller's thread, until it ends, or with `follow`
+  // until the pod has ended (waiting for it to start); `stop` ends it from another thread. An
+  // error is said for the job's owner.
+  class LogStop {
+   public:
+    virtual ~LogStop() = default;
+    virtual void stop() = 0;
+  };
+  virtual bool streams_logs() const { return false; }
+  virtual std::unique_ptr<LogStop> log_stop() const { return nullptr; }
+  virtual Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,
+                                  const std::function<bool(std::string_view)>& sink, LogStop* stop) const {
+    (void)job, (void)pod, (void)offset, (void)follow, (void)sink, (void)stop;
+    return Error{"this binder keeps no logs", ErrorCode::kFailedPrecondition};
+  }
   // Whether a job may run on a terminal here (RunSpec::tty, gpuq run), and where what is typed
   // into a pod's terminal goes (any thread; a FIFO its supervisor reads); nullopt: nowhere.
   virtual bool has_terminals() const { return false; }
@@ -139,6 +156,24 @@ class Binder {
     (void)run;
     (void)owner;
     return Ok();
+  }
+
+  // A submission's checks and defaults that need its queue (after check_run; the Kubernetes
+  // binder: the queue's namespace and pod template, the image), on the engine thread. An error
+  // names the field; nothing is kept of a refused submission.
+  virtual Result<void> prepare(Submission& sub, const QueueSpec& queue) const {
+    (void)sub;
+    (void)queue;
+    return Ok();
+  }
+  // A queue was made or changed, or read at start (engine thread): its spec as it is now.
+  virtual void queue_applied(const QueueSpec& queue) { (void)queue; }
+  // A source that also runs jobs submitted through gpuqd's API: whether this job of the state
+  // file is one of those (restored from the file and adopted) rather than one the source
+  // reports again (its pods).
+  virtual bool adopts(const storage::JobRecord& job) const {
+    (void)job;
+    return false;
   }
 
   // A source (see SourceFact): the Core gives it where to report and its resource names

@@ -19,7 +19,7 @@ namespace gpuq::cli {
 SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
   SubmitCommand c;
   c.file = cmd.add_option("-f,--file", o.file,
-                          "job YAML (scenario job keys + command, env, workingDir); - for stdin");
+                          "job YAML (scenario job keys + command, env, workingDir, image); - for stdin");
   auto& flag_opts = c.job_flags;
   flag_opts.push_back(cmd.add_option("-q,--queue", o.flags.queue, "queue to submit to (required without -f)"));
   flag_opts.push_back(cmd.add_option("--gpus", o.flags.gpus, "GPUs per pod: 2, 500m or 0.5"));
@@ -56,6 +56,9 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
                                      "repeatable: any of them)"));
   flag_opts.push_back(cmd.add_option("--workdir", o.flags.workdir,
                                      "working directory of the command; default: the current directory"));
+  flag_opts.push_back(cmd.add_option("--image", o.flags.image,
+                                     "container image (binder: kubernetes; default: the queue's "
+                                     "kubernetes.defaultImage)"));
   flag_opts.push_back(cmd.add_option("--retries", o.flags.retries,
                                      "requeue a failed run (non-zero exit, node lost) up to N times; default 0"));
   flag_opts.push_back(cmd.add_option("--array", o.flags.array,

@@ -484,6 +484,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
       o << "\n";
     }
   }
+  if (!s.image().empty()) o << "Image:       " << escaped(s.image()) << "\n";
   const std::vector<std::string> command(s.command().begin(), s.command().end());
   if (const auto script = script_of(command)) {  // a batch script's content, as submitted
     o << "Script:      " << escaped(script->name);
@@ -619,6 +620,19 @@ std::string queue_detail(const v1::QueueStatus& q) {
     << "Viewers:     " << (members_text(s.viewers()).empty() ? "(none: each user sees their own jobs)"
                                                            : members_text(s.viewers()))
     << "\n";
+  if (s.has_kubernetes()) {  // binder kubernetes: in the YAML keys' spelling, as the limits
+    const v1::QueueKubernetes& k = s.kubernetes();
+    o << "Kubernetes:  namespace " << escaped(or_dash(k.namespace_())) << "\n";
+    if (!k.default_image().empty()) o << "             defaultImage " << escaped(k.default_image()) << "\n";
+    if (!k.allowed_images().empty()) {
+      std::string images;
+      for (const auto& i : k.allowed_images()) images += (images.empty() ? "" : ", ") + escaped(i);
+      o << "             allowedImages " << images << "\n";
+    }
+    if (!k.pod_template_json().empty())  // whole with -o json or -o yaml
+      o << "             podTemplate " << escaped(truncate(k.pod_template_json(), 40)) << " ("
+        << k.pod_template_json().size() << " bytes)\n";
+  }
   return o.str();
 }
 

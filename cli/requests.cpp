@@ -160,13 +160,17 @@ v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f) {
     (*out.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (f.workdir.empty()) {
-    if (!f.command.empty()) out.set_working_dir(current_dir("the working directory").string());
+    if (!f.command.empty()) {
+      out.set_working_dir(current_dir("the working directory").string());
+      out.set_working_dir_implicit(true);
+    }
   } else if (std::filesystem::path(f.workdir).is_relative()) {
     out.set_working_dir((current_dir("--workdir \"" + f.workdir + "\"") / f.workdir).string());
   } else {
     out.set_working_dir(f.workdir);
   }
   for (const std::string& c : f.command) out.add_command(c);
+  out.set_image(f.image);
   return req;
 }
 
@@ -203,6 +207,7 @@ v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std
     for (const std::string& c : sub.run.command) out.add_command(c);
     for (const auto& [k, v] : sub.run.env) (*out.mutable_env())[k] = v;
     out.set_working_dir(sub.run.working_dir);
+    out.set_image(sub.run.image);
     return req;
   });
 }

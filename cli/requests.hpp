@@ -42,6 +42,7 @@ struct SubmitFlags {
   std::vector<std::string> tolerations;
   std::vector<std::string> gpu_models;  // the GPU models it accepts (node label gpuq.io/gpu-model)
   std::string workdir;           // empty: the current directory when there is a command
+  std::string image;             // binder kubernetes; empty: the queue's defaultImage
   std::vector<std::string> command;
   std::int32_t retries = 0;      // failed runs requeued (--retries)
   std::string array;             // --array 0-99%8
@@ -52,14 +53,15 @@ struct SubmitFlags {
 
 // The working directory sent is absolute, as the local executor needs: --workdir made absolute
 // against the current directory, or, without --workdir, the current directory itself when there
-// is a command (the job runs where it was submitted, as with sbatch).
+// is a command (the job runs where it was submitted, as with sbatch), marked working_dir_implicit
+// (a pod on Kubernetes then starts in its image's working directory instead).
 v1::SubmitJobRequest submit_request_from_flags(const SubmitFlags& f);
 
 // What `gpuq logs ID --pod N [-f]` sends; --pod must be >= 0.
 v1::LogsRequest logs_request(const std::string& id, std::int32_t pod, bool follow);
 
 // A job in the scenario format's keys (id optional, priority an integer or a class name) plus
-// `command` (a list), `env` (a map), `workingDir` and `onNodeLoss`, read and checked by the spec
+// `command` (a list), `env` (a map), `workingDir`, `image` and `onNodeLoss`, read and checked by the spec
 // layer (spec/yaml_read.hpp). `owner` defaults to default_owner.
 v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std::string& file,
                                               const std::string& default_owner);

@@ -81,6 +81,7 @@ Result<void> Core::rebuild(Time now) {
   unfinished_.clear();
   forget_later_.clear();
   stale_.clear();
+  deferred_.clear();
   batch_ = {};
   std::vector<QueueSpec> config_queues;
   std::vector<NodeSpec> config_nodes;
@@ -104,9 +105,16 @@ Result<void> Core::rebuild(Time now) {
       [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
         sync_names();  // the reader may have met a resource name in a job
         for (storage::JobRecord& rec : chunk) {
-          if (binder_->is_source() && !binder_started_) {
+          if (binder_->is_source() && !binder_started_ && !binder_->adopts(rec)) {
             std::string id = rec.spec.id.value;
             stale_.emplace(std::move(id), std::move(rec));
+            continue;
+          }
+          // A job submitted through the API that held a placement waits for the source's nodes
+          // (restored once it has reported them: source_synced); the others are restored now.
+          if (binder_->is_source() && !binder_started_ &&
+              (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning)) {
+            deferred_.push_back(std::move(rec));
             continue;
           }
           restore(rec, now, restore_failures, adopted);
@@ -132,6 +140,7 @@ Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::v
     if (auto r = engine_->apply_queue(q); !r)
       return Error{"state file: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kFailedPrecondition};
     queue_specs_[q.name.value] = q;
+    binder_->queue_applied(q);
   }
   config_queues_.clear();
   for (const QueueSpec& q : config_queues) {
@@ -141,6 +150,7 @@ Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::v
     if (auto r = engine_->apply_queue(q); !r)
       return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
     queue_specs_[q.name.value] = q;
+    binder_->queue_applied(q);
     batch_.queues.push_back(q);
   }
   for (const NodeSpec& n : loaded.nodes) {
@@ -209,6 +219,13 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
   unfinished_.emplace(std::move(id), std::move(rec));
 }
 
+// A job of the state file a source binder's gpuqd has not restored yet (until the source's first
+// sync: its pods, or for a job submitted through the API that was placed, its nodes).
+bool Core::restoring(const std::string& id) const {
+  return stale_.count(id) > 0 ||
+         std::any_of(deferred_.begin(), deferred_.end(), [&](const storage::JobRecord& r) { return r.spec.id.value == id; });
+}
+
 bool Core::stopping(const JobId& id) const {
   const Job* job = engine_->job(id);
   return job != nullptr && job->draining;
@@ -238,6 +255,10 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
     return Ok();
   }
   if (unfinished_.count(id) == 0) {
+    if (restoring(id))
+      return Error{"job \"" + id + "\" is being restored: gpuqd has just started and waits for the cluster to list "
+                   "its pods; try again in a moment",
+                   ErrorCode::kUnavailable};
     auto on_disk = store_->job(id);
     if (on_disk && on_disk.value())
       return Error{"job \"" + id + "\" already ended (" + std::string(to_string(on_disk.value()->state)) + ")",
@@ -264,6 +285,7 @@ Result<void> Core::apply_queue(const QueueSpec& spec) {
   queue_specs_[spec.name.value] = spec;
   std::erase(batch_.deleted_queues, spec.name.value);
   batch_.queues.push_back(spec);
+  binder_->queue_applied(spec);
   binder_->queues_changed();
   return Ok();
 }

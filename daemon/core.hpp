@@ -330,6 +330,10 @@ class Core {
   // A source binder's jobs as the state file had them at start, until the source reports them
   // again (they keep their number and times) or syncs without them (they end).
   std::unordered_map<std::string, storage::JobRecord> stale_;
+  // A source binder's jobs submitted through the API that held a placement at start: restored
+  // once the source has reported its nodes (source_synced).
+  std::vector<storage::JobRecord> deferred_;
+  bool restoring(const std::string& id) const;
   bool placing_ = true;
   Time last_status_ = 0;  // when a source was last told why its jobs wait
   bool binder_started_ = false;

@@ -9,7 +9,11 @@ namespace gpuq::daemon {
 namespace {
 
 // Why a job that is not live cannot be held: it ended, or there is none.
-Error not_live(storage::Store& store, const std::string& id) {
+Error not_live(storage::Store& store, const std::string& id, bool restoring) {
+  if (restoring)
+    return Error{"job \"" + id + "\" is being restored: gpuqd has just started and waits for the cluster to list its "
+                 "pods; try again in a moment",
+                 ErrorCode::kUnavailable};
   auto on_disk = store.job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   if (on_disk.value())
@@ -27,7 +31,7 @@ Result<void> Core::hold_or_release(const std::string& id, Time now, const std::s
   };
   if (unfinished_.count(id) > 0) return one(id);
   const auto* members = array_members(id);
-  if (members == nullptr) return not_live(*store_, id);
+  if (members == nullptr) return not_live(*store_, id, restoring(id));
   bool any = false;
   for (const std::string& m : *members)
     if (const Job* j = engine_->job(JobId(m));
@@ -50,7 +54,7 @@ Result<void> Core::release(const std::string& id, Time now, const std::string& b
 Result<void> Core::update(const std::string& id, const JobChange& change, Time now, const std::string& by,
                           bool beyond_guardrails) {
   auto it = unfinished_.find(id);
-  if (it == unfinished_.end()) return not_live(*store_, id);
+  if (it == unfinished_.end()) return not_live(*store_, id, restoring(id));
   storage::JobRecord& rec = it->second;
   if (!change.priority && !change.max_runtime && !change.queue)
     return Error{"nothing to update: give --priority, --max-runtime or --queue", ErrorCode::kInvalidArgument};

@@ -118,6 +118,17 @@ void Core::source_withdrawn(const binder::JobWithdrawn& w, Time now) {
 // Every job the source holds was reported once: what the state file had and the source did not
 // is gone (its pods were deleted while gpuqd was not watching); placing begins.
 void Core::source_synced(Time now) {
+  // Jobs submitted through the API that were placed: where they run is known now.
+  if (!deferred_.empty()) {
+    record_changes(engine_->take_events(), now);  // this turn's transitions so far are kept
+    std::size_t failures = 0;
+    std::vector<BinderFact> adopted;
+    for (storage::JobRecord& rec : deferred_) restore(rec, now, failures, adopted);
+    deferred_.clear();
+    (void)engine_->take_events();  // restoring is not a transition
+    for (const BinderFact& fact : adopted) observe(fact, now);
+  }
+  binder_->stop_strays();  // what still runs of submitted jobs that hold no placement now
   for (auto& [id, rec] : stale_) {
     rec.state = JobState::kCancelled;
     rec.reason = "its pods were gone when gpuqd started again";

@@ -35,6 +35,8 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
   if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
     return Error{no, ErrorCode::kInvalidArgument};
+  if (auto q = queue_specs_.find(spec.queue.value); q != queue_specs_.end())
+    if (auto r = binder_->prepare(sub, q->second); !r) return Error{r.error(), r.code()};
   if (sub.run.tty) {  // gpuq run
     if (!binder_->has_terminals())
       return Error{"spec.tty: gpuqd's binder runs no processes on terminals; gpuq run needs binder: local",

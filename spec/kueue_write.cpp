@@ -127,6 +127,7 @@ void warn_unexported(const QueueSpec& s, std::vector<std::string>& warnings) {
   if (s.max_retries != 0) lost("maxRetries", std::to_string(s.max_retries));
   if (s.submitters) lost("submitters", "(a role)");
   if (!s.viewers.empty()) lost("viewers", "(a role)");
+  if (!s.kubernetes.empty()) lost("kubernetes", "(namespace " + (s.kubernetes.ns.empty() ? std::string("unset") : s.kubernetes.ns) + ")");
 }
 
 }  // namespace

@@ -58,6 +58,12 @@ inline constexpr std::size_t kDependencies = 64;
 // Users, and groups, named in one of a queue's roles (submitters, viewers).
 inline constexpr std::size_t kRoleMembers = 1000;
 
+// A queue's kubernetes block: an image reference (its defaultImage, each of its allowedImages'
+// prefixes, a job's image), how many allowedImages, and its podTemplate as JSON text.
+inline constexpr std::size_t kImage = 512;
+inline constexpr std::size_t kAllowedImages = 64;
+inline constexpr std::size_t kPodTemplateBytes = 65536;
+
 // Cluster-wide settings.
 inline constexpr std::size_t kPriorityClasses = 1000;
 inline constexpr std::size_t kTopologyLevels = 8;

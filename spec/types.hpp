@@ -126,6 +126,24 @@ struct IdlePolicy {
   bool operator==(const IdlePolicy&) const = default;
 };
 
+// Where and how a job submitted through gpuqd's API becomes pods on Kubernetes (binder:
+// kubernetes; README: "Jobs from the command line on Kubernetes"). The admin's: a submitter
+// gives the image (within `allowed_images`), command, environment, working directory and
+// resources, never the namespace or what the template sets. Empty `ns`: the queue takes no
+// submitted jobs on Kubernetes (pods that users create themselves still queue in it).
+struct QueueKubernetes {
+  std::string ns;             // the namespace its jobs' pods are made in (a DNS-1123 label)
+  std::string default_image;  // for a job that names none; "" : every job must name one
+  std::vector<std::string> allowed_images;  // prefixes an image must start with; empty: any
+  // A pod template (keys `metadata` and `spec`, as a PodTemplateSpec), as canonical JSON text;
+  // "" : none. Its spec gives the pods their service account, runtime class, node selector,
+  // tolerations, security context, volumes, image pull secrets; its first container (if any)
+  // gives the job's container what it lists (volume mounts, env, resources' limits, ...).
+  std::string pod_template;
+  bool empty() const { return ns.empty() && default_image.empty() && allowed_images.empty() && pod_template.empty(); }
+  bool operator==(const QueueKubernetes&) const = default;
+};
+
 struct QueueSpec {
   QueueName name;
   std::string cohort;  // empty: no cohort (the queue uses exactly its nominal)
@@ -170,6 +188,9 @@ struct QueueSpec {
   // Slurm partition) and who may see all of the queue's jobs, not only their own.
   std::optional<Members> submitters;
   Members viewers;
+
+  // Binder kubernetes: the namespace and pod template of the queue's submitted jobs.
+  QueueKubernetes kubernetes;
 };
 
 // Where a pod may run, as Kubernetes says it (spec/constraints.hpp has the matching): node
@@ -272,6 +293,12 @@ struct RunSpec {
   // output is the log and whose input comes through Jobs.Input; its size "ROWSxCOLS" (empty: 24x80).
   bool tty = false;
   std::string tty_size;
+  // Binder kubernetes: the container image (`gpuq submit --image`; empty: the queue's
+  // defaultImage), and whether working_dir is only where the submitter happened to be (the
+  // command line sends its current directory when --workdir is not given): a pod then starts in
+  // its image's working directory.
+  std::string image;
+  bool working_dir_implicit = false;
 };
 
 // A job as a user submits it: the spec, what runs, and the priority as written ("high", "100",

@@ -180,6 +180,87 @@ void check_members(const Members& m, const char* role, Path& at) {
   }
 }
 
+// A Kubernetes namespace (a DNS-1123 label): why `s` is not one, or "".
+std::string dns_label_problem(std::string_view s) {
+  if (s.size() > limits::kLabelSegment)
+    return "is " + count(s.size(), "character") + " long; at most " + std::to_string(limits::kLabelSegment) +
+           " are allowed";
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+      return std::string("holds ") + (static_cast<unsigned char>(c) < 0x20 || c == 0x7f
+                                          ? std::string("a control character")
+                                          : "'" + std::string(1, c) + "'");
+  if (s.front() == '-' || s.back() == '-') return "must begin and end with a letter or a digit";
+  return {};
+}
+
+// An image reference (a queue's defaultImage and allowedImages, a job's image).
+void check_image(std::string_view image, const Path& at) {
+  std::string why;
+  if (image.size() > limits::kImage)
+    why = "is " + count(image.size(), "byte") + " long; at most " + std::to_string(limits::kImage) + " are allowed";
+  for (std::size_t i = 0; i < image.size() && why.empty(); ++i) {
+    const char c = image[i];
+    if (c == ' ' || (c >= '\t' && c <= '\r'))
+      why = "holds whitespace";
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      why = "holds a control character";
+  }
+  if (!why.empty())
+    fail(at, quoted(image) + " is not an image: it " + why +
+                 "; use a reference such as nvcr.io/nvidia/pytorch:24.05-py3 (at most " +
+                 std::to_string(limits::kImage) + " bytes, no whitespace or control characters)");
+}
+
+// A queue's kubernetes block (binder kubernetes). Its podTemplate's content is checked where it
+// is read (spec/yaml_read.hpp), where the tree is; here only its size.
+void check_kubernetes(const QueueKubernetes& k, Path& at) {
+  if (k.empty()) return;
+  Path::Key kk(at, "kubernetes");
+  {
+    Path::Key n(at, "namespace");
+    if (k.ns.empty())
+      fail(at, std::string("is required when kubernetes.") +
+                   (!k.default_image.empty()     ? "defaultImage"
+                    : !k.allowed_images.empty() ? "allowedImages"
+                                                : "podTemplate") +
+                   " is set; name the namespace the queue's pods are made in");
+    if (auto why = dns_label_problem(k.ns); !why.empty())
+      fail(at, quoted(k.ns) + " is not a namespace: it " + why +
+                   "; use 1 to 63 lowercase letters, digits and '-', beginning and ending with a letter or a digit");
+  }
+  {
+    Path::Key a(at, "allowedImages");
+    check_count(k.allowed_images.size(), limits::kAllowedImages, "images", at);
+    for (std::size_t i = 0; i < k.allowed_images.size(); ++i) {
+      Path::Index ii(at, i);
+      if (k.allowed_images[i].empty())
+        fail(at, "is empty; an empty prefix would allow every image (leave allowedImages out for that)");
+      check_image(k.allowed_images[i], at);
+    }
+  }
+  if (!k.default_image.empty()) {
+    Path::Key d(at, "defaultImage");
+    check_image(k.default_image, at);
+    const bool allowed =
+        k.allowed_images.empty() || std::any_of(k.allowed_images.begin(), k.allowed_images.end(), [&](const std::string& p) {
+          return k.default_image.starts_with(p);
+        });
+    if (!allowed) {
+      std::string prefixes;
+      for (std::size_t i = 0; i < k.allowed_images.size() && i < 5; ++i)
+        prefixes += (i ? ", " : "") + quoted(k.allowed_images[i]);
+      if (k.allowed_images.size() > 5) prefixes += " (and " + std::to_string(k.allowed_images.size() - 5) + " more)";
+      fail(at, quoted(k.default_image) + " is not within allowedImages; it must begin with one of " + prefixes);
+    }
+  }
+  if (k.pod_template.size() > limits::kPodTemplateBytes) {
+    Path::Key p(at, "podTemplate");
+    fail(at, "is " + count(k.pod_template.size(), "byte") + " long as JSON; at most " +
+                 std::to_string(limits::kPodTemplateBytes) + " are allowed");
+  }
+}
+
 }  // namespace
 
 void check_count(std::size_t n, std::size_t limit, std::string_view things, const Path& at, Counted how) {
@@ -303,6 +384,7 @@ void validate(const QueueSpec& q, Path& at, const ResourceNames& names) {
   check_guardrails(q, at);
   if (q.submitters) check_members(*q.submitters, "submitters", at);
   check_members(q.viewers, "viewers", at);
+  check_kubernetes(q.kubernetes, at);
   Path::Key k(at, "notify");
   validate(q.notify, at);
 }
@@ -485,6 +567,10 @@ void validate(const RunSpec& r, Path& at) {
     if (r.working_dir.size() > limits::kWorkingDir)
       fail(at, "is " + count(r.working_dir.size(), "byte") + " long; at most " +
                    std::to_string(limits::kWorkingDir) + " are allowed");
+  }
+  if (!r.image.empty()) {
+    Path::Key k(at, "image");
+    check_image(r.image, at);
   }
   if (!r.tty_size.empty()) {
     Path::Key k(at, "ttySize");

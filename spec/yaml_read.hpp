@@ -62,6 +62,11 @@ void refuse_unknown_key(yaml::Node key, const Path& at,
 
 // The specs. `also`: keys the caller reads itself (a scenario queue's usageHistory).
 QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
+// A queue's kubernetes.podTemplate given as JSON text (the API's pod_template_json; `at` is its
+// path): parsed, checked as read_queue checks the YAML key (a map of metadata and spec; no
+// spec.nodeName or spec.schedulerName, which gpuq sets; at most one container), and returned as
+// spec/yaml_json.hpp writes it. "" for "". Errors name the field, without a line and column.
+std::string pod_template_from_json(std::string_view json, Path& at);
 NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
 
 // Node constraints and taints (yaml_constraints.cpp), each checked where it is read, so an
@@ -76,7 +81,7 @@ std::vector<Taint> read_taints(yaml::Node n, Path& at);
 
 struct JobKeys {
   bool id_required = true;
-  // command, env, workingDir and onNodeLoss (a job file for `gpuq submit -f`).
+  // command, env, workingDir, image and onNodeLoss (a job file for `gpuq submit -f`).
   bool run = false;
   // Resolve the priority into job.priority with these classes; null: keep only the text (the
   // server resolves it).

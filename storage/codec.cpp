@@ -89,8 +89,8 @@ auto guarded(std::string_view what, std::string_view text, F&& f) -> Result<decl
 
 namespace {
 
-// A queue's guardrails and roles: each key only when set, so a file written before them reads
-// as "no limit" and a queue without them is stored as before.
+// A queue's guardrails, roles and kubernetes block: each key only when set, so a file written
+// before them reads as "no limit" (no block) and a queue without them is stored as before.
 json::array string_array(const std::vector<std::string>& v) {
   json::array a;
   for (const auto& s : v) a.emplace_back(s);
@@ -127,8 +127,16 @@ void encode_guardrails(const QueueSpec& q, json::object& o) {
   if (q.max_submits_per_user_per_minute != 0) o["max_submits_per_user_per_minute"] = q.max_submits_per_user_per_minute;
   if (q.idle.warn_after) o["idle_warn_after"] = *q.idle.warn_after;
   if (q.idle.cancel_after) o["idle_cancel_after"] = *q.idle.cancel_after;
+  if (q.max_retries != 0) o["max_retries"] = q.max_retries;
   if (q.submitters) o["submitters"] = encode_members(*q.submitters);
   if (!q.viewers.empty()) o["viewers"] = encode_members(q.viewers);
+  if (!q.kubernetes.empty()) {
+    const QueueKubernetes& k = q.kubernetes;
+    o["kubernetes"] = json::object{{"namespace", k.ns},
+                                   {"default_image", k.default_image},
+                                   {"allowed_images", string_array(k.allowed_images)},
+                                   {"pod_template", k.pod_template}};  // its JSON text, as a string
+  }
 }
 
 void decode_guardrails(const json::object& o, QueueSpec& q) {
@@ -157,8 +165,17 @@ void decode_guardrails(const json::object& o, QueueSpec& q) {
   q.max_submits_per_user_per_minute = int32_at("max_submits_per_user_per_minute");
   q.idle.warn_after = int64_at("idle_warn_after");
   q.idle.cancel_after = int64_at("idle_cancel_after");
+  q.max_retries = int32_at("max_retries");
   if (const auto* v = o.if_contains("submitters")) q.submitters = decode_members(*v);
   if (const auto* v = o.if_contains("viewers")) q.viewers = decode_members(*v);
+  if (const auto* v = o.if_contains("kubernetes")) {
+    const auto& k = v->as_object();
+    auto text_at = [&](const char* key) { return k.if_contains(key) ? str(k.at(key)) : std::string(); };
+    q.kubernetes.ns = text_at("namespace");
+    q.kubernetes.default_image = text_at("default_image");
+    if (const auto* a = k.if_contains("allowed_images")) q.kubernetes.allowed_images = strings_of(*a);
+    q.kubernetes.pod_template = text_at("pod_template");
+  }
 }
 
 }  // namespace

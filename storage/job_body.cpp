@@ -21,7 +21,8 @@
 // decimal), notify_url, notify_on (events, comma-separated), held ("1": pending and held),
 // retries and retried (decimal), array (id), array_index and array_throttle (decimal), singleton
 // ("1"), after (dependencies, comma-separated, each ok|any|notok ':' job id), tty ("1", or the
-// terminal's size ROWSxCOLS).
+// terminal's size ROWSxCOLS), image (the container image, binder kubernetes), workdir_implicit
+// ("1": working_dir is only where the submitter was, not asked for).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -173,6 +174,8 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   }
   if (j.spec.singleton) extra.emplace_back("singleton", "1");
   if (j.run.tty) extra.emplace_back("tty", j.run.tty_size.empty() ? "1" : j.run.tty_size);
+  if (!j.run.image.empty()) extra.emplace_back("image", j.run.image);
+  if (j.run.working_dir_implicit) extra.emplace_back("workdir_implicit", "1");
   if (!j.after.empty()) {
     std::string after;
     for (const Dependency& d : j.after)
@@ -306,6 +309,10 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
         } else if (name == "tty") {
           j.run.tty = true;
           if (value != "1") j.run.tty_size = std::string(value);
+        } else if (name == "image") {
+          j.run.image = std::string(value);
+        } else if (name == "workdir_implicit") {
+          j.run.working_dir_implicit = value == "1";
         } else if (name == "array") {
           j.spec.array_id = std::string(value);
         } else if (name == "retries" || name == "retried" || name == "array_index" || name == "array_throttle") {

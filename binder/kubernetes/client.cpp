@@ -406,8 +406,32 @@ Response Client::request(std::string_view method, const std::string& target, con
   return r;
 }
 
+void StreamStop::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  if (c_ != nullptr) {
+    auto* c = static_cast<Client::Connection*>(c_);
+    asio::post(c->ioc, [c] { c->close(); });
+  }
+}
+
+bool StreamStop::stopped() const {
+  std::lock_guard lock(mu_);
+  return stopped_;
+}
+
 Response Client::stream(const std::string& target, const std::function<bool(std::string_view)>& on_line,
                         std::chrono::milliseconds idle, const std::atomic<bool>* cancelled) {
+  return open_stream(target, on_line, /*lines=*/true, idle, cancelled, nullptr);
+}
+
+Response Client::stream_bytes(const std::string& target, const std::function<bool(std::string_view)>& on_bytes,
+                              std::chrono::milliseconds idle, StreamStop* stop) {
+  return open_stream(target, on_bytes, /*lines=*/false, idle, nullptr, stop);
+}
+
+Response Client::open_stream(const std::string& target, const std::function<bool(std::string_view)>& on_line, bool lines,
+                             std::chrono::milliseconds idle, const std::atomic<bool>* cancelled, StreamStop* stop) {
   Response out;
   bucket_.acquire();
   std::string why;
@@ -429,6 +453,19 @@ Response Client::stream(const std::string& target, const std::function<bool(std:
     }
   } unregister{*this, c.get()};
   if (cancelled != nullptr && cancelled->load()) return out;
+  struct Registered {  // with `stop`, while the stream runs
+    StreamStop* stop;
+    ~Registered() {
+      if (stop == nullptr) return;
+      std::lock_guard lock(stop->mu_);
+      stop->c_ = nullptr;
+    }
+  } registered{stop};
+  if (stop != nullptr) {
+    std::lock_guard lock(stop->mu_);
+    if (stop->stopped_) return out;
+    stop->c_ = c.get();
+  }
 
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, target_->host_header);
@@ -468,10 +505,15 @@ Response Client::stream(const std::string& target, const std::function<bool(std:
       if (ec) break;
       continue;  // an error's body: kept whole
     }
-    std::size_t start = 0;
-    for (std::size_t nl; go_on && (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
-      if (nl > start) go_on = on_line(std::string_view(pending).substr(start, nl - start));
-    pending.erase(0, start);
+    if (!lines) {
+      if (!pending.empty()) go_on = on_line(pending);
+      pending.clear();
+    } else {
+      std::size_t start = 0;
+      for (std::size_t nl; go_on && (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
+        if (nl > start) go_on = on_line(std::string_view(pending).substr(start, nl - start));
+      pending.erase(0, start);
+    }
     if (ec) {
       if (ec != beast::error::timeout && ec != asio::error::operation_aborted && ec != http::error::end_of_stream &&
           ec != asio::error::eof)

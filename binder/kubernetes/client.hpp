@@ -103,6 +103,20 @@ class InFlightLimit {
   std::chrono::steady_clock::time_point last_cut_{};
 };
 
+// Ends one stream of a Client from any thread (a log a caller stopped reading): the stream that
+// was given it ends at once, or at its start when it has not started yet.
+class StreamStop {
+ public:
+  void stop();
+  bool stopped() const;
+
+ private:
+  friend class Client;
+  mutable std::mutex mu_;
+  void* c_ = nullptr;  // the stream's Client::Connection while it runs
+  bool stopped_ = false;
+};
+
 class Client {
  public:
   Client(Access access, ClientOptions options = {});
@@ -111,6 +125,7 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   const Access& access() const { return access_; }
+  friend class StreamStop;
 
   // One request (target: path and query). kUnsafe requests are retried only when the server
   // answered 429 or 503 without doing anything; never throws.
@@ -126,6 +141,10 @@ class Client {
   // racing with the start of a stream still ends it.
   Response stream(const std::string& target, const std::function<bool(std::string_view)>& on_line,
                   std::chrono::milliseconds idle, const std::atomic<bool>* cancelled = nullptr);
+  // The same for bytes rather than lines (a pod's log): on_bytes gets each piece as it comes;
+  // `stop` may end it from another thread.
+  Response stream_bytes(const std::string& target, const std::function<bool(std::string_view)>& on_bytes,
+                        std::chrono::milliseconds idle, StreamStop* stop);
   // Ends every open stream (from any thread); new ones may start afterwards.
   void stop_streams();
 
@@ -135,6 +154,8 @@ class Client {
   std::unique_ptr<Connection> connect(std::string& why);
   std::unique_ptr<Connection> take(std::string& why);
   void give_back(std::unique_ptr<Connection> c);
+  Response open_stream(const std::string& target, const std::function<bool(std::string_view)>& on_data, bool lines,
+                       std::chrono::milliseconds idle, const std::atomic<bool>* cancelled, StreamStop* stop);
   Response once(Connection& c, std::string_view method, const std::string& target, const std::string& body,
                 std::string_view content_type, bool& reusable);
   std::string bearer();

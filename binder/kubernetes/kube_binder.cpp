@@ -33,11 +33,6 @@ void KubernetesBinder::set_source(SourceReport report, ResourceNames& names) {
   s_->translate.pods = names.intern("pods").value_or(0);  // 0: no slot left, pods not counted
 }
 
-Result<void> KubernetesBinder::check_run(const RunSpec&, const std::string&) const {
-  return Error{"binder: kubernetes places pods, not commands: create a pod with spec.schedulerName: " +
-                   s_->config.scheduler_name + " and the label gpuq.io/queue (README: Kubernetes)",
-               ErrorCode::kFailedPrecondition};
-}
 
 KubernetesBinder::Counts KubernetesBinder::counts() const {
   std::lock_guard lock(s_->mu);
@@ -108,6 +103,7 @@ void KubernetesBinder::start() {
       s->synced_cv.notify_all();
       if (first) spdlog::info("event=kubernetes_synced what={}", path);
       if (first && synced == &State::pods_synced && s->source && s->leading) {
+        s->adopt_found();
         s->source(SourceSynced{});
         s->sweep_reservations();
       }
@@ -234,6 +230,7 @@ void KubernetesBinder::State::take_over() {
                    config.leader.name, kLeaseNoteAnnotation, records.error());
   }
   if (pods_synced && source) {
+    adopt_found();
     source(SourceSynced{});
     sweep_reservations();
   }
@@ -258,6 +255,8 @@ void KubernetesBinder::State::flush_nodes() {
 
 void KubernetesBinder::State::on_namespace(EventType type, const json::object& obj) {
   const std::string name = object_key(obj);
+  if (type == EventType::kDeleted) namespaces.erase(name);
+  else namespaces.insert(name);
   const std::string queue = type == EventType::kDeleted ? std::string() : annotation_of(obj, kDefaultQueueAnnotation);
   auto& slot = ns_default[name];
   if (slot == queue) return;
@@ -348,6 +347,7 @@ void KubernetesBinder::State::pod_of_ours(PodInfo pod) {
   const bool known = old != pods.end();
   const bool changed = !known || offer_changed(old->second, pod);
   pods.insert_or_assign(key, std::move(pod));
+  if (submitted_pod(pods.at(key))) return;  // gpuqd made it for a job submitted through its API
   if (auto j = job_of.find(key); j != job_of.end()) {
     lifecycle(j->second);
     return;
@@ -498,6 +498,10 @@ void KubernetesBinder::State::pod_gone(const std::string& key) {
 void KubernetesBinder::State::lifecycle(const std::string& id) {
   auto it = jobs.find(id);
   if (it == jobs.end() || it->second.done) return;
+  if (it->second.submitted) {
+    submitted_lifecycle(id);
+    return;
+  }
   JobEntry& e = it->second;
   std::size_t gone = 0, ended = 0, failed = 0, running = 0;
   for (const std::string& k : e.pods) {

@@ -59,7 +59,15 @@ class KubernetesBinder final : public Binder {
   void start() override;
   void halt() override;
   bool confirms_stops() const override { return true; }
-  Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
+  Result<void> prepare(Submission& sub, const QueueSpec& queue) const override;
+  void queue_applied(const QueueSpec& queue) override;
+  std::optional<BinderFact> adopt(const storage::JobRecord& job) override;
+  bool adopts(const storage::JobRecord& job) const override { return !job.run.image.empty(); }
+  void stop_strays() override;
+  bool streams_logs() const override { return true; }
+  std::unique_ptr<LogStop> log_stop() const override;
+  Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,
+                          const std::function<bool(std::string_view)>& sink, LogStop* stop) const override;
   bool is_source() const override { return true; }
   void set_source(SourceReport report, ResourceNames& names) override;
   void refused(const JobId& job, const std::string& why) override;

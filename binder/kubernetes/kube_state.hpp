@@ -15,6 +15,7 @@
 
 #include "binder/kubernetes/kube_binder.hpp"
 #include "binder/kubernetes/objects.hpp"
+#include "binder/kubernetes/pod_build.hpp"
 #include "binder/kubernetes/reflector.hpp"
 #include "binder/kubernetes/translate.hpp"
 
@@ -42,6 +43,13 @@ struct JobEntry {
   int bind_failures = 0;  // bindings that failed with nothing bound: the backoff before the next
   std::string failure;    // a pod group that could not be bound whole: it ends so once its bound pods are gone
   Time grace = 30;
+  // A job submitted through gpuqd's API (kube_submitted.cpp): gpuqd made its pods.
+  bool submitted = false;
+  std::set<std::string> unseen;  // its pods made (or being made) that no watch event showed yet
+  bool adopting = false;         // found in the state file at start: its pods are found by the watch
+  std::string end_reason;        // why gpuq ended it (max runtime, pods refused): it finishes Failed so
+  int end_code = 1;
+  Time max_runtime = 0;          // 0: none; enforced by deleting its pods
 };
 
 struct Group {
@@ -95,6 +103,10 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, NodeInfo> nodes;
   std::set<std::string> dirty_nodes;  // changed since they were last reported (node_changed)
   std::unordered_map<std::string, std::string> ns_default;  // namespace -> its default queue
+  std::set<std::string> namespaces;                          // those that exist
+  std::unordered_map<std::string, QueueKubernetes> queue_kube;  // by queue: where its submitted jobs' pods go
+  std::uint64_t runs = 0;  // admissions of submitted jobs, for their runs' names
+  std::map<std::string, std::string> templates_checked;  // queue -> the template version a dry run accepted
   std::map<std::string, Reservation> reservations;             // "node/slot"
   std::unordered_map<std::string, std::string> share_of;       // sharer pod key -> "node/slot"
   // "node/slot" of a GPU whose reservation pod is being deleted -> what waits for the DELETE to
@@ -165,6 +177,17 @@ struct KubernetesBinder::State {
   void check_groups();  // Events for pod groups still incomplete after their timeout
   void post_event(const PodInfo& pod, const std::string& type, const std::string& reason, const std::string& message);
   void write(std::function<void()> f);
+
+  // kube_submitted.cpp: jobs submitted through gpuqd's API.
+  void create_job(const std::string& id, std::shared_ptr<PodsToMake> make, Time grace, Time max_runtime);
+  void create_pod(const std::shared_ptr<struct Creation>& c, std::size_t i);
+  void created(const std::shared_ptr<struct Creation>& c);
+  void delete_pods(const std::string& id, Time grace);  // under mu
+  void submitted_lifecycle(const std::string& id);      // under mu
+  bool submitted_pod(const PodInfo& pod);               // under mu: false when it is not one
+  void attach(const std::string& id);                   // under mu: an adopted job's pods, found
+  void adopt_found();                                   // under mu, once pods are listed
+  void delete_strays();                                 // under mu, once pods are listed
 
   // kube_share.cpp (under mu)
   void share(const std::shared_ptr<Binding>& b, std::size_t i);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <ctime>
 
+#include <unistd.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
@@ -168,6 +170,10 @@ void KubernetesBinder::State::evict_job(const std::string& id, Time grace) {
   }
   JobEntry& e = it->second;
   e.stopping = true;
+  if (e.submitted && e.preemptor.empty()) {  // a cancel: gpuqd's own pods, deleted with the grace period
+    delete_pods(id, grace);
+    return;
+  }
   std::vector<std::string> live;
   for (const std::string& k : e.pods)
     if (auto p = pods.find(k); p != pods.end() && !p->second.terminal()) live.push_back(k);
@@ -340,8 +346,37 @@ void KubernetesBinder::State::post_event(const PodInfo& pod, const std::string& 
 }
 
 // Engine thread: decisions wait until their turn is on disk (binder.hpp).
-void KubernetesBinder::bind(const Admission& admission, const storage::JobRecord&) {
-  s_->open.push_back([s = s_.get(), admission] { s->bind_job(admission); });
+void KubernetesBinder::bind(const Admission& admission, const storage::JobRecord& job) {
+  if (job.run.image.empty()) {  // a job of pods users made: they are bound
+    s_->open.push_back([s = s_.get(), admission] { s->bind_job(admission); });
+    return;
+  }
+  // A job submitted through gpuqd's API: its pods are made (kube_submitted.cpp), bound to the
+  // engine's nodes, once the turn is on disk.
+  std::string run;
+  QueueKubernetes queue;
+  {
+    std::lock_guard lock(s_->mu);
+    if (auto q = s_->queue_kube.find(job.spec.queue.value); q != s_->queue_kube.end()) queue = q->second;
+    // A run's name: unique to this admission (a retried or requeued job makes new pods beside
+    // its old ones), 5 characters.
+    std::uint64_t h = (++s_->runs) * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(::getpid()) << 32 ^
+                      static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    static const char* digits = "bcdfghjklmnpqrstvwxz2456789";
+    for (int i = 0; i < 5; ++i, h /= 27) run += digits[h % 27];
+  }
+  Result<PodsToMake> made = queue.ns.empty()
+      ? Result<PodsToMake>(Error{"queue \"" + job.spec.queue.value + "\" has no kubernetes.namespace now: its pods cannot be made",
+                                 ErrorCode::kFailedPrecondition})
+      : make_pods(PodInput{&job, &queue, admission.pods, s_->config.scheduler_name, run});
+  if (!made) {
+    s_->report(JobFinished{admission.job, 1, made.error()});
+    return;
+  }
+  s_->open.push_back([s = s_.get(), id = admission.job.value, make = std::make_shared<PodsToMake>(std::move(made.value())),
+                      grace = job.spec.grace_period, max = job.spec.max_runtime.value_or(0)] {
+    s->create_job(id, make, grace, max);
+  });
 }
 
 void KubernetesBinder::stop(const JobId& job, Time grace) {

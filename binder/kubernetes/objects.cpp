@@ -195,6 +195,7 @@ Result<PodInfo> read_pod(const json::object& pod) {
     p.name = string_at(*meta, "name");
     p.uid = string_at(*meta, "uid");
     p.resource_version = string_at(*meta, "resourceVersion");
+    p.created = string_at(*meta, "creationTimestamp");
     p.terminating = meta->contains("deletionTimestamp") && !(*meta).at("deletionTimestamp").is_null();
     p.labels = string_map(object_at(*meta, "labels"));
     p.annotations = string_map(object_at(*meta, "annotations"));
@@ -219,22 +220,44 @@ Result<PodInfo> read_pod(const json::object& pod) {
         spec::fail(meta_at, spec::quoted(it->second) + " must be 1..1000 (thousandths of one GPU)");
       p.request[kGpu] = milli;
     }
-    p.where.node_selector = string_map(object_at(*spec, "nodeSelector"));
-    p.where.affinity = required_affinity(*spec, at);
-    if (const json::array* tols = array_at(*spec, "tolerations")) {
-      Path::Key k(at, "tolerations");
-      for (std::size_t i = 0; i < tols->size(); ++i)
-        if (const json::object* o = (*tols)[i].if_object()) {
-          Path::Index ix(at, i);
-          Toleration tol{string_at(*o, "key"), string_at(*o, "operator") == "Exists", string_at(*o, "value"), std::nullopt};
-          if (!string_at(*o, "effect").empty()) tol.effect = enum_at(*o, "effect", TaintEffect::kNoSchedule, at);
-          p.where.tolerations.push_back(std::move(tol));
+    p.where = constraints_at(*spec, at);
+    if (const json::object* status = object_at(pod, "status")) {
+      p.phase = string_at(*status, "phase");
+      p.status_reason = string_at(*status, "reason");
+      // The first container that ended with a code other than 0 (else the first that ended):
+      // what a submitted job's exit code is.
+      if (const json::array* cs = array_at(*status, "containerStatuses"))
+        for (const json::value& c : *cs) {
+          const json::object* state = c.is_object() ? object_at(c.get_object(), "state") : nullptr;
+          const json::object* done = state ? object_at(*state, "terminated") : nullptr;
+          const json::value* code = done ? done->if_contains("exitCode") : nullptr;
+          if (code == nullptr || !code->is_int64()) continue;
+          if (!p.exit_code || (*p.exit_code == 0 && code->get_int64() != 0)) {
+            p.exit_code = static_cast<int>(std::clamp<std::int64_t>(code->get_int64(), INT32_MIN, INT32_MAX));
+            p.exit_reason = string_at(*done, "reason");
+          }
         }
     }
-    if (const json::object* status = object_at(pod, "status")) p.phase = string_at(*status, "phase");
     if (p.phase.empty()) p.phase = "Pending";
     return p;
   });
+}
+
+NodeConstraints constraints_at(const json::object& spec, Path& at) {
+  NodeConstraints where;
+  where.node_selector = string_map(object_at(spec, "nodeSelector"));
+  where.affinity = required_affinity(spec, at);
+  if (const json::array* tols = array_at(spec, "tolerations")) {
+    Path::Key k(at, "tolerations");
+    for (std::size_t i = 0; i < tols->size(); ++i)
+      if (const json::object* o = (*tols)[i].if_object()) {
+        Path::Index ix(at, i);
+        Toleration tol{string_at(*o, "key"), string_at(*o, "operator") == "Exists", string_at(*o, "value"), std::nullopt};
+        if (!string_at(*o, "effect").empty()) tol.effect = enum_at(*o, "effect", TaintEffect::kNoSchedule, at);
+        where.tolerations.push_back(std::move(tol));
+      }
+  }
+  return where;
 }
 
 Result<NodeInfo> read_node(const json::object& node) {

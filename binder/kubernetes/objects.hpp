@@ -12,6 +12,7 @@
 
 #include <boost/json/object.hpp>
 
+#include "spec/error.hpp"
 #include "spec/resources.hpp"
 #include "spec/result.hpp"
 #include "spec/types.hpp"
@@ -27,6 +28,7 @@ struct PodInfo {
   std::string name;
   std::string uid;
   std::string resource_version;
+  std::string created;    // metadata.creationTimestamp (RFC 3339: compares as text)
   std::string scheduler;  // spec.schedulerName
   std::string node;       // spec.nodeName: bound
   std::string phase;      // Pending, Running, Succeeded, Failed, Unknown
@@ -41,6 +43,11 @@ struct PodInfo {
   ResourceVec request;
   NodeConstraints where;  // nodeSelector, required node affinity, tolerations
   std::int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
+  std::string status_reason;        // status.reason ("Evicted", "DeadlineExceeded", ...)
+  // Its containers' end (status.containerStatuses[].state.terminated): the first code other
+  // than 0, else the first code; and that container's reason ("Error", "OOMKilled", ...).
+  std::optional<int> exit_code;
+  std::string exit_reason;
 
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
   std::string key() const { return ns + "/" + name; }
@@ -61,6 +68,9 @@ struct NodeInfo {
 // spec.containers[0].resources.requests.cpu: quantity "x": not a number ...`.
 Result<PodInfo> read_pod(const boost::json::object& pod);
 Result<NodeInfo> read_node(const boost::json::object& node);
+// A pod spec's nodeSelector, required node affinity and tolerations (`at`: the spec's path, for
+// errors; SpecError when one cannot be read).
+NodeConstraints constraints_at(const boost::json::object& spec, spec::Path& at);
 // metadata.annotations[key] of any object; empty when it has none.
 std::string annotation_of(const boost::json::object& obj, const std::string& key);
 

@@ -42,6 +42,8 @@ TEST_CASE("a job request becomes a submission: the spec, what runs, the priority
   j.add_command("python");
   (*j.mutable_env())["EPOCHS"] = "3";
   j.set_working_dir("/data");
+  j.set_working_dir_implicit(true);
+  j.set_image("nvcr.io/nvidia/pytorch:24.05-py3");
   ResourceNames names;
   auto s = api::from_proto(j, names, PriorityClasses{});
   REQUIRE(s);
@@ -56,6 +58,13 @@ TEST_CASE("a job request becomes a submission: the spec, what runs, the priority
   CHECK(s->run.command == std::vector<std::string>{"python"});
   CHECK(s->run.env.at("EPOCHS") == "3");
   CHECK(s->run.working_dir == "/data");
+  CHECK(s->run.working_dir_implicit);
+  CHECK(s->run.image == "nvcr.io/nvidia/pytorch:24.05-py3");
+  // Unset: none (the queue's defaultImage), and a working directory asked for.
+  auto plain = api::from_proto(job(), names, PriorityClasses{});
+  REQUIRE(plain);
+  CHECK(plain->run.image.empty());
+  CHECK_FALSE(plain->run.working_dir_implicit);
 }
 
 TEST_CASE("a bad job request is refused with the field's path under spec, in the YAML keys' words") {
@@ -82,6 +91,14 @@ TEST_CASE("a bad job request is refused with the field's path under spec, in the
   j = job();
   j.set_queue("");
   CHECK(job_error(j) == "spec.queue: is empty; name the queue to submit to");
+  j = job();
+  j.set_image("nvcr.io/x:1\n--privileged");
+  CHECK(job_error(j) == "spec.image: \"nvcr.io/x:1\\x0a--privileged\" is not an image: it holds whitespace; use a "
+                        "reference such as nvcr.io/nvidia/pytorch:24.05-py3 (at most 512 bytes, no whitespace or "
+                        "control characters)");
+  j.set_image(std::string(spec::limits::kImage + 1, 'i'));
+  CHECK(job_error(j).find("spec.image: \"iii") == 0);
+  CHECK(job_error(j).find("it is 513 bytes long; at most 512 are allowed") != std::string::npos);
 }
 
 TEST_CASE("a job asks only for resources that a queue or node brought; a refused one leaves no name") {

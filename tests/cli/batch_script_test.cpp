@@ -146,6 +146,12 @@ TEST_CASE("directives give the flags the command line did not, flag by flag") {
   CHECK(o.flags.name == "cli");
   CHECK(o.flags.env == Words{"C=3"});
   CHECK(o.flags.exclusive);  // not on the command line: the directive's
+
+  // --image as any flag: from a directive, unless the command line gives it.
+  const std::string kube = "#!/bin/sh\n#GPUQ --image nvcr.io/nvidia/pytorch:24.05-py3 -q vision\ntorchrun t.py\n";
+  CHECK(submitted({"t.sh"}, kube).flags.image == "nvcr.io/nvidia/pytorch:24.05-py3");
+  CHECK(submitted({"--image", "ghcr.io/lab/x:1", "t.sh"}, kube).flags.image == "ghcr.io/lab/x:1");
+  CHECK(submitted({"t.sh"}, "#!/bin/sh\necho\n").flags.image.empty());
 }
 
 TEST_CASE("directive errors name the script, the line and the flag") {

@@ -177,6 +177,8 @@ TEST_CASE("submit flags become a SubmitJobRequest") {
   CHECK(s.flavors_size() == 2);
   CHECK(s.env().at("B") == "x=y");
   CHECK(s.working_dir() == "/tmp");
+  CHECK_FALSE(s.working_dir_implicit());  // --workdir: asked for
+  CHECK(s.image().empty());               // no --image: the queue's default
   REQUIRE(s.command_size() == 3);
   CHECK(s.command(2) == "--lr=0.1");
   CHECK_FALSE(s.has_preemptible());  // the server's default applies
@@ -184,7 +186,9 @@ TEST_CASE("submit flags become a SubmitJobRequest") {
 
   f.preemptible = false;
   f.grace_period = 5;
+  f.image = "nvcr.io/nvidia/pytorch:24.05-py3";
   r = submit_request_from_flags(f);
+  CHECK(r.spec().image() == "nvcr.io/nvidia/pytorch:24.05-py3");
   CHECK(r.spec().has_preemptible());
   CHECK_FALSE(r.spec().preemptible());
   CHECK(r.spec().grace_period_seconds() == 5);
@@ -265,20 +269,25 @@ TEST_CASE("submit flags: the working directory is absolute, the current one by d
   SubmitFlags f;
   f.queue = "team-a";
   f.command = {"python", "train.py"};
-  // No --workdir: the job runs where it was submitted.
+  // No --workdir: the job runs where it was submitted, which is said to be only that (a pod on
+  // Kubernetes starts in its image's working directory instead).
   CHECK(submit_request_from_flags(f).spec().working_dir() == cwd.string());
+  CHECK(submit_request_from_flags(f).spec().working_dir_implicit());
   // A relative --workdir is taken from the current directory.
   f.workdir = "runs/exp1";
+  CHECK_FALSE(submit_request_from_flags(f).spec().working_dir_implicit());
   const std::string rel = submit_request_from_flags(f).spec().working_dir();
   CHECK(std::filesystem::path(rel).is_absolute());
   CHECK(rel == (cwd / "runs/exp1").string());
   // An absolute one is sent as typed.
   f.workdir = "/data/exp1";
   CHECK(submit_request_from_flags(f).spec().working_dir() == "/data/exp1");
+  CHECK_FALSE(submit_request_from_flags(f).spec().working_dir_implicit());
   // No command: nothing runs, so no directory is sent.
   SubmitFlags bare;
   bare.queue = "team-a";
   CHECK(submit_request_from_flags(bare).spec().working_dir().empty());
+  CHECK_FALSE(submit_request_from_flags(bare).spec().working_dir_implicit());
 }
 
 TEST_CASE("submit flags: a job that asks for nothing is refused naming --gpus and what is allowed") {
@@ -336,6 +345,7 @@ onNodeLoss: Fail
 command: [torchrun, train.py]
 env: {EPOCHS: "10"}
 workingDir: /data
+image: ghcr.io/lab/train:7
 )";
   v1::SubmitJobRequest r = submit_request_from_yaml(yaml, "job.yaml", "bob");
   const auto& s = r.spec();
@@ -356,6 +366,8 @@ workingDir: /data
   CHECK(s.command_size() == 2);
   CHECK(s.env().at("EPOCHS") == "10");
   CHECK(s.working_dir() == "/data");
+  CHECK_FALSE(s.working_dir_implicit());
+  CHECK(s.image() == "ghcr.io/lab/train:7");
 
   auto withid = submit_request_from_yaml(
       "id: j-1\nowner: carol\nqueue: q\npods: [{resources: {gpu: 1}}]\n", "j.yaml", "bob");

@@ -138,6 +138,9 @@ TEST_CASE("control characters and terminal escapes are shown escaped in tables, 
   CHECK(jobs_table(jobs, true, 1300).find("evil\\x1b[31mname\\n") != std::string::npos);
   const std::string detail = job_detail(jobs[0], 1300);
   CHECK(detail.find("Name:        evil\\x1b[31mname\\n\n") != std::string::npos);
+  CHECK(detail.find("Image:") == std::string::npos);  // none named
+  jobs[0].mutable_spec()->set_image("nvcr.io/x:1\x1b[2J");
+  CHECK(job_detail(jobs[0], 1300).find("Image:       nvcr.io/x:1\\x1b[2J\n") != std::string::npos);
 
   v1::ListNodesResponse ns;
   auto* n = ns.add_nodes();
@@ -173,6 +176,8 @@ TEST_CASE("json output is protobuf's JSON with field names and every field; yaml
   CHECK(job.at("reason").as_string() == "");            // defaults are printed
   CHECK(job.at("submitted_at").as_string() == "1000");  // int64 as a string (proto3 JSON)
   CHECK(job.at("attempts").as_int64() == 0);
+  CHECK(job.at("spec").at("image").as_string() == "");  // binder kubernetes' fields are there too
+  CHECK(job.at("spec").at("working_dir_implicit").as_bool() == false);
   CHECK(v.as_object().contains("next_page_token"));
 
   const std::string yaml = to_yaml(r);
@@ -230,7 +235,23 @@ TEST_CASE("gpuq queues NAME shows the queue's quota and use, its guardrails and 
   CHECK(text.find("Non-preemptible jobs borrow: no\n") != std::string::npos);
   CHECK(text.find("Submitters:  users alice; groups ml\n") != std::string::npos);
   CHECK(text.find("Viewers:     (none: each user sees their own jobs)\n") != std::string::npos);
+  CHECK(text.find("Kubernetes:") == std::string::npos);  // none
   check_lines_fit(text);
+  // Binder kubernetes: the block in the YAML keys' words, the template cut to fit.
+  auto& k = *s.mutable_kubernetes();
+  k.set_namespace_("ml-vision");
+  k.set_default_image("nvcr.io/nvidia/pytorch:24.05-py3");
+  k.add_allowed_images("nvcr.io/nvidia/");
+  k.add_allowed_images("ghcr.io/lab/");
+  k.set_pod_template_json(R"({"metadata":{"labels":{"team":"vision"}},"spec":{"serviceAccountName":"trainer"}})");
+  const std::string kube = queue_detail(q);
+  INFO(kube);
+  CHECK(kube.find("Kubernetes:  namespace ml-vision\n"
+                  "             defaultImage nvcr.io/nvidia/pytorch:24.05-py3\n"
+                  "             allowedImages nvcr.io/nvidia/, ghcr.io/lab/\n"
+                  "             podTemplate {\"metadata\":{\"labels\":{\"team\":\"vision\"}~ (81 bytes)\n") !=
+        std::string::npos);
+  check_lines_fit(kube);
   // No guardrails, everyone submits; an empty submitters list is admins only.
   v1::QueueStatus open;
   open.mutable_spec()->set_name("open");

@@ -123,17 +123,30 @@ void KubeCluster::check_invariants() {
       const ApiRequest& r = log[i];
       if (r.user_agent.rfind("gpuqd", 0) != 0 || r.status != 403) continue;
       if (r.message.find("because it is being terminated") != std::string::npos) continue;
+      // A dry run asks whether a pod would be admitted (a submitted job's template, checked at
+      // submit): a 403 from admission (its service account is missing) is the answer asked for.
+      if (r.query.find("dryRun=All") != std::string::npos) continue;
       const auto ok = last_ok.find(r.method + " " + r.path);
       CHECK_MESSAGE((ok != last_ok.end() && ok->second > i),
                     "gpuqd was forbidden " << r.method << " " << r.path << "?" << r.query);
     }
   }
+  // Namespaces where gpuqd made pods of its own (jobs submitted through its API).
+  std::set<std::string> made_in;
+  for (const ApiRequest& r : log)
+    if (r.user_agent.rfind("gpuqd", 0) == 0 && r.method == "POST" && r.path.ends_with("/pods") && r.status / 100 == 2)
+      made_in.insert(r.path);
   for (const ApiRequest& r : log) {
     if (r.user_agent.rfind("gpuqd", 0) != 0) continue;
     if (r.method == "GET") continue;
-    // The one thing gpuqd deletes: its own reservation pods (fractional GPUs), when unused.
-    CHECK_MESSAGE((r.method != "DELETE" || r.path.rfind("/api/v1/namespaces/gpuq-system/pods/gpuq-share-", 0) == 0),
-                  "gpuqd deleted " << r.path);
+    // What gpuqd deletes: its own reservation pods (fractional GPUs), when unused, and pods it
+    // made for submitted jobs (a cancel, the max runtime); never a pod a user made.
+    if (r.method == "DELETE") {
+      const bool reservation = r.path.rfind("/api/v1/namespaces/gpuq-system/pods/gpuq-share-", 0) == 0;
+      const bool made = made_in.count(r.path.substr(0, r.path.rfind('/'))) > 0 &&
+                        user_pods_.count(r.path) == 0;
+      CHECK_MESSAGE((reservation || made), "gpuqd deleted " << r.path);
+    }
     const auto pods_at = r.path.find("/pods/");
     if (pods_at == std::string::npos) continue;
     const std::string ns = r.path.substr(std::string("/api/v1/namespaces/").size(),

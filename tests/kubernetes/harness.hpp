@@ -135,7 +135,10 @@ class KubeCluster {
   }
   void kill_gpuqd() { gpuqd.stop(SIGKILL); }
 
-  void create(const std::string& name, const PodOptions& o) { api.create("pods", o.ns, make_pod(name, o)); }
+  void create(const std::string& name, const PodOptions& o) {
+    user_pods_.insert("/api/v1/namespaces/" + o.ns + "/pods/" + name);
+    api.create("pods", o.ns, make_pod(name, o));
+  }
   std::string node_of(const std::string& name, const std::string& ns = "default") {
     auto p = api.get("pods", ns, name);
     return p ? str_at(*p, {"spec", "nodeName"}) : std::string();
@@ -190,6 +193,7 @@ class KubeCluster {
   TempDir dir;
  private:
   std::unique_ptr<ClusterApi> api_;
+  std::set<std::string> user_pods_;  // the paths of the pods the test made (create)
   // Fractional GPUs' reservation pods: on the real cluster their container is
   // deploy/kubernetes/gpuq-reserve, run by the simulated kubelet with the pod's service account
   // token, and it annotates its pod with the GPU (gpuq.io/gpu-device) under deploy/'s RBAC; the

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "spec/guardrails.hpp"
+#include "spec/limits.hpp"
 #include "spec/yaml_read.hpp"
 
 using namespace gpuq;
@@ -159,6 +160,141 @@ TEST_CASE("a bad guardrail or role is refused naming the field, the value and wh
     const std::string e = queue_error(c.yaml);
     CHECK_MESSAGE(e.find(c.error) != std::string::npos, e);
   }
+}
+
+TEST_CASE("a queue's kubernetes block: namespace, images, and the pod template kept as canonical JSON") {
+  const QueueSpec q = queue_from(R"(
+name: vision
+kubernetes:
+  namespace: ml-vision
+  defaultImage: nvcr.io/nvidia/pytorch:24.05-py3
+  allowedImages: [nvcr.io/nvidia/, "ghcr.io/lab/"]
+  podTemplate:
+    metadata: {labels: {team: vision}, annotations: {note: "say \"hi\"\n"}}
+    spec:
+      serviceAccountName: trainer
+      securityContext: {runAsNonRoot: true, runAsUser: 1000, fsGroup: '1000'}
+      volumes:
+        - {name: data, persistentVolumeClaim: {claimName: datasets, readOnly: true}}
+        - {name: cfg, configMap: {name: c, defaultMode: 0644}}
+      containers:
+        - name: main
+          volumeMounts: [{name: data, mountPath: /data}]
+          resources: {limits: {memory: 64Gi, cpu: 8}}
+)");
+  CHECK(q.kubernetes.ns == "ml-vision");
+  CHECK(q.kubernetes.default_image == "nvcr.io/nvidia/pytorch:24.05-py3");
+  CHECK(q.kubernetes.allowed_images == std::vector<std::string>{"nvcr.io/nvidia/", "ghcr.io/lab/"});
+  CHECK(q.kubernetes.pod_template ==
+        R"({"metadata":{"labels":{"team":"vision"},"annotations":{"note":"say \"hi\"\n"}},)"
+        R"("spec":{"serviceAccountName":"trainer","securityContext":{"runAsNonRoot":true,"runAsUser":1000,)"
+        R"("fsGroup":"1000"},"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"datasets",)"
+        R"("readOnly":true}},{"name":"cfg","configMap":{"name":"c","defaultMode":420}}],)"
+        R"("containers":[{"name":"main","volumeMounts":[{"name":"data","mountPath":"/data"}],)"
+        R"("resources":{"limits":{"memory":"64Gi","cpu":8}}}]}})");
+  // The namespace alone is enough; none at all is an empty block.
+  const QueueSpec ns_only = queue_from("name: q\nkubernetes: {namespace: ml}\n");
+  CHECK(ns_only.kubernetes == QueueKubernetes{"ml", "", {}, ""});
+  CHECK(queue_from("name: q\n").kubernetes.empty());
+  CHECK(queue_from("name: q\nkubernetes: {namespace: ml, podTemplate: {}}\n").kubernetes.pod_template == "{}");
+}
+
+TEST_CASE("a bad kubernetes block is refused naming the field, where it is, the value and what is allowed") {
+  struct Case {
+    const char* yaml;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"name: q\nkubernetes: ml\n",
+       "q.yaml:2:13: kubernetes: expected a map such as {namespace: ml, defaultImage: nvcr.io/nvidia/pytorch:24.05-py3}, "
+       "got \"ml\""},
+      {"name: q\nkubernetes: {namespce: ml}\n", "q.yaml:2:14: kubernetes.namespce: unknown key; did you mean namespace? "
+                                                "allowed here: namespace, defaultImage, allowedImages, podTemplate"},
+      {"name: q\nkubernetes: {namespace: \"\"}\n", "q.yaml:2:25: kubernetes.namespace: is empty; give one or leave the key out"},
+      {"name: q\nkubernetes: {namespace: ML_team}\n",
+       "q.yaml:2:25: kubernetes.namespace: \"ML_team\" is not a namespace: it holds 'M'; use 1 to 63 lowercase letters, "
+       "digits and '-', beginning and ending with a letter or a digit"},
+      {"name: q\nkubernetes:\n  defaultImage: nvcr.io/x\n",
+       "q.yaml:3:3: kubernetes.namespace: is required when kubernetes.defaultImage is set; name the namespace the "
+       "queue's pods are made in"},
+      {"name: q\nkubernetes: {allowedImages: [nvcr.io/]}\n",
+       "kubernetes.namespace: is required when kubernetes.allowedImages is set"},
+      {"name: q\nkubernetes: {podTemplate: {spec: {}}}\n", "kubernetes.namespace: is required when kubernetes.podTemplate is set"},
+      {"name: q\nkubernetes:\n  namespace: ml\n  allowedImages: [a/, b/, \"c d\"]\n",
+       "q.yaml:4:27: kubernetes.allowedImages[2]: \"c d\" is not an image: it holds whitespace; use a reference such as "
+       "nvcr.io/nvidia/pytorch:24.05-py3 (at most 512 bytes, no whitespace or control characters)"},
+      {"name: q\nkubernetes: {namespace: ml, allowedImages: nvcr.io/}\n", "kubernetes.allowedImages: expected a list, got"},
+      {"name: q\nkubernetes: {namespace: ml, defaultImage: \"a\\x01b\"}\n",
+       "kubernetes.defaultImage: \"a\\x01b\" is not an image: it holds a control character"},
+      {"name: q\nkubernetes: {namespace: ml, defaultImage: docker.io/x:1, allowedImages: [nvcr.io/, ghcr.io/lab/]}\n",
+       "kubernetes.defaultImage: \"docker.io/x:1\" is not within allowedImages; it must begin with one of \"nvcr.io/\", "
+       "\"ghcr.io/lab/\""},
+      {"name: q\nkubernetes: {namespace: ml, podTemplate: \"{}\"}\n",
+       "q.yaml:2:42: kubernetes.podTemplate: expected a map with the keys metadata and spec (a Kubernetes "
+       "PodTemplateSpec), got \"{}\""},
+      {"name: q\nkubernetes: {namespace: ml, podTemplate: {kind: Pod}}\n",
+       "kubernetes.podTemplate.kind: unknown key; allowed here: metadata, spec"},
+      {"name: q\nkubernetes: {namespace: ml, podTemplate: {spec: []}}\n",
+       "kubernetes.podTemplate.spec: expected a map (a PodSpec: serviceAccountName, volumes, containers, ...), got a list"},
+      {"name: q\nkubernetes:\n  namespace: ml\n  podTemplate:\n    spec:\n      serviceAccountName: x\n      nodeName: gpu-1\n",
+       "q.yaml:7:7: kubernetes.podTemplate.spec.nodeName: is set by gpuq (the node the job is placed on); remove it"},
+      {"name: q\nkubernetes:\n  namespace: ml\n  podTemplate:\n    spec: {schedulerName: default-scheduler}\n",
+       "q.yaml:5:12: kubernetes.podTemplate.spec.schedulerName: is set by gpuq (its pods are placed by gpuq, "
+       "schedulerName gpuq); remove it"},
+      {"name: q\nkubernetes:\n  namespace: ml\n  podTemplate:\n    spec:\n      containers: [{name: a}, {name: b}]\n",
+       "q.yaml:6:19: kubernetes.podTemplate.spec.containers: lists 2 containers; at most 1 is allowed (the job's "
+       "container is merged onto it)"},
+      {"name: q\nkubernetes: {namespace: ml, podTemplate: {spec: {containers: {name: a}}}}\n",
+       "kubernetes.podTemplate.spec.containers: expected a list of one container, got a map"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    const std::string e = queue_error(c.yaml);
+    CHECK_MESSAGE(e.find(c.error) != std::string::npos, e);
+  }
+  // Too big as JSON: refused at the template, naming the size and the limit.
+  const std::string big = queue_error("name: q\nkubernetes:\n  namespace: ml\n  podTemplate:\n    metadata: {annotations: {a: " +
+                                      std::string(70000, 'x') + "}}\n");
+  CHECK(big == "q.yaml:5:5: kubernetes.podTemplate: is 70037 bytes long as JSON; at most 65536 are allowed");
+  // 64 allowed images are allowed, 65 are not.
+  std::string images;
+  for (int i = 0; i < 65; ++i) images += (i ? ", " : "") + std::string("r") + std::to_string(i) + "/";
+  CHECK(queue_error("name: q\nkubernetes: {namespace: ml, allowedImages: [" + images + "]}\n") ==
+        "q.yaml:2:44: kubernetes.allowedImages: lists 65 images; at most 64 are allowed");
+  images.resize(images.rfind(','));
+  CHECK(queue_error("name: q\nkubernetes: {namespace: ml, allowedImages: [" + images + "]}\n") == "(accepted)");
+}
+
+TEST_CASE("a pod template sent as JSON (the API's) is checked as the YAML key and kept canonical") {
+  Path at("kubernetes");
+  Path::Key k(at, "podTemplate");
+  CHECK(pod_template_from_json("", at).empty());
+  CHECK(pod_template_from_json(R"( { "metadata" : {"labels": {"a": "1"}}, "spec": {"x": [1, 2.50, true, null]} } )", at) ==
+        R"({"metadata":{"labels":{"a":"1"}},"spec":{"x":[1,2.50,true,null]}})");
+  // A character beyond U+FFFF as JSON escapes it (a surrogate pair), which YAML would refuse; an
+  // escaped backslash before "u" is no escape.
+  CHECK(pod_template_from_json(R"({"metadata":{"annotations":{"e":"\ud83d\ude00 \u00e9 \t","f":"\\ud83d\\ude00"}}})", at) ==
+        "{\"metadata\":{\"annotations\":{\"e\":\"\xf0\x9f\x98\x80 \xc3\xa9 \\t\",\"f\":\"\\\\ud83d\\\\ude00\"}}}");
+  auto error = [&](const std::string& json) {
+    try {
+      (void)pod_template_from_json(json, at);
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  // No line and column: they would be the JSON text's.
+  CHECK(error(R"({"spec": {"nodeName": "gpu-1"}})") ==
+        "kubernetes.podTemplate.spec.nodeName: is set by gpuq (the node the job is placed on); remove it");
+  CHECK(error(R"({"spec": {"containers": [{}, {}]}})") ==
+        "kubernetes.podTemplate.spec.containers: lists 2 containers; at most 1 is allowed (the job's container is "
+        "merged onto it)");
+  CHECK(error(R"({"status": {}})").find("kubernetes.podTemplate.status: unknown key") == 0);
+  CHECK(error(R"([1, 2])").find("kubernetes.podTemplate: expected a map with the keys metadata and spec") == 0);
+  CHECK(error(R"({"spec": )").find("kubernetes.podTemplate: is not JSON: ") == 0);
+  CHECK(error(R"({"spec": {}, "spec": {}})").find("kubernetes.podTemplate: is not JSON: ") == 0);  // a key twice
+  CHECK(error(std::string(limits::kPodTemplateBytes + 1, ' ')) ==
+        "kubernetes.podTemplate: is 65537 bytes long; at most 65536 are allowed");
 }
 
 TEST_CASE("a submission over a per-job guardrail is refused naming the field, the value and the limit") {

@@ -253,9 +253,13 @@ TEST_CASE("kueue: export warns about what Kueue cannot say and refuses flavors i
   none.name = QueueName("none");
   ResourceNames names;
   std::vector<std::string> warnings;
+  a.kubernetes.ns = "ml";
+  a.kubernetes.pod_template = "{}";
   const std::string text = write_kueue({a, none}, names, warnings);
   CHECK(warnings == std::vector<std::string>{
                         "queue a: maxPendingJobs 10 is not exported: Kueue's ClusterQueue has no such "
+                        "field",
+                        "queue a: kubernetes (namespace ml) is not exported: Kueue's ClusterQueue has no such "
                         "field",
                         "queue none is not exported: it has no quotas (limited only by free capacity), "
                         "and a Kueue ClusterQueue without resourceGroups admits nothing"});

@@ -218,6 +218,89 @@ TEST_CASE("what runs: at most 4096 arguments and 4096 variables of 256 KiB each 
   r = RunSpec();
   r.working_dir = std::string(limits::kWorkingDir + 1, 'd');
   CHECK(run_error(r) == "spec.workingDir: is 4096 bytes long; at most 4095 are allowed");
+
+  // The image (binder kubernetes): at most 512 bytes, no whitespace or control characters.
+  r = RunSpec();
+  r.image = std::string(limits::kImage, 'i');
+  CHECK(run_error(r) == "(accepted)");
+  r.image += 'i';
+  CHECK(run_error(r).find("spec.image: \"iii") == 0);
+  CHECK(run_error(r).find("is not an image: it is 513 bytes long; at most 512 are allowed") != std::string::npos);
+  r.image = "nvcr.io/nvidia/pytorch:24.05-py3 --privileged";
+  CHECK(run_error(r) == "spec.image: \"nvcr.io/nvidia/pytorch:24.05-py3 --privileged\" is not an image: it holds "
+                        "whitespace; use a reference such as nvcr.io/nvidia/pytorch:24.05-py3 (at most 512 bytes, no "
+                        "whitespace or control characters)");
+  r.image = "img\x1b[2J";
+  CHECK(run_error(r).find("spec.image: \"img\\x1b[2J\" is not an image: it holds a control character") == 0);
+}
+
+TEST_CASE("a queue's kubernetes block: a DNS-1123 namespace, required with any other key; images; the template's size") {
+  const ResourceNames names;
+  auto kube_error = [&](const QueueKubernetes& k) {
+    QueueSpec q;
+    q.name = QueueName("q");
+    q.kubernetes = k;
+    return error_of([&](Path& at) { validate(q, at, names); });
+  };
+  QueueKubernetes k;
+  CHECK(kube_error(k) == "(accepted)");  // none at all
+  k.ns = std::string(63, 'n');
+  k.default_image = "nvcr.io/nvidia/pytorch:24.05-py3";
+  k.allowed_images.assign(limits::kAllowedImages, "nvcr.io/");
+  k.pod_template = "{\"spec\":{}}";
+  CHECK(kube_error(k) == "(accepted)");
+
+  QueueKubernetes bad = k;
+  bad.ns = std::string(64, 'n');
+  CHECK(kube_error(bad) == "spec.kubernetes.namespace: \"" + std::string(64, 'n') +
+                               "\" is not a namespace: it is 64 characters long; at most 63 are allowed; use 1 to "
+                               "63 lowercase letters, digits and '-', beginning and ending with a letter or a digit");
+  bad.ns = "ML";
+  CHECK(kube_error(bad).find("spec.kubernetes.namespace: \"ML\" is not a namespace: it holds 'M'; use 1 to 63") == 0);
+  bad.ns = "ml-";
+  CHECK(kube_error(bad).find("spec.kubernetes.namespace: \"ml-\" is not a namespace: it must begin and end with a "
+                             "letter or a digit") == 0);
+  bad.ns = "ml.team";
+  CHECK(kube_error(bad).find("spec.kubernetes.namespace: \"ml.team\" is not a namespace: it holds '.'") == 0);
+
+  for (const auto& [field, set] :
+       std::vector<std::pair<std::string, std::function<void(QueueKubernetes&)>>>{
+           {"defaultImage", [](QueueKubernetes& x) { x.default_image = "img"; }},
+           {"allowedImages", [](QueueKubernetes& x) { x.allowed_images = {"img"}; }},
+           {"podTemplate", [](QueueKubernetes& x) { x.pod_template = "{}"; }}}) {
+    QueueKubernetes alone;
+    set(alone);
+    CHECK(kube_error(alone) == "spec.kubernetes.namespace: is required when kubernetes." + field +
+                                   " is set; name the namespace the queue's pods are made in");
+  }
+
+  bad = k;
+  bad.allowed_images.push_back("ghcr.io/");
+  CHECK(kube_error(bad) == "spec.kubernetes.allowedImages: lists 65 images; at most 64 are allowed");
+  bad.allowed_images = {"nvcr.io/", "ghcr.io/lab/", "quay.io/x y"};
+  CHECK(kube_error(bad).find("spec.kubernetes.allowedImages[2]: \"quay.io/x y\" is not an image: it holds whitespace") == 0);
+  bad.allowed_images = {"nvcr.io/", ""};
+  CHECK(kube_error(bad) == "spec.kubernetes.allowedImages[1]: is empty; an empty prefix would allow every image "
+                           "(leave allowedImages out for that)");
+  bad.allowed_images = {std::string(limits::kImage + 1, 'a')};
+  CHECK(kube_error(bad).find("spec.kubernetes.allowedImages[0]: \"aaa") == 0);
+  CHECK(kube_error(bad).find("it is 513 bytes long; at most 512 are allowed") != std::string::npos);
+
+  bad = k;
+  bad.default_image = "nvcr.io/x\ty";
+  CHECK(kube_error(bad).find("spec.kubernetes.defaultImage: \"nvcr.io/x\\x09y\" is not an image: it holds whitespace") == 0);
+  bad.default_image = "nvcr.io/x\x7f";
+  CHECK(kube_error(bad).find("it holds a control character") != std::string::npos);
+  bad.default_image = "docker.io/library/ubuntu:24.04";
+  bad.allowed_images = {"nvcr.io/", "ghcr.io/lab/"};
+  CHECK(kube_error(bad) == "spec.kubernetes.defaultImage: \"docker.io/library/ubuntu:24.04\" is not within "
+                           "allowedImages; it must begin with one of \"nvcr.io/\", \"ghcr.io/lab/\"");
+  bad.allowed_images = {};
+  CHECK(kube_error(bad) == "(accepted)");  // no allowedImages: any image
+
+  bad = k;
+  bad.pod_template = "{\"metadata\":{\"a\":\"" + std::string(limits::kPodTemplateBytes, 'x') + "\"}}";
+  CHECK(kube_error(bad) == "spec.kubernetes.podTemplate: is 65557 bytes long as JSON; at most 65536 are allowed");
 }
 
 TEST_CASE("queues: flavors at most 16, limits need a cohort, weight > 0, names checked") {

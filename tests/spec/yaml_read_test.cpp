@@ -64,6 +64,7 @@ job:
   pods: [{name: workers, count: 2, resources: {gpu: 500m}}]
   command: [python, train.py]
   env: {EPOCHS: "3"}
+  image: nvcr.io/nvidia/pytorch:24.05-py3
 )");
   Path at;
   const QueueSpec q = read_queue(doc.root().find("queue"), at, names);
@@ -92,6 +93,8 @@ job:
   CHECK(s.job.pod_sets[0].per_pod[kGpu] == 500);
   CHECK(s.run.command == std::vector<std::string>{"python", "train.py"});
   CHECK(s.run.env.at("EPOCHS") == "3");
+  CHECK(s.run.image == "nvcr.io/nvidia/pytorch:24.05-py3");
+  CHECK_FALSE(s.run.working_dir_implicit);  // a job file's workingDir is asked for
 }
 
 TEST_CASE("gpuModels: the GPU models a job accepts, a required affinity on the model label of every pod set") {
@@ -125,7 +128,12 @@ TEST_CASE("errors name the field, its line and column, the value and what is all
   CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\ngracePerod: 5\n") ==
         "f.yaml:3:1: gracePerod: unknown key; did you mean gracePeriod? allowed here: id, queue, name, owner, "
         "priority, pods, flavors, preemptible, exclusive, maxRuntime, expectedRuntime, gracePeriod, onNodeLoss, command, env, "
-        "workingDir, notify, nodeSelector, affinity, tolerations, gpuModels");
+        "workingDir, image, notify, nodeSelector, affinity, tolerations, gpuModels");
+  CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\nimage: \"my image\"\n") ==
+        "f.yaml:3:8: image: \"my image\" is not an image: it holds whitespace; use a reference such as "
+        "nvcr.io/nvidia/pytorch:24.05-py3 (at most 512 bytes, no whitespace or control characters)");
+  CHECK(job_error("queue: q\npods: [{resources: {gpu: 1}}]\nimage: [a]\n") ==
+        "f.yaml:3:8: image: expected a string, got a list");
   CHECK(job_error("pods: [{resources: {gpu: 1}}]\n") == "f.yaml:1:1: queue: is required");
   // A check made on the typed values (spec/validate.hpp) is placed at its field too.
   CHECK(job_error("queue: q\npods:\n  - resources: {gpu: 1}\n    name: a/b\n") ==

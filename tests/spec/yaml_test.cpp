@@ -5,6 +5,7 @@
 #include <string>
 
 #include "spec/yaml.hpp"
+#include "spec/yaml_json.hpp"
 
 using namespace gpuq::spec;
 using yaml::Node;
@@ -149,4 +150,67 @@ TEST_CASE("documents: one expected, several with content refused, empty ones ign
   REQUIRE(docs.size() == 3);
   CHECK(docs[1].root().is_null());
   CHECK(docs[2].root().find("b").mark().line == 5);  // lines count from the start of the stream
+}
+
+namespace {
+
+std::string json_of(const std::string& text) { return to_json(yaml::parse_one(text).root()); }
+
+}  // namespace
+
+TEST_CASE("a tree as canonical JSON: maps in document order, lists, null; compact") {
+  CHECK(json_of("zeta: 1\nalpha: [x, y]\nmid: {b: 2, a: 1}\n") == R"({"zeta":1,"alpha":["x","y"],"mid":{"b":2,"a":1}})");
+  CHECK(json_of("a: null\nb: ~\nc:\nd: []\ne: {}\n") == R"({"a":null,"b":null,"c":null,"d":[],"e":{}})");
+  CHECK(json_of("") == "null");
+  CHECK(to_json(Node()) == "null");
+  // Nesting, and an alias written out where it is used.
+  CHECK(json_of("spec:\n  containers:\n    - name: main\n      env: [{name: A, value: \"1\"}]\n"
+                "      ports: [[1, 2], []]\n"
+                "base: &b {k: v}\nother: *b\n") ==
+        R"({"spec":{"containers":[{"name":"main","env":[{"name":"A","value":"1"}],"ports":[[1,2],[]]}]},)"
+        R"("base":{"k":"v"},"other":{"k":"v"}})");
+}
+
+TEST_CASE("a plain scalar becomes true, false or a number when it is one; anything quoted stays a string") {
+  CHECK(json_of("[true, True, TRUE, false, False, FALSE, yes, no, on, off]") ==
+        R"([true,true,true,false,false,false,"yes","no","on","off"])");
+  CHECK(json_of("[1000, -5, 0, -0, 1.5, -0.25, 2e-3, 1E+6, +3, .5, -.5, 1., 007.5]") ==
+        "[1000,-5,0,-0,1.5,-0.25,2e-3,1E+6,3,0.5,-0.5,1,7.5]");
+  // Octal as Kubernetes' YAML reading has it (a volume's defaultMode: 0644 is 420), 0o and hex.
+  CHECK(json_of("[0644, 0o17, 0x1F, -0x10, 00]") == "[420,15,31,-16,0]");
+  // Not numbers: strings.
+  CHECK(json_of("[089, 0x, 0xG, 1_000, .inf, .nan, 1e, 1.2.3, v1.2, 12Gi, 500m, '-', +, 0o8, "
+                "99999999999999999999999x]") ==
+        R"(["089","0x","0xG","1_000",".inf",".nan","1e","1.2.3","v1.2","12Gi","500m","-","+","0o8",)"
+        R"("99999999999999999999999x"])");
+  CHECK(json_of("0o7777777777777777777777777") == R"("0o7777777777777777777777777")");  // over 64 bits
+  CHECK(json_of("123456789012345678901234567890") == "123456789012345678901234567890");  // as written
+  // Quoted or block scalars are strings whatever they say.
+  CHECK(json_of("[\"true\", '1000', \"null\", '~', \"\", '0644']") == R"(["true","1000","null","~","","0644"])");
+  CHECK(json_of("script: |\n  echo 1\n  echo 2\nfolded: >\n  one\n  two\n") ==
+        R"({"script":"echo 1\necho 2\n","folded":"one two\n"})");
+  CHECK(json_number("+1") == "1");
+  CHECK(json_number("0644") == "420");
+  CHECK(json_number("10") == "10");
+  CHECK(json_number("ten").empty());
+}
+
+TEST_CASE("JSON strings: quotes, backslashes and control characters escaped, UTF-8 as it is") {
+  CHECK(json_of(R"("say \"hi\" C:\\dir")") == R"("say \"hi\" C:\\dir")");
+  CHECK(json_of(R"("tab\tnl\ncr\rbs\bff\f")") == R"("tab\tnl\ncr\rbs\bff\f")");
+  CHECK(json_of(R"("\x01\x1f\x00end")") == R"("\u0001\u001f\u0000end")");
+  CHECK(json_of("\"del\\x7f é ✓\"") == "\"del\x7f é ✓\"");  // not control characters to JSON
+  CHECK(json_of("{\"a\\\"b\": 1, 'c\\d': 2}") == R"({"a\"b":1,"c\\d":2})");  // keys too
+  CHECK(json_string("") == R"("")");
+  CHECK(json_string(std::string("a\0b", 3)) == R"("a\u0000b")");
+}
+
+TEST_CASE("the JSON read back as YAML gives the same JSON: it is canonical") {
+  for (const char* text : {"metadata: {labels: {team: vision}}\nspec: {securityContext: {runAsUser: 1000}, "
+                           "volumes: [{name: cfg, configMap: {defaultMode: 0644}}], tty: true, x: null}\n",
+                           "[\"q\\\"\\\\\\t\\x01\", 1.50, -.5, \"\", {}, []]"}) {
+    CAPTURE(text);
+    const std::string once = json_of(text);
+    CHECK(json_of(once) == once);
+  }
 }

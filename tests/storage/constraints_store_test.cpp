@@ -1,5 +1,9 @@
 // Node constraints and taints in the state file: kept across a restart (the full round trip is
 // store_test's), and state written before they existed still loads, with none.
+#include <mutex>
+
+#include "storage/codec.hpp"
+#include "storage/job_rows.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;
@@ -141,4 +145,47 @@ TEST_CASE("the batch features are kept in the body's extras: retries, array, sin
   CHECK(back.spec.array_throttle == 4);
   CHECK(back.spec.singleton);
   CHECK(back.after == j.after);
+}
+
+TEST_CASE("a job's image and implicit working directory are body extras; a body written before them decodes without") {
+  ResourceNames names;
+  std::mutex mu;
+  ResourceInterner interner(names, mu);
+  JobRecord j = make_job(1);
+  j.run.working_dir = "/home/alice";
+  j.run.working_dir_implicit = true;
+  j.run.image = "nvcr.io/nvidia/pytorch:24.05-py3";
+  const std::string body = encode_job_body(j, names);
+  CHECK(body.rfind("j3;", 0) == 0);
+  CHECK(body.find("5:image32:nvcr.io/nvidia/pytorch:24.05-py3") != std::string::npos);
+  CHECK(body.find("16:workdir_implicit1:1") != std::string::npos);
+  JobRecord back;
+  REQUIRE(decode_job_body(body, back, interner).ok());
+  CHECK(back.run.image == j.run.image);
+  CHECK(back.run.working_dir == "/home/alice");
+  CHECK(back.run.working_dir_implicit);
+
+  // Each alone: the other stays unset.
+  JobRecord image_only = make_job(2);
+  image_only.run.image = "ghcr.io/lab/x:1";
+  JobRecord back2;
+  REQUIRE(decode_job_body(encode_job_body(image_only, names), back2, interner).ok());
+  CHECK(back2.run.image == "ghcr.io/lab/x:1");
+  CHECK_FALSE(back2.run.working_dir_implicit);
+
+  // Neither: the body is as before ("j1;"), and bodies as older builds wrote them decode with
+  // neither: a "j1;" one and a "j3;" one with another extra (tty).
+  CHECK(encode_job_body(make_job(3), names).rfind("j1;", 0) == 0);
+  const std::string j1 = "j1;1;6:worker2;1;3:gpu1000;0;0;1;30;0;7:Requeue0;0;4:/tmp0;";
+  const std::string j3 = "j3;1;6:worker2;1;3:gpu1000;0;0;1;30;0;7:Requeue0;0;4:/tmp0;0;0;0;1;3:tty1:1";
+  for (const std::string& old : {j1, j3}) {
+    CAPTURE(old);
+    JobRecord o;
+    const auto r = decode_job_body(old, o, interner);
+    REQUIRE_MESSAGE(r.ok(), r.error());
+    CHECK(o.run.image.empty());
+    CHECK_FALSE(o.run.working_dir_implicit);
+    CHECK(o.run.working_dir == "/tmp");
+    CHECK(o.spec.pod_sets.at(0).count == 2);
+  }
 }

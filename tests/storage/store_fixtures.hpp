@@ -102,8 +102,15 @@ inline QueueSpec make_queue(ResourceNames& names) {
   q.max_running_jobs_per_user = 4;
   q.max_pending_jobs_per_user = 100;
   q.max_submits_per_user_per_minute = 30;
+  q.max_retries = 5;
   q.submitters = Members{{"alice", "*"}, {"ml"}};
   q.viewers = Members{{}, {"ml-leads"}};
+  q.kubernetes.ns = "ml-train";
+  q.kubernetes.default_image = "nvcr.io/nvidia/pytorch:24.05-py3";
+  q.kubernetes.allowed_images = {"nvcr.io/nvidia/", "ghcr.io/lab/"};
+  q.kubernetes.pod_template = R"({"metadata":{"labels":{"team":"ml"}},"spec":{"serviceAccountName":"train",)"
+                              R"("containers":[{"name":"main","env":[{"name":"Q","value":"say "hi"
+"}]}]}})";
   return q;
 }
 
@@ -173,6 +180,8 @@ inline JobRecord make_full_job(ResourceNames& names) {
   j.run.command = {"python", "train.py", "--lr", "3e-4"};
   j.run.env = {{"NCCL_DEBUG", "INFO"}, {"SEED", "1"}};
   j.run.working_dir = "/home/alice/proj";
+  j.run.working_dir_implicit = true;
+  j.run.image = "nvcr.io/nvidia/pytorch:24.05-py3";
   j.priority_text = "high";
   j.reason = "started";
   j.admitted_at = 2000;
@@ -221,8 +230,10 @@ inline void check_same(const QueueSpec& a, const QueueSpec& b) {
   CHECK(a.max_running_jobs_per_user == b.max_running_jobs_per_user);
   CHECK(a.max_pending_jobs_per_user == b.max_pending_jobs_per_user);
   CHECK(a.max_submits_per_user_per_minute == b.max_submits_per_user_per_minute);
+  CHECK(a.max_retries == b.max_retries);
   CHECK(a.submitters == b.submitters);
   CHECK(a.viewers == b.viewers);
+  CHECK(a.kubernetes == b.kubernetes);
 }
 
 inline void check_same(const NodeSpec& a, const NodeSpec& b) {
@@ -261,6 +272,8 @@ inline void check_same(const JobRecord& a, const JobRecord& b) {
   CHECK(a.run.command == b.run.command);
   CHECK(a.run.env == b.run.env);
   CHECK(a.run.working_dir == b.run.working_dir);
+  CHECK(a.run.working_dir_implicit == b.run.working_dir_implicit);
+  CHECK(a.run.image == b.run.image);
   CHECK(a.priority_text == b.priority_text);
   CHECK(a.state == b.state);
   CHECK(a.reason == b.reason);

@@ -224,12 +224,14 @@ TEST_CASE("a queue without guardrails or roles is stored and read back without t
   const std::string text = encode_queue(plain, names);
   CHECK(text.find("max_") == std::string::npos);  // stored as before the guardrails
   CHECK(text.find("submitters") == std::string::npos);
+  CHECK(text.find("kubernetes") == std::string::npos);
   auto back = decode_queue(text, names);
   REQUIRE(back.ok());
   CHECK_FALSE(back->max_gpus_per_job);
   CHECK_FALSE(back->max_grace_period);
   CHECK_FALSE(back->submitters);
   CHECK(back->max_running_jobs_per_user == 0);
+  CHECK(back->kubernetes.empty());
 
   plain.submitters = Members{};  // nobody but admins
   auto closed = decode_queue(encode_queue(plain, names), names);
@@ -274,4 +276,35 @@ TEST_CASE("jobRetention: finished jobs that ended before the cutoff go, with old
   REQUIRE(l.ok());
   CHECK(l->last_job_number == 5);
   CHECK(l->unfinished.size() == 1);
+}
+
+TEST_CASE("a queue's kubernetes block and maxRetries are kept in its row; a row written before them reads without them") {
+  ResourceNames names;
+  QueueSpec q;
+  q.name = QueueName("vision");
+  q.max_retries = 3;
+  q.kubernetes.ns = "ml";
+  q.kubernetes.allowed_images = {"nvcr.io/"};
+  q.kubernetes.pod_template = R"({"spec":{"volumes":[{"name":"d","emptyDir":{}}]},"metadata":{"a":"\u0001\\"}})";
+  const std::string text = encode_queue(q, names);
+  CHECK(text.find(R"("max_retries":3)") != std::string::npos);
+  CHECK(text.find(R"("kubernetes":{"namespace":"ml","default_image":"","allowed_images":["nvcr.io/"],"pod_template":)") !=
+        std::string::npos);
+  auto back = decode_queue(text, names);
+  REQUIRE_MESSAGE(back.ok(), back.error());
+  CHECK(back->max_retries == 3);
+  CHECK(back->kubernetes == q.kubernetes);  // the template's text byte for byte
+
+  // As a build before the block wrote it (and one with only some of its keys).
+  const std::string old_row =
+      R"({"name":"old","cohort":"","weight":1,"strategy":"BestEffortFIFO","quotas":[],)"
+      R"("preemption":{"within_queue":"Never","reclaim_within_cohort":"Never","borrow_within_cohort":"Never",)"
+      R"("min_runtime":0}})";
+  auto old = decode_queue(old_row, names);
+  REQUIRE_MESSAGE(old.ok(), old.error());
+  CHECK(old->kubernetes.empty());
+  CHECK(old->max_retries == 0);
+  auto partial = decode_queue(old_row.substr(0, old_row.size() - 1) + R"(,"kubernetes":{"namespace":"ml"}})", names);
+  REQUIRE_MESSAGE(partial.ok(), partial.error());
+  CHECK(partial->kubernetes == QueueKubernetes{"ml", "", {}, ""});
 }

@@ -1,0 +1,104 @@
+// A job's output on the kubernetes binder (gpuq logs): its pod's log through the API server
+// (pods/log, as kubectl logs reads it), from the binder's own record of a live job's pods, else
+// from the API (the job's latest run, by its labels).
+#include <boost/json.hpp>
+
+#include "binder/kubernetes/kube_state.hpp"
+
+namespace gpuq::binder::k8s {
+
+namespace json = boost::json;
+
+namespace {
+
+class KubeLogStop final : public Binder::LogStop {
+ public:
+  void stop() override { s.stop(); }
+  StreamStop s;
+};
+
+std::string query_escape(const std::string& v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Binder::LogStop> KubernetesBinder::log_stop() const { return std::make_unique<KubeLogStop>(); }
+
+Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,
+                                          const std::function<bool(std::string_view)>& sink, LogStop* stop_base) const {
+  auto* stop = static_cast<KubeLogStop*>(stop_base);
+  const std::string& id = job.spec.id.value;
+  std::string key;  // namespace/name of the pod
+  std::string ns;
+  {
+    std::lock_guard lock(s_->mu);
+    if (auto it = s_->jobs.find(id); it != s_->jobs.end() && !it->second.adopting &&
+                                     pod < static_cast<int>(it->second.pods.size()) &&
+                                     it->second.unseen.count(it->second.pods[static_cast<std::size_t>(pod)]) == 0)
+      key = it->second.pods[static_cast<std::size_t>(pod)];
+    if (auto q = s_->queue_kube.find(job.spec.queue.value); q != s_->queue_kube.end()) ns = q->second.ns;
+  }
+  if (key.empty() && job.run.image.empty())
+    return Error{"job \"" + id + "\" is made of pods created in Kubernetes, and it is not running: read its pods' "
+                 "logs with kubectl logs",
+                 ErrorCode::kFailedPrecondition};
+  if (key.empty() && !ns.empty()) {  // a job that ended (or gpuqd does not follow now): its latest run's pod
+    Response r = s_->client->get("/api/v1/namespaces/" + ns + "/pods?labelSelector=" +
+                                 query_escape(std::string(kJobLabel) + "=" + label_value_of(id)));
+    if (!r.ok()) return Error{"listing job \"" + id + "\"'s pods: " + describe(r), ErrorCode::kUnavailable};
+    std::string newest;
+    const json::value v = json::parse(r.body);
+    if (const json::array* items = v.as_object().if_contains("items") ? v.at("items").if_array() : nullptr)
+      for (const json::value& item : *items) {
+        auto p = read_pod(item.as_object());
+        auto at = [](const std::map<std::string, std::string>& m, const char* k) {
+          auto it = m.find(k);
+          return it == m.end() ? std::string() : it->second;
+        };
+        if (!p || at(p->annotations, kJobIdAnnotation) != id || at(p->labels, kRankLabel) != std::to_string(pod)) continue;
+        if (p->created >= newest) newest = p->created, key = p->key();
+      }
+  }
+  if (key.empty())
+    return Error{"job \"" + id + "\" has no pod " + std::to_string(pod) + " in the cluster (it has not started, or its "
+                 "pods were deleted)",
+                 ErrorCode::kNotFound};
+  const auto slash = key.find('/');
+  const std::string target = "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1) + "/log" +
+                             (follow ? "?follow=true" : "");
+  std::int64_t skip = offset;
+  Response r = s_->client->stream_bytes(
+      target,
+      [&](std::string_view data) {
+        if (skip >= static_cast<std::int64_t>(data.size())) {
+          skip -= static_cast<std::int64_t>(data.size());
+          return true;
+        }
+        data.remove_prefix(static_cast<std::size_t>(skip));
+        skip = 0;
+        return sink(data);
+      },
+      follow ? std::chrono::hours(24) : std::chrono::seconds(60), &stop->s);
+  if (r.ok() || stop->s.stopped()) return Ok();
+  // Its container has not started (ContainerCreating, or the pod is still Pending): a follow
+  // asks again.
+  if (r.status == 400 && (r.body.find("waiting to start") != std::string::npos ||
+                          r.body.find("ContainerCreating") != std::string::npos ||
+                          r.body.find("PodInitializing") != std::string::npos))
+    return Error{"pod " + key + " of job \"" + id + "\" has not started its container yet", ErrorCode::kNotFound};
+  return Error{"reading the log of pod " + key + " of job \"" + id + "\": " + describe(r), ErrorCode::kUnavailable};
+}
+
+}  // namespace gpuq::binder::k8s

@@ -1,0 +1,289 @@
+// Jobs submitted with the real `gpuq` command line to a gpuqd with binder: kubernetes become pods
+// on the real control plane (binder/kubernetes/README.md, "Jobs from the command line"): in the
+// queue's namespace, from its pod template, bound where the engine placed them, one write each;
+// the job follows its pods (exit code, --wait); a gang's pods learn their rank and the first
+// pod's address, with a headless Service their pods own; a cancel deletes the pods; bad input is
+// refused at submit naming the field, leaving nothing behind. gpuqd runs with deploy/'s roles
+// plus the queue-namespace role the README gives, bound in the queue's namespace only.
+#include "tests/kubernetes/harness.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+const char* kQueues =
+    "  - name: team-a\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n"
+    "    kubernetes:\n"
+    "      namespace: team-a\n"
+    "      defaultImage: registry.local/train:1\n"
+    "      allowedImages: [registry.local/, busybox]\n"
+    "      podTemplate:\n"
+    "        metadata: {labels: {team: a}}\n"
+    "        spec:\n"
+    "          serviceAccountName: trainer\n"
+    "          nodeSelector: {kubernetes.io/hostname: node-1}\n"
+    "          containers: [{name: main, env: [{name: FROM_TEMPLATE, value: 'yes'}]}]\n"
+    "  - name: bare\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
+    "  - name: ghost\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
+    "    kubernetes: {namespace: team-a, defaultImage: busybox, podTemplate: {spec: {serviceAccountName: nobody-here}}}\n"
+    "  - name: elsewhere\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
+    "    kubernetes: {namespace: no-such-namespace, defaultImage: busybox}\n";
+
+// The README's grant for a queue's namespace: gpuqd may make, delete and read the pods of its
+// submitted jobs there, and a gang's headless Service.
+void grant_queue_namespace(KubeCluster& k, const std::string& ns) {
+  k.ensure_namespace(ns);
+  k.api.create("serviceaccounts", ns, json::object{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "trainer"}}}});
+  json::object role{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                    {"kind", "Role"},
+                    {"metadata", {{"name", "gpuq-jobs"}, {"namespace", ns}}},
+                    {"rules", json::array{json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"pods"}},
+                                                       {"verbs", json::array{"create", "delete"}}},
+                                          json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"services"}},
+                                                       {"verbs", json::array{"create"}}},
+                                          json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"pods/log"}},
+                                                       {"verbs", json::array{"get"}}}}}};
+  k.api.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", json::serialize(role), "application/json");
+  json::object binding{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                       {"kind", "RoleBinding"},
+                       {"metadata", {{"name", "gpuq-jobs"}, {"namespace", ns}}},
+                       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "gpuq-jobs"}}},
+                       {"subjects", json::array{json::object{{"kind", "ServiceAccount"}, {"name", "gpuq"}, {"namespace", "gpuq-system"}}}}};
+  k.api.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings", json::serialize(binding),
+                "application/json");
+}
+
+std::vector<json::object> pods_of(KubeCluster& k, const std::string& job) {
+  std::vector<json::object> out;
+  for (json::object& p : k.api.list("pods", "team-a"))
+    if (str_at(p, {"metadata", "annotations", "gpuq.io/job-id"}) == job) out.push_back(std::move(p));
+  return out;
+}
+
+std::string env_of(const json::object& pod, const std::string& name) {
+  for (const json::value& e : pod.at("spec").at("containers").at(0).at("env").as_array())
+    if (str_at(e.as_object(), {"name"}) == name) return str_at(e.as_object(), {"value"});
+  return "<unset>";
+}
+
+// The gpuq command line's exit status and output.
+std::pair<int, std::string> gpuq_status(KubeCluster& k, const std::string& args) {
+  std::string out;
+  FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + k.gpuqd.address + " " + args + " 2>&1").c_str(), "r");
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int status = ::pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The job's state as `gpuq show` prints it ("State: Running").
+bool in_state(KubeCluster& k, const std::string& job, const std::string& state) {
+  return k.gpuq("show " + job).find(state) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks, a cancel, refusals") {
+  KubeCluster k(2, 8);
+  grant_queue_namespace(k, "team-a");
+  k.start(kQueues);
+
+  // One pod: the template's, bound where gpuq placed it (the template's node selector), the
+  // submitter's command; --wait returns its exit code.
+  auto [code, out] = gpuq_status(k, "submit --id one --queue team-a --gpus 1 --image busybox --wait -- "
+                                    "sh -c 'echo hello from $GPUQ_JOB_ID; exit 3'");
+  CHECK_MESSAGE(code == 3, out);
+  auto pods = pods_of(k, "one");
+  REQUIRE_MESSAGE(pods.size() == 1, k.gpuq("show one"));
+  const json::object& pod = pods.front();
+  CHECK(str_at(pod, {"spec", "nodeName"}) == "node-1");
+  CHECK(str_at(pod, {"spec", "serviceAccountName"}) == "trainer");
+  CHECK(str_at(pod, {"metadata", "labels", "team"}) == "a");
+  CHECK(str_at(pod, {"metadata", "labels", "gpuq.io/job"}) == "one");
+  CHECK(env_of(pod, "FROM_TEMPLATE") == "yes");
+  CHECK(env_of(pod, "GPUQ_POD_COUNT") == "1");
+  CHECK(pod.at("spec").at("containers").at(0).at("resources").at("limits").at("nvidia.com/gpu") == "1");
+  CHECK(str_at(pod, {"status", "phase"}) == "Failed");
+  const std::string shown = k.gpuq("show one");
+  CHECK_MESSAGE(shown.find("Failed") != std::string::npos, shown);
+  CHECK_MESSAGE(shown.find("exit code 3") != std::string::npos, shown);
+
+  // A gang of 4: ranks, the count and the first pod's address; a headless Service its pods own.
+  std::tie(code, out) = gpuq_status(k, "submit --id gang --queue team-a --gpus 2 --replicas 4 --wait -- "
+                                       "sh -c 'echo rank $RANK of $WORLD_SIZE'");
+  CHECK_MESSAGE(code == 0, out);
+  pods = pods_of(k, "gang");
+  REQUIRE(pods.size() == 4);
+  std::set<std::string> ranks;
+  for (const json::object& p : pods) {
+    ranks.insert(env_of(p, "RANK"));
+    CHECK(env_of(p, "WORLD_SIZE") == "4");
+    CHECK(env_of(p, "MASTER_ADDR").find("-0.") != std::string::npos);
+    CHECK(p.at("spec").at("containers").at(0).at("image") == "registry.local/train:1");  // the queue's default
+  }
+  CHECK(ranks == std::set<std::string>{"0", "1", "2", "3"});
+  const std::string service = str_at(pods.front(), {"spec", "subdomain"});
+  auto svc = k.api.get("services", "team-a", service);
+  REQUIRE_MESSAGE(svc.has_value(), service);
+  CHECK(svc->at("spec").at("clusterIP") == "None");
+  CHECK(svc->at("metadata").at("ownerReferences").as_array().size() == 4);
+  // Each pod's output through the API server (pods/log).
+  std::tie(code, out) = gpuq_status(k, "logs gang --pod 2");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(out == "rank 2 of 4\n", out);
+
+  // logs -f while the pod writes: it ends with the pod, with every line.
+  std::tie(code, out) = gpuq_status(k, "submit --id talk --queue team-a --gpus 1 -- "
+                                       "sh -c 'for i in 1 2 3 4 5; do echo line $i; sleep 0.4; done'");
+  REQUIRE_MESSAGE(code == 0, out);
+  std::tie(code, out) = gpuq_status(k, "logs -f talk");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(out == "line 1\nline 2\nline 3\nline 4\nline 5\n", out);
+  CHECK(eventually([&] { return in_state(k, "talk", "Succeeded"); }));
+
+  // A cancel while it runs deletes its pod; the job ends Cancelled.
+  std::tie(code, out) = gpuq_status(k, "submit --id long --queue team-a --gpus 1 -- sleep 600");
+  REQUIRE_MESSAGE(code == 0, out);
+  REQUIRE(eventually([&] { return k.gpuq("show long").find("Running") != std::string::npos; }));
+  std::tie(code, out) = gpuq_status(k, "cancel long");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(eventually([&] { return k.gpuq("show long").find("Cancelled") != std::string::npos; }));
+  CHECK(eventually([&] { return pods_of(k, "long").empty(); }));
+
+  // Refused at submit, naming the field; nothing made.
+  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 1 --image evil.example/miner -- true");
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("spec.image: \"evil.example/miner\" is not allowed in queue \"team-a\"") != std::string::npos, out);
+  std::tie(code, out) = gpuq_status(k, "submit --queue bare --gpus 1 --image busybox -- true");
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("has no kubernetes.namespace") != std::string::npos, out);
+  std::tie(code, out) = gpuq_status(k, "submit --queue ghost --gpus 1 -- true");  // its pods' account is missing
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("queue \"ghost\"'s pods are refused by the API server") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("nobody-here") != std::string::npos, out);
+  std::tie(code, out) = gpuq_status(k, "submit --queue elsewhere --gpus 1 -- true");
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("\"no-such-namespace\" does not exist in the cluster") != std::string::npos, out);
+  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 0.5 -- true");
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("asks whole GPUs") != std::string::npos, out);
+  CHECK(k.gpuq("ls -a").find("ghost") == std::string::npos);  // nothing kept of a refusal
+  CHECK(k.api.list("pods", "team-a").size() == 6);  // one, the gang's four, talk; long's is gone
+
+  // One write per pod to start it: gpuqd created each pod once (and the gang's Service).
+  std::size_t creates = 0;
+  for (const auto& r : k.api.requests())
+    if (r.method == "POST" && r.path == "/api/v1/namespaces/team-a/pods" && r.query.find("dryRun") == std::string::npos &&
+        r.user == "system:serviceaccount:gpuq-system:gpuq")
+      ++creates;
+  CHECK(creates == 7);
+  k.check_invariants();
+}
+
+namespace {
+
+const char* kBatchQueues =
+    "  - name: batch\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n"
+    "    preemption: {withinQueue: LowerPriority}\n"
+    "    kubernetes: {namespace: team-a, defaultImage: busybox}\n";
+
+std::size_t live_pods(KubeCluster& k, const std::string& label_value) {
+  std::size_t n = 0;
+  for (const json::object& p : k.api.list("pods", "team-a")) {
+    const std::string phase = str_at(p, {"status", "phase"});
+    if (str_at(p, {"metadata", "labels", "gpuq.io/job"}).rfind(label_value, 0) == 0 && phase != "Succeeded" &&
+        phase != "Failed")
+      ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a retry, the max runtime, preemption, a restart") {
+  KubeCluster k(2, 8);
+  grant_queue_namespace(k, "team-a");
+  k.start(kBatchQueues);
+
+  // An array of 20, at most 4 at once: one job's pod per index, each told its index.
+  auto [code, out] = gpuq_status(k, "submit --id sweep --array 0-19%4 --queue batch --gpus 1 -- "
+                                    "sh -c 'sleep 0.3; echo index $GPUQ_ARRAY_INDEX'");
+  REQUIRE_MESSAGE(code == 0, out);
+  std::size_t most = 0;
+  REQUIRE(eventually(
+      [&] {
+        most = std::max(most, live_pods(k, "sweep"));
+        std::size_t done = 0;
+        for (const json::object& p : k.api.list("pods", "team-a"))
+          if (str_at(p, {"metadata", "labels", "gpuq.io/job"}).rfind("sweep", 0) == 0 &&
+              str_at(p, {"status", "phase"}) == "Succeeded")
+            ++done;
+        return done == 20;
+      },
+      std::chrono::seconds(90)));
+  CHECK(most <= 4);
+  CHECK(most >= 1);
+  CHECK(env_of(pods_of(k, "sweep_7").at(0), "GPUQ_ARRAY_INDEX") == "7");
+
+  // A dependency: b starts once a succeeded.
+  std::tie(code, out) = gpuq_status(k, "submit --id a --queue batch --gpus 1 -- sleep 1");
+  REQUIRE(code == 0);
+  std::tie(code, out) = gpuq_status(k, "submit --id b --after-ok a --queue batch --gpus 1 --wait -- true");
+  CHECK_MESSAGE(code == 0, out);
+  REQUIRE(pods_of(k, "a").size() == 1);
+  REQUIRE(pods_of(k, "b").size() == 1);
+  CHECK(str_at(pods_of(k, "a").front(), {"status", "phase"}) == "Succeeded");
+
+  // A retry after a failing exit code: new pods (a new run), and the second run succeeds.
+  const std::string mark = (k.dir.path / "tried").string();
+  std::filesystem::permissions(k.dir.path, std::filesystem::perms::all);  // the simulated kubelet runs containers as nobody
+  std::tie(code, out) = gpuq_status(k, "submit --id flaky --retries 1 --queue batch --gpus 1 --wait -- sh -c "
+                                       "'if [ -e " + mark + " ]; then exit 0; fi; touch " + mark + "; exit 5'");
+  CHECK_MESSAGE(code == 0, out);
+  auto flaky = pods_of(k, "flaky");
+  REQUIRE(flaky.size() == 2);
+  CHECK(str_at(flaky[0], {"metadata", "labels", "gpuq.io/run"}) != str_at(flaky[1], {"metadata", "labels", "gpuq.io/run"}));
+
+  // The max runtime: its pod is deleted at the limit and the job fails saying so.
+  std::tie(code, out) = gpuq_status(k, "submit --id slow --max-runtime 2 --grace-period 1 --queue batch --gpus 1 --wait -- sleep 600");
+  CHECK(code != 0);
+  CHECK_MESSAGE(k.gpuq("show slow").find("max runtime of 2 s exceeded") != std::string::npos, k.gpuq("show slow"));
+  CHECK(eventually([&] { return pods_of(k, "slow").empty(); }));
+
+  // Preemption: a high-priority job takes the GPUs of a low one, whose pods are evicted; the low
+  // one is queued again and runs later on new pods.
+  std::tie(code, out) = gpuq_status(k, "submit --id low --queue batch --gpus 8 --replicas 2 --grace-period 1 -- sleep 600");
+  REQUIRE(code == 0);
+  REQUIRE(eventually([&] { return in_state(k, "low", "Running"); }));
+  const std::string first_run = str_at(pods_of(k, "low").at(0), {"metadata", "labels", "gpuq.io/run"});
+  std::tie(code, out) = gpuq_status(k, "submit --id high --priority 100 --queue batch --gpus 8 --replicas 2 -- sleep 3");
+  REQUIRE(code == 0);
+  CHECK(eventually([&] { return in_state(k, "high", "Running"); }, std::chrono::seconds(60)));
+  CHECK(eventually([&] { return in_state(k, "high", "Succeeded"); }, std::chrono::seconds(60)));
+  CHECK(eventually([&] { return in_state(k, "low", "Running"); }, std::chrono::seconds(60)));
+  // Its evicted pods are gone (an eviction deletes them); its pods now are a new run's.
+  std::set<std::string> runs;
+  for (const json::object& p : pods_of(k, "low")) runs.insert(str_at(p, {"metadata", "labels", "gpuq.io/run"}));
+  CHECK(runs.size() == 1);
+  CHECK(runs.count(first_run) == 0);
+  bool evicted = false;
+  for (const auto& r : k.api.requests())
+    if (r.method == "POST" && r.path.find("/pods/low-") != std::string::npos && r.path.ends_with("/eviction")) evicted = true;
+  CHECK(evicted);
+
+  // A restart (SIGKILL) with the same state file: the running job is found again by its pods,
+  // and a cancel still reaches them.
+  k.kill_gpuqd();
+  k.start(kBatchQueues);
+  // Until gpuqd has listed the pods it says the job is being restored; then the cancel goes.
+  REQUIRE(eventually([&] { return (out = gpuq_status(k, "cancel low").second).find("is being restored") == std::string::npos; }));
+  CHECK_MESSAGE(out.find("cancel") != std::string::npos, out);
+  CHECK(eventually([&] { return in_state(k, "low", "Cancelled"); }));
+  CHECK(eventually([&] { return live_pods(k, "low") == 0; }));
+  k.check_invariants();
+}
