@@ -24,12 +24,10 @@ namespace {
 
 constexpr std::size_t kChunk = 64 << 10;
 
-class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+// What both streams share: one chunk written at a time (the thread that reads waits for each to
+// go out), a cancel seen by that thread, and the end.
+class ChunkStream : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
-  LogStream(storage::Store& store, std::string job, std::filesystem::path path, std::int64_t offset, bool follow)
-      : store_(store), job_(std::move(job)), path_(std::move(path)), offset_(offset), follow_(follow) {
-    std::thread([this] { run(); }).detach();
-  }
   void OnWriteDone(bool ok) override {
     std::lock_guard lock(mu_);
     writing_ = false;
@@ -39,9 +37,47 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   void OnCancel() override {
     std::lock_guard lock(mu_);
     cancelled_ = true;
+    cancelled();
     cv_.notify_all();
   }
   void OnDone() override { delete this; }
+
+ protected:
+  virtual void cancelled() {}  // under mu_
+  // Writes `data` at `offset` and waits for it to go out; false when the client is gone.
+  bool write(std::int64_t offset, std::string_view data) {
+    std::unique_lock lock(mu_);
+    if (cancelled_) return false;
+    chunk_.Clear();
+    chunk_.set_offset(offset);
+    chunk_.set_data(data.data(), data.size());
+    writing_ = true;
+    StartWrite(&chunk_);
+    cv_.wait(lock, [&] { return !writing_ || cancelled_; });
+    return !write_failed_ && !cancelled_;
+  }
+  // Waits `ms` or until the client is gone (true).
+  bool wait_cancelled(int ms) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return cancelled_; });
+  }
+  bool gone() {
+    std::lock_guard lock(mu_);
+    return cancelled_ || write_failed_;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false, write_failed_ = false, cancelled_ = false;
+  v1::LogChunk chunk_;
+};
+
+class LogStream final : public ChunkStream {
+ public:
+  LogStream(storage::Store& store, std::string job, std::filesystem::path path, std::int64_t offset, bool follow)
+      : store_(store), job_(std::move(job)), path_(std::move(path)), offset_(offset), follow_(follow) {
+    std::thread([this] { run(); }).detach();
+  }
 
  private:
   // Whether the job will write no more: finished, or gone from the store.
@@ -57,16 +93,9 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
     in.seekg(offset_);
     std::string data(kChunk, '\0');
     while (in.read(data.data(), static_cast<std::streamsize>(data.size())) || in.gcount() > 0) {
-      chunk_.Clear();
-      chunk_.set_offset(offset_);
-      chunk_.set_data(data.data(), static_cast<std::size_t>(in.gcount()));
+      const std::int64_t at = offset_;
       offset_ += in.gcount();
-      std::unique_lock lock(mu_);
-      if (cancelled_) return false;
-      writing_ = true;
-      StartWrite(&chunk_);
-      cv_.wait(lock, [&] { return !writing_ || cancelled_; });
-      if (write_failed_ || cancelled_) return false;
+      if (!write(at, std::string_view(data.data(), static_cast<std::size_t>(in.gcount())))) return false;
     }
     return true;
   }
@@ -77,10 +106,8 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
       const bool over = !follow_ || job_over();
       if (!send_available()) return Finish(grpc::Status::CANCELLED);
       if (over) return Finish(grpc::Status::OK);
-      std::unique_lock lock(mu_);
       // 50 ms: a terminal's echo (gpuq run) comes back this way.
-      if (cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return cancelled_; }))
-        return Finish(grpc::Status::CANCELLED);
+      if (wait_cancelled(50)) return Finish(grpc::Status::CANCELLED);
     }
   }
 
@@ -89,16 +116,12 @@ class LogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   const std::filesystem::path path_;
   std::int64_t offset_;
   const bool follow_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false, write_failed_ = false, cancelled_ = false;
-  v1::LogChunk chunk_;
 };
 
 // A pod's output from a binder that streams it (the Kubernetes binder: pods/log through the API
 // server; Binder::stream_log), on a thread of its own. A follow of a pod that has not started
 // asks again every 250 ms until it has, or the job ended without it.
-class BinderLogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
+class BinderLogStream final : public ChunkStream {
  public:
   BinderLogStream(storage::Store& store, const binder::Binder& binder, storage::JobRecord job, int pod,
                   std::int64_t offset, bool follow)
@@ -106,48 +129,29 @@ class BinderLogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
         stop_(binder.log_stop()) {
     std::thread([this] { run(); }).detach();
   }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    write_failed_ = !ok;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    std::lock_guard lock(mu_);
-    cancelled_ = true;
-    if (stop_) stop_->stop();
-    cv_.notify_all();
-  }
-  void OnDone() override { delete this; }
 
  private:
+  void cancelled() override {
+    if (stop_) stop_->stop();
+  }
   bool job_over() {
     auto rec = store_.job(job_.spec.id.value);
     return !rec || !rec.value() || is_finished(rec.value()->state);
   }
-  bool send(std::string_view data) {
-    std::unique_lock lock(mu_);
-    if (cancelled_) return false;
-    chunk_.Clear();
-    chunk_.set_offset(offset_);
-    chunk_.set_data(data.data(), data.size());
-    offset_ += static_cast<std::int64_t>(data.size());
-    writing_ = true;
-    StartWrite(&chunk_);
-    cv_.wait(lock, [&] { return !writing_ || cancelled_; });
-    return !write_failed_ && !cancelled_;
-  }
   void run() {
     while (true) {
       const bool over = job_over();  // before the attempt: a pod that ended meanwhile is still read
-      Result<void> r = binder_.stream_log(job_, pod_, offset_, follow_, [this](std::string_view d) { return send(d); },
+      Result<void> r = binder_.stream_log(job_, pod_, offset_, follow_,
+                                          [this](std::string_view d) {
+                                            const std::int64_t at = offset_;
+                                            offset_ += static_cast<std::int64_t>(d.size());
+                                            return write(at, d);
+                                          },
                                           stop_.get());
-      std::unique_lock lock(mu_);
-      if (cancelled_ || write_failed_) return Finish(grpc::Status::CANCELLED);
+      if (gone()) return Finish(grpc::Status::CANCELLED);
       if (r) return Finish(grpc::Status::OK);
       if (r.code() != ErrorCode::kNotFound || !follow_ || over) return Finish(to_status(r.code(), r.error()));
-      if (cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return cancelled_; }))
-        return Finish(grpc::Status::CANCELLED);
+      if (wait_cancelled(250)) return Finish(grpc::Status::CANCELLED);
     }
   }
 
@@ -158,10 +162,6 @@ class BinderLogStream final : public grpc::ServerWriteReactor<v1::LogChunk> {
   std::int64_t offset_;
   const bool follow_;
   std::unique_ptr<binder::Binder::LogStop> stop_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false, write_failed_ = false, cancelled_ = false;
-  v1::LogChunk chunk_;
 };
 
 // A job's record with the store and the binder, once `may` allows the caller; a status

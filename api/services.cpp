@@ -308,6 +308,10 @@ class JobsService final : public v1::Jobs::CallbackService {
     if (auto st = readers_.gate->may_see_job(access, id, owner, c.queue_spec(job.value().spec.queue.value)); !st.ok())
       return st;
     out = api::to_proto(job.value(), c);
+    // Where the binder names its pods (Kubernetes: namespace/name), each placement says which.
+    const std::vector<std::string> pods = c.binder().pod_names(JobId(id));
+    for (int i = 0; i < out.placement_size() && i < static_cast<int>(pods.size()); ++i)
+      out.mutable_placement(i)->set_pod(pods[static_cast<std::size_t>(i)]);
     if (!readers_.gate->may_see_env(access, owner)) {
       out.mutable_spec()->clear_env();
       out.mutable_spec()->clear_notify();  // a webhook URL may hold a token

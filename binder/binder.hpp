@@ -135,6 +135,12 @@ class Binder {
     virtual ~LogStop() = default;
     virtual void stop() = 0;
   };
+  // The names of a running job's pods, in placement order, where the binder names them (the
+  // Kubernetes binder: namespace/name); empty otherwise. Engine thread.
+  virtual std::vector<std::string> pod_names(const JobId& job) const {
+    (void)job;
+    return {};
+  }
   virtual bool streams_logs() const { return false; }
   virtual std::unique_ptr<LogStop> log_stop() const { return nullptr; }
   virtual Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,

@@ -481,6 +481,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
       for (int i = 0; i < p.gpus_size(); ++i) o << (i ? "," : "") << p.gpus(i);
       o << "]";
       if (p.gpu_milli() > 0 && p.gpu_milli() < 1000) o << " (" << p.gpu_milli() << "m each)";
+      if (!p.pod().empty()) o << " pod " << escaped(p.pod());
       o << "\n";
     }
   }

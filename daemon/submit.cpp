@@ -35,6 +35,11 @@ Result<std::string> Core::submit(Submission sub, Time now) {
   if (auto r = binder_->check_run(sub.run, spec.owner); !r) return Error{r.error(), r.code()};
   if (auto no = notify_url_refusal(config_.notify, sub.notify, "spec.notify.url"); !no.empty())
     return Error{no, ErrorCode::kInvalidArgument};
+  // A source binder's nodes are known once it has listed them: until then a job's fit cannot be
+  // judged (the engine would refuse it as larger than any node).
+  if (!placing_)
+    return Error{"gpuqd has just started and is still listing the cluster's nodes and pods; submit again in a moment",
+                 ErrorCode::kUnavailable};
   if (auto q = queue_specs_.find(spec.queue.value); q != queue_specs_.end())
     if (auto r = binder_->prepare(sub, q->second); !r) return Error{r.error(), r.code()};
   if (sub.run.tty) {  // gpuq run

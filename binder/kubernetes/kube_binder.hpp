@@ -64,6 +64,7 @@ class KubernetesBinder final : public Binder {
   std::optional<BinderFact> adopt(const storage::JobRecord& job) override;
   bool adopts(const storage::JobRecord& job) const override { return !job.run.image.empty(); }
   void stop_strays() override;
+  std::vector<std::string> pod_names(const JobId& job) const override;
   bool streams_logs() const override { return true; }
   std::unique_ptr<LogStop> log_stop() const override;
   Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,

@@ -34,6 +34,13 @@ std::string query_escape(const std::string& v) {
 
 }  // namespace
 
+std::vector<std::string> KubernetesBinder::pod_names(const JobId& job) const {
+  std::lock_guard lock(s_->mu);
+  auto it = s_->jobs.find(job.value);
+  if (it == s_->jobs.end() || it->second.adopting) return {};
+  return it->second.pods;
+}
+
 std::unique_ptr<Binder::LogStop> KubernetesBinder::log_stop() const { return std::make_unique<KubeLogStop>(); }
 
 Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,

@@ -80,6 +80,16 @@ std::pair<int, std::string> gpuq_status(KubeCluster& k, const std::string& args)
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Two 8-GPU nodes, namespace team-a granted as the README says, gpuqd with `queues`.
+struct SubmitCluster : KubeCluster {
+  explicit SubmitCluster(const char* queues) : KubeCluster(2, 8) {
+    grant_queue_namespace(*this, "team-a");
+    start(queues);
+    // Until gpuqd has listed the nodes a submission is refused UNAVAILABLE, saying so.
+    REQUIRE(eventually([&] { return node_state("node-1", "Ready"); }));
+  }
+};
+
 // The job's state as `gpuq show` prints it ("State: Running").
 bool in_state(KubeCluster& k, const std::string& job, const std::string& state) {
   return k.gpuq("show " + job).find(state) != std::string::npos;
@@ -88,9 +98,7 @@ bool in_state(KubeCluster& k, const std::string& job, const std::string& state) 
 }  // namespace
 
 TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks, a cancel, refusals") {
-  KubeCluster k(2, 8);
-  grant_queue_namespace(k, "team-a");
-  k.start(kQueues);
+  SubmitCluster k(kQueues);
 
   // One pod: the template's, bound where gpuq placed it (the template's node selector), the
   // submitter's command; --wait returns its exit code.
@@ -149,6 +157,10 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   std::tie(code, out) = gpuq_status(k, "submit --id long --queue team-a --gpus 1 -- sleep 600");
   REQUIRE_MESSAGE(code == 0, out);
   REQUIRE(eventually([&] { return k.gpuq("show long").find("Running") != std::string::npos; }));
+  // gpuq show names its pod and the node.
+  const std::string long_pod = str_at(pods_of(k, "long").at(0), {"metadata", "name"});
+  CHECK_MESSAGE(k.gpuq("show long").find("on node-1 gpus [") != std::string::npos, k.gpuq("show long"));
+  CHECK_MESSAGE(k.gpuq("show long").find("pod team-a/" + long_pod) != std::string::npos, k.gpuq("show long"));
   std::tie(code, out) = gpuq_status(k, "cancel long");
   CHECK_MESSAGE(code == 0, out);
   CHECK(eventually([&] { return k.gpuq("show long").find("Cancelled") != std::string::npos; }));
@@ -206,9 +218,7 @@ std::size_t live_pods(KubeCluster& k, const std::string& label_value) {
 }  // namespace
 
 TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a retry, the max runtime, preemption, a restart") {
-  KubeCluster k(2, 8);
-  grant_queue_namespace(k, "team-a");
-  k.start(kBatchQueues);
+  SubmitCluster k(kBatchQueues);
 
   // An array of 20, at most 4 at once: one job's pod per index, each told its index.
   auto [code, out] = gpuq_status(k, "submit --id sweep --array 0-19%4 --queue batch --gpus 1 -- "
@@ -238,6 +248,17 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   REQUIRE(pods_of(k, "a").size() == 1);
   REQUIRE(pods_of(k, "b").size() == 1);
   CHECK(str_at(pods_of(k, "a").front(), {"status", "phase"}) == "Succeeded");
+
+  // A hold: no pod while it is held; released, it runs.
+  std::tie(code, out) = gpuq_status(k, "submit --id held --hold --queue batch --gpus 1 -- true");
+  REQUIRE_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(out.find("Held") != std::string::npos, out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(pods_of(k, "held").empty());
+  std::tie(code, out) = gpuq_status(k, "release held");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(eventually([&] { return in_state(k, "held", "Succeeded"); }));
+  CHECK(pods_of(k, "held").size() == 1);
 
   // A retry after a failing exit code: new pods (a new run), and the second run succeeds.
   const std::string mark = (k.dir.path / "tried").string();
@@ -280,6 +301,8 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   // and a cancel still reaches them.
   k.kill_gpuqd();
   k.start(kBatchQueues);
+  std::tie(code, out) = gpuq_status(k, "submit --queue batch --gpus 1 -- true");  // it may be listing still
+  CHECK_MESSAGE((code == 0 || out.find("is still listing the cluster's nodes and pods") != std::string::npos), out);
   // Until gpuqd has listed the pods it says the job is being restored; then the cancel goes.
   REQUIRE(eventually([&] { return (out = gpuq_status(k, "cancel low").second).find("is being restored") == std::string::npos; }));
   CHECK_MESSAGE(out.find("cancel") != std::string::npos, out);
