@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/format.hpp"
@@ -73,9 +76,59 @@ struct LogsOptions {
   std::string id;
   std::int32_t pod = 0;
   bool follow = false;
+  bool all = false;
 };
 
+// Every pod of the job (--all): each line prefixed with its pod's index ("[2] "), the pods read
+// one after another, or side by side with -f (a stream each, lines written whole).
+int run_logs_all(Context& ctx, const LogsOptions& o) {
+  v1::GetJobRequest get;
+  get.set_id(o.id);
+  v1::GetJobResponse job;
+  if (grpc::Status st = ctx.unary("/gpuq.v1.Jobs/Get", get, job); !st.ok()) return ctx.fail(st);
+  std::int32_t pods = 0;
+  for (const auto& ps : job.job().spec().pod_sets()) pods += std::max(1, ps.count());
+  auto stub = v1::Jobs::NewStub(ctx.channel());
+  std::mutex out_mu;
+  std::vector<grpc::Status> status(static_cast<std::size_t>(pods));
+  auto read = [&](std::int32_t pod) {
+    auto call = ctx.call(/*stream_without_deadline=*/o.follow);
+    auto reader = stub->Logs(call.get(), logs_request(o.id, pod, o.follow));
+    const std::string prefix = "[" + std::to_string(pod) + "] ";
+    std::string pending;
+    v1::LogChunk chunk;
+    auto flush = [&](bool all) {
+      std::size_t start = 0;
+      std::lock_guard lock(out_mu);
+      for (std::size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
+        ctx.out << prefix << std::string_view(pending).substr(start, nl + 1 - start);
+      if (all && start < pending.size()) ctx.out << prefix << pending.substr(start) << "\n", start = pending.size();
+      ctx.out.flush();
+      pending.erase(0, start);
+    };
+    while (reader->Read(&chunk)) {
+      pending += chunk.data();
+      flush(false);
+    }
+    flush(true);
+    status[static_cast<std::size_t>(pod)] = reader->Finish();
+  };
+  if (o.follow) {
+    std::vector<std::thread> readers;
+    for (std::int32_t p = 0; p < pods; ++p) readers.emplace_back(read, p);
+    for (auto& t : readers) t.join();
+  } else {
+    for (std::int32_t p = 0; p < pods; ++p) read(p);
+  }
+  int rc = 0;
+  for (std::int32_t p = 0; p < pods; ++p)
+    if (const grpc::Status& st = status[static_cast<std::size_t>(p)]; !st.ok())
+      rc = ctx.fail(grpc::Status(st.error_code(), "pod " + std::to_string(p) + ": " + st.error_message()));
+  return rc;
+}
+
 int run_logs(Context& ctx, const LogsOptions& o) {
+  if (o.all) return run_logs_all(ctx, o);
   const v1::LogsRequest req = logs_request(o.id, o.pod, o.follow);
   auto stub = v1::Jobs::NewStub(ctx.channel());
   auto call = ctx.call(/*stream_without_deadline=*/o.follow);
@@ -98,7 +151,8 @@ void add_logs(CLI::App& app, Context& ctx) {
       "logs",
       "Print a job's output (stdout and stderr of one pod); -f follows it until the job ends");
   cmd->add_option("ID", o->id, "job id")->required();
-  cmd->add_option("--pod", o->pod, "pod index, 0 (default) .. pods-1, across the pod sets");
+  auto* pod = cmd->add_option("--pod", o->pod, "pod index, 0 (default) .. pods-1, across the pod sets");
+  cmd->add_flag("--all", o->all, "every pod of the job, each line prefixed with its pod's index ([1] ...)")->excludes(pod);
   cmd->add_flag("-f,--follow", o->follow,
                 "keep printing output as it is written, until the job has finished");
   cmd->callback([&ctx, o] { ctx.action = [o](Context& c) { return run_logs(c, *o); }; });

@@ -143,6 +143,9 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   std::tie(code, out) = gpuq_status(k, "logs gang --pod 2");
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out == "rank 2 of 4\n", out);
+  std::tie(code, out) = gpuq_status(k, "logs gang --all");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(out == "[0] rank 0 of 4\n[1] rank 1 of 4\n[2] rank 2 of 4\n[3] rank 3 of 4\n", out);
 
   // logs -f while the pod writes: it ends with the pod, with every line.
   std::tie(code, out) = gpuq_status(k, "submit --id talk --queue team-a --gpus 1 -- "
