@@ -258,6 +258,10 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   CHECK_MESSAGE(out.find("Held") != std::string::npos, out);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(pods_of(k, "held").empty());
+  // update: a held job's priority.
+  std::tie(code, out) = gpuq_status(k, "update held --priority 7");
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(k.gpuq("show held").find("Priority:    7") != std::string::npos, k.gpuq("show held"));
   std::tie(code, out) = gpuq_status(k, "release held");
   CHECK_MESSAGE(code == 0, out);
   CHECK(eventually([&] { return in_state(k, "held", "Succeeded"); }));
