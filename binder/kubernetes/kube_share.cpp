@@ -30,18 +30,7 @@ json::object field_env(const char* name, const char* path) {
 
 void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size_t i) {
   const Binding::Pod& bp = b->pods[i];
-  const std::string rkey = bp.node + "/" + std::to_string(bp.slot);
-  if (auto gone = releasing.find(rkey); gone != releasing.end()) {  // a new reservation pod waits for the old
-    gone->second.push_back([this, b, i] {
-      std::lock_guard lock(mu);
-      share(b, i);
-    });
-    return;
-  }
-  Reservation& r = reservations[rkey];
-  r.sharers.insert(bp.key);
-  share_of[bp.key] = rkey;
-  auto go = [this, b, i, slot = bp.slot](const std::string& device) {
+  reserve(bp.node, bp.slot, bp.key, [this, b, i, slot = bp.slot](const std::string& device) {
     write([this, b, i, slot, device] {
       if (device.empty()) {
         settle(b, i, "the reservation pod holding its share of a GPU on " + b->pods[i].node + " did not run");
@@ -57,11 +46,28 @@ void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size
       }
       bind_pod(b, i);
     });
-  };
+  });
+}
+
+// Under mu: `sharer` takes its share of GPU `slot` on `node`; `go` gets the GPU's device once the
+// reservation pod holding it runs ("" : it failed), under mu.
+void KubernetesBinder::State::reserve(const std::string& node, int slot, const std::string& sharer,
+                                      std::function<void(const std::string& device)> go) {
+  const std::string rkey = node + "/" + std::to_string(slot);
+  if (auto gone = releasing.find(rkey); gone != releasing.end()) {  // a new reservation pod waits for the old
+    gone->second.push_back([this, node, slot, sharer, go] {
+      std::lock_guard lock(mu);
+      reserve(node, slot, sharer, go);
+    });
+    return;
+  }
+  Reservation& r = reservations[rkey];
+  r.sharers.insert(sharer);
+  share_of[sharer] = rkey;
   if (!r.device.empty()) return go(r.device);
   r.waiters.push_back(go);
   if (!r.pod.empty()) return;  // asked for already
-  r.pod = "gpuq-share-" + dns_part(bp.node) + "-" + std::to_string(bp.slot) + "-" + std::to_string(++reservation_seq);
+  r.pod = "gpuq-share-" + dns_part(node) + "-" + std::to_string(slot) + "-" + std::to_string(++reservation_seq);
   json::object pod{
       {"apiVersion", "v1"},
       {"kind", "Pod"},
@@ -71,7 +77,7 @@ void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size
         {"labels", {{kReservationLabel, "true"}}},
         {"annotations", {{kReservationForAnnotation, rkey}}}}},
       {"spec",
-       {{"nodeName", bp.node},
+       {{"nodeName", node},
         {"restartPolicy", "Always"},
         {"terminationGracePeriodSeconds", 0},
         {"tolerations", json::array{json::object{{"operator", "Exists"}}}},
@@ -135,15 +141,21 @@ void KubernetesBinder::State::delete_reservation(const std::string& name, const 
 // Binds a pod of whole GPUs once none of its GPUs is still held by a reservation pod being
 // deleted. Under mu.
 void KubernetesBinder::State::bind_after_release(const std::shared_ptr<Binding>& b, std::size_t i) {
-  for (int gpu : b->pods[i].gpus)
-    if (auto it = releasing.find(b->pods[i].node + "/" + std::to_string(gpu)); it != releasing.end()) {
-      it->second.push_back([this, b, i] {
+  after_release(b->pods[i].node, b->pods[i].gpus, [this, b, i] { write([this, b, i] { bind_pod(b, i); }); });
+}
+
+// Under mu: `go` (under mu) once none of these GPUs of `node` is held by a reservation pod whose
+// DELETE has not been answered yet.
+void KubernetesBinder::State::after_release(const std::string& node, const std::vector<int>& gpus, std::function<void()> go) {
+  for (int gpu : gpus)
+    if (auto it = releasing.find(node + "/" + std::to_string(gpu)); it != releasing.end()) {
+      it->second.push_back([this, node, gpus, go] {
         std::lock_guard lock(mu);
-        bind_after_release(b, i);
+        after_release(node, gpus, go);
       });
       return;
     }
-  write([this, b, i] { bind_pod(b, i); });
+  go();
 }
 
 // A reservation pod's change: its device once it runs, its failure or its end.

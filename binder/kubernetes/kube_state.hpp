@@ -181,6 +181,8 @@ struct KubernetesBinder::State {
   // kube_submitted.cpp: jobs submitted through gpuqd's API.
   void create_job(const std::string& id, std::shared_ptr<PodsToMake> make, Time grace, Time max_runtime);
   void create_pod(const std::shared_ptr<struct Creation>& c, std::size_t i);
+  void settle_pod(const std::shared_ptr<struct Creation>& c, std::size_t i, const std::string& uid,
+                  const std::string& failure);
   void created(const std::shared_ptr<struct Creation>& c);
   void delete_pods(const std::string& id, Time grace);  // under mu
   void submitted_lifecycle(const std::string& id);      // under mu
@@ -191,6 +193,9 @@ struct KubernetesBinder::State {
 
   // kube_share.cpp (under mu)
   void share(const std::shared_ptr<Binding>& b, std::size_t i);
+  void reserve(const std::string& node, int slot, const std::string& sharer,
+               std::function<void(const std::string& device)> go);
+  void after_release(const std::string& node, const std::vector<int>& gpus, std::function<void()> go);
   void unshare(const std::string& sharer);
   void delete_reservation(const std::string& name, const std::string& rkey);
   void bind_after_release(const std::shared_ptr<Binding>& b, std::size_t i);

@@ -109,35 +109,52 @@ std::string string_in(const json::value& v, std::initializer_list<std::string_vi
 
 }  // namespace
 
-// Pool thread: the job's entry first (so the watch finds its pods), then every pod at once.
+// Pool thread: the job's entry first (so the watch finds its pods), then every pod at once (a
+// share of a GPU once its reservation pod runs; whole GPUs once no reservation pod being deleted
+// holds them).
 void KubernetesBinder::State::create_job(const std::string& id, std::shared_ptr<PodsToMake> make, Time grace,
                                          Time max_runtime) {
   auto c = std::make_shared<Creation>();
   c->job = id;
   c->make = std::move(make);
   c->uids.resize(c->make->pods.size());
-  {
-    std::lock_guard lock(mu);
-    if (auto old = jobs.find(id); old != jobs.end() && !old->second.done) return;  // made already
-    JobEntry e;
-    e.submitted = true;
-    e.bound = true;
-    e.ns = c->make->ns;
-    e.grace = grace;
-    e.max_runtime = max_runtime;
-    for (const std::string& name : c->make->names) {
-      const std::string key = c->make->ns + "/" + name;
-      e.pods.push_back(key);
-      e.unseen.insert(key);
-      job_of[key] = id;
-    }
-    jobs[id] = std::move(e);
+  std::lock_guard lock(mu);
+  if (auto old = jobs.find(id); old != jobs.end() && !old->second.done) return;  // made already
+  JobEntry e;
+  e.submitted = true;
+  e.bound = true;
+  e.ns = c->make->ns;
+  e.grace = grace;
+  e.max_runtime = max_runtime;
+  for (const std::string& name : c->make->names) {
+    const std::string key = c->make->ns + "/" + name;
+    e.pods.push_back(key);
+    e.unseen.insert(key);
+    job_of[key] = id;
   }
-  for (std::size_t i = 0; i < c->make->pods.size(); ++i)
-    boost::asio::post(*pool, [this, c, i] {
-      InFlightLimit::Scope scope(*write_limit);
-      create_pod(c, i);
-    });
+  jobs[id] = std::move(e);
+  for (std::size_t i = 0; i < c->make->pods.size(); ++i) {
+    auto post = [this, c, i] {
+      write([this, c, i] { create_pod(c, i); });
+    };
+    const PodPlacement& where = c->make->where[i];
+    if (const int slot = c->make->slot[i]; slot >= 0) {
+      // A share of one GPU: made once the reservation pod holding that GPU says which it is.
+      reserve(where.node, slot, c->make->ns + "/" + c->make->names[i], [this, c, i, post](const std::string& device) {
+        if (device.empty()) {
+          write([this, c, i] { settle_pod(c, i, "", "the reservation pod holding its share of a GPU on " +
+                                                        c->make->where[i].node + " did not run"); });
+          return;
+        }
+        c->make->pods[i]["metadata"].as_object()["annotations"].as_object()[kShareDeviceAnnotation] = device;
+        post();
+      });
+    } else {
+      // Whole GPUs: once no reservation pod being deleted holds one of them (the kubelet would
+      // refuse the pod otherwise).
+      after_release(where.node, std::vector<int>(where.gpus.begin(), where.gpus.end()), post);
+    }
+  }
 }
 
 // Pool thread: one pod, made bound to its node.
@@ -158,6 +175,12 @@ void KubernetesBinder::State::create_pod(const std::shared_ptr<Creation>& c, std
   } else {
     failure = "the API server refused pod " + ns + "/" + name + ": " + describe(r);
   }
+  settle_pod(c, i, uid, failure);
+}
+
+// Pool thread: pod i of a creation answered (made, with its uid, or refused).
+void KubernetesBinder::State::settle_pod(const std::shared_ptr<Creation>& c, std::size_t i, const std::string& uid,
+                                         const std::string& failure) {
   std::lock_guard lock(c->mu);
   if (failure.empty()) c->uids[i] = uid;
   else if (c->failure.empty()) c->failure = failure;
@@ -273,6 +296,13 @@ void KubernetesBinder::State::attach(const std::string& id) {
   for (const PodInfo* p : members) {
     e.pods.push_back(p->key());
     job_of[p->key()] = id;
+    // A share of a GPU: its reservation pod is kept while it runs.
+    if (auto slot = p->annotations.find(kShareSlotAnnotation);
+        slot != p->annotations.end() && !p->node.empty() && !p->terminal() && p->annotations.count(kGpuMilliAnnotation) > 0) {
+      const std::string rkey = p->node + "/" + slot->second;
+      reservations[rkey].sharers.insert(p->key());
+      share_of[p->key()] = rkey;
+    }
   }
   lifecycle(id);
 }
@@ -362,6 +392,7 @@ void KubernetesBinder::State::submitted_lifecycle(const std::string& id) {
     report(JobLost{JobId(id), why});
   }
   for (const std::string& k : e.pods) {
+    unshare(k);  // a share's reservation pod goes with its last sharer
     job_of.erase(k);
     pods.erase(k);
   }

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "binder/kubernetes/objects.hpp"
+#include "binder/kubernetes/translate.hpp"
 #include "storage/store.hpp"
 
 namespace gpuq::binder::k8s {
@@ -55,6 +56,9 @@ json::object& object_in(json::object& o, std::string_view key) {
   return v.get_object();
 }
 
+// A pod's metadata.annotations (made when missing).
+json::object& meta_of(json::object& pod) { return object_in(object_in(pod, "metadata"), "annotations"); }
+
 std::string milli_cpu(Quantity q) { return std::to_string(q) + "m"; }
 
 }  // namespace
@@ -99,10 +103,9 @@ Result<void> prepare_submission(Submission& sub, const QueueSpec& queue, Resourc
   }
   for (const PodSet& s : sub.job.pod_sets) {
     const Quantity g = s.per_pod[kGpu];
-    if (g % kMilliPerGpu != 0)
-      return Error{"spec.podSets[" + s.name + "].gpu: " + std::to_string(g) + " milli-GPU: a job submitted on Kubernetes "
-                   "asks whole GPUs (nvidia.com/gpu); a share of one GPU is for pods made with the annotation "
-                   "gpuq.io/gpu-milli (README: Fractional GPUs)",
+    if (g > kMilliPerGpu && g % kMilliPerGpu != 0)
+      return Error{"spec.podSets[" + s.name + "].gpu: " + std::to_string(g) + " milli-GPU: a pod asks whole GPUs or a "
+                   "share of one (less than 1000m), not whole GPUs and a share",
                    ErrorCode::kInvalidArgument};
   }
   // The template's node selector, affinity and tolerations hold for every pod: the engine
@@ -228,6 +231,15 @@ Result<PodsToMake> make_pods(const PodInput& in) {
     for (const auto& [key, value] : vars) env.push_back(json::object{{"name", key}, {"value", value}});
     for (const auto& [key, value] : job.run.env)
       if (!key.starts_with("GPUQ_")) env.push_back(json::object{{"name", key}, {"value", value}});
+    const bool shared = set.per_pod[kGpu] > 0 && set.per_pod[kGpu] < kMilliPerGpu && where.gpus.size() == 1;
+    if (shared) {  // its GPU from the reservation pod's, written on the pod when it is made
+      json::object& notes = meta_of(pod);
+      notes[kGpuMilliAnnotation] = std::to_string(set.per_pod[kGpu]);
+      notes[kShareSlotAnnotation] = std::to_string(where.gpus.front());
+      env.push_back(json::object{
+          {"name", "NVIDIA_VISIBLE_DEVICES"},
+          {"valueFrom", {{"fieldRef", {{"fieldPath", std::string("metadata.annotations['") + kShareDeviceAnnotation + "']"}}}}}});
+    }
     json::object& res = object_in(c, "resources");
     (void)object_in(res, "requests");  // both made before either is held: an insertion moves a map's values
     (void)object_in(res, "limits");
@@ -235,7 +247,7 @@ Result<PodsToMake> make_pods(const PodInput& in) {
     json::object& lim = res["limits"].get_object();
     if (const Quantity cpu = set.per_pod[kCpu]; cpu > 0) req["cpu"] = milli_cpu(cpu);
     if (const Quantity mem = set.per_pod[kMemory]; mem > 0) req["memory"] = std::to_string(mem);
-    if (const Quantity gpu = set.per_pod[kGpu]; gpu > 0) {
+    if (const Quantity gpu = set.per_pod[kGpu]; gpu > 0 && !shared) {
       req[kGpuResource] = std::to_string(gpu / kMilliPerGpu);
       lim[kGpuResource] = std::to_string(gpu / kMilliPerGpu);
     } else {
@@ -250,6 +262,8 @@ Result<PodsToMake> make_pods(const PodInput& in) {
     pod["kind"] = "Pod";
     out.names.push_back(name);
     out.pods.push_back(std::move(pod));
+    out.where.push_back(where);
+    out.slot.push_back(shared ? where.gpus.front() : -1);
   }
   if (gang)
     out.service_object = json::object{

@@ -18,9 +18,11 @@
 
 #include <boost/json/object.hpp>
 
+#include "scheduler/model.hpp"
 #include "spec/resources.hpp"
 #include "spec/result.hpp"
 #include "spec/types.hpp"
+#include "storage/store.hpp"
 
 namespace gpuq::binder::k8s {
 
@@ -39,7 +41,10 @@ inline constexpr int kMasterPort = 29500;  // MASTER_PORT, torchrun's default
 // node selector, affinity and tolerations added to every pod set's constraints (the engine
 // places by them; the pod carries them too). `pods`: the "pods" resource's slot (each pod takes
 // one of a node's pods), 0 for none. An error names the field (spec.image, the queue's
-// kubernetes.namespace) with the code to answer.
+// kubernetes.namespace) with the code to answer. A share of one GPU (less than 1000 milli-GPU
+// per pod) is taken through a reservation pod, as for pods users make: the pod asks no
+// nvidia.com/gpu and gets NVIDIA_VISIBLE_DEVICES from its gpuq.io/gpu-device annotation, which
+// gpuqd writes when it makes the pod (the template should give the NVIDIA runtime class).
 Result<void> prepare_submission(Submission& sub, const QueueSpec& queue, ResourceId pods);
 
 // What one admission of a submitted job makes.
@@ -47,6 +52,8 @@ struct PodsToMake {
   std::string ns;
   std::vector<std::string> names;      // in pod order (the Admission's)
   std::vector<boost::json::object> pods;
+  std::vector<PodPlacement> where;     // each pod's placement: its node, its GPUs
+  std::vector<int> slot;               // a share of one GPU: the engine's index of it; -1: whole GPUs
   std::string service;                 // a gang's headless Service ("" : none)
   boost::json::object service_object;  // its body, ownerReferences added once the pods exist
 };

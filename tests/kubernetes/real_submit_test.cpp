@@ -156,6 +156,25 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   CHECK_MESSAGE(out == "line 1\nline 2\nline 3\nline 4\nline 5\n", out);
   CHECK(eventually([&] { return in_state(k, "talk", "Succeeded"); }));
 
+  // Half a GPU: held by a reservation pod, the pod told which GPU (NVIDIA_VISIBLE_DEVICES from
+  // its gpuq.io/gpu-device annotation), no nvidia.com/gpu asked; the reservation pod goes with it.
+  std::tie(code, out) = gpuq_status(k, "submit --id half --queue team-a --gpus 0.5 --wait -- "
+                                       "sh -c 'echo gpu $NVIDIA_VISIBLE_DEVICES'");
+  CHECK_MESSAGE(code == 0, out);
+  pods = pods_of(k, "half");
+  REQUIRE(pods.size() == 1);
+  const std::string device = str_at(pods.front(), {"metadata", "annotations", "gpuq.io/gpu-device"});
+  CHECK_MESSAGE(device.rfind("GPU-", 0) == 0, device);
+  CHECK(str_at(pods.front(), {"metadata", "annotations", "gpuq.io/gpu-milli"}) == "500");
+  CHECK(str_at(pods.front().at("spec").at("containers").at(0).as_object(), {"resources", "limits", "nvidia.com/gpu"}).empty());
+  std::tie(code, out) = gpuq_status(k, "logs half");
+  CHECK_MESSAGE(out == "gpu " + device + "\n", out);
+  CHECK(eventually([&] {
+    for (const json::object& p : k.api.list("pods", "gpuq-system"))
+      if (!str_at(p, {"metadata", "labels", "gpuq.io/reservation"}).empty()) return false;
+    return true;
+  }));
+
   // A cancel while it runs deletes its pod; the job ends Cancelled.
   std::tie(code, out) = gpuq_status(k, "submit --id long --queue team-a --gpus 1 -- sleep 600");
   REQUIRE_MESSAGE(code == 0, out);
@@ -183,11 +202,11 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   std::tie(code, out) = gpuq_status(k, "submit --queue elsewhere --gpus 1 -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("\"no-such-namespace\" does not exist in the cluster") != std::string::npos, out);
-  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 0.5 -- true");
+  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 1.5 -- true");
   CHECK(code != 0);
-  CHECK_MESSAGE(out.find("asks whole GPUs") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("a share of one GPU (below 1) or whole GPUs") != std::string::npos, out);
   CHECK(k.gpuq("ls -a").find("ghost") == std::string::npos);  // nothing kept of a refusal
-  CHECK(k.api.list("pods", "team-a").size() == 6);  // one, the gang's four, talk; long's is gone
+  CHECK(k.api.list("pods", "team-a").size() == 7);  // one, the gang's four, talk, half; long's is gone
 
   // One write per pod to start it: gpuqd created each pod once (and the gang's Service).
   std::size_t creates = 0;
@@ -195,7 +214,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
     if (r.method == "POST" && r.path == "/api/v1/namespaces/team-a/pods" && r.query.find("dryRun") == std::string::npos &&
         r.user == "system:serviceaccount:gpuq-system:gpuq")
       ++creates;
-  CHECK(creates == 7);
+  CHECK(creates == 8);
   k.check_invariants();
 }
 
