@@ -66,9 +66,12 @@ Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod
                                  query_escape(std::string(kJobLabel) + "=" + label_value_of(id)));
     if (!r.ok()) return Error{"listing job \"" + id + "\"'s pods: " + describe(r), ErrorCode::kUnavailable};
     std::string newest;
-    const json::value v = json::parse(r.body);
-    if (const json::array* items = v.as_object().if_contains("items") ? v.at("items").if_array() : nullptr)
+    boost::system::error_code ec;
+    const json::value v = json::parse(r.body, ec);
+    const json::object* list = ec ? nullptr : v.if_object();
+    if (const json::array* items = list && list->if_contains("items") ? list->at("items").if_array() : nullptr)
       for (const json::value& item : *items) {
+        if (!item.is_object()) continue;
         auto p = read_pod(item.as_object());
         auto at = [](const std::map<std::string, std::string>& m, const char* k) {
           auto it = m.find(k);

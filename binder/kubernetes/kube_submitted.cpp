@@ -97,6 +97,13 @@ namespace {
 
 std::string pods_path(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/pods"; }
 
+// The body as JSON; null when it is not (a proxy's error page): never throws.
+json::value parsed(const std::string& body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  return ec ? json::value() : v;
+}
+
 std::string string_in(const json::value& v, std::initializer_list<std::string_view> path) {
   const json::value* at = &v;
   for (std::string_view k : path) {
@@ -164,11 +171,12 @@ void KubernetesBinder::State::create_pod(const std::shared_ptr<Creation>& c, std
   Response r = client->request("POST", pods_path(ns), json::serialize(c->make->pods[i]), "application/json", Retry::kUnsafe);
   std::string uid, failure;
   if (r.ok()) {
-    uid = string_in(json::parse(r.body), {"metadata", "uid"});
+    uid = string_in(parsed(r.body), {"metadata", "uid"});
+    if (uid.empty()) failure = "pod " + ns + "/" + name + ": the API server's answer has no uid";
   } else if (r.status == 409) {  // made by this request's first attempt, or someone else's pod
     Response got = client->get(pods_path(ns) + "/" + name);
     if (got.ok()) {
-      const json::value v = json::parse(got.body);
+      const json::value v = parsed(got.body);
       if (string_in(v, {"metadata", "annotations", kJobIdAnnotation}) == c->job) uid = string_in(v, {"metadata", "uid"});
     }
     if (uid.empty()) failure = "pod " + ns + "/" + name + " exists already and is not this job's";
