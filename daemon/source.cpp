@@ -135,7 +135,7 @@ void Core::source_synced(Time now) {
     rec.finished_at = now;
     batch_.jobs.push_back(std::move(rec));
   }
-  if (!stale_.empty()) spdlog::info("event=source_synced gone_jobs={}", stale_.size());
+  spdlog::info("event=source_synced gone_jobs={} placing=true", stale_.size());
   stale_.clear();
   placing_ = true;
 }

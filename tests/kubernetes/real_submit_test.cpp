@@ -85,8 +85,14 @@ struct SubmitCluster : KubeCluster {
   explicit SubmitCluster(const char* queues) : KubeCluster(2, 8) {
     grant_queue_namespace(*this, "team-a");
     start(queues);
-    // Until gpuqd has listed the nodes a submission is refused UNAVAILABLE, saying so.
-    REQUIRE(eventually([&] { return node_state("node-1", "Ready"); }));
+    synced();
+  }
+  // Until gpuqd has listed the nodes and pods a submission is refused UNAVAILABLE, saying so;
+  // its log says when it has.
+  void synced() {
+    REQUIRE(eventually([&] {
+      return slurp(dir.path / "state.out").find("event=source_synced") != std::string::npos;
+    }));
   }
 };
 
