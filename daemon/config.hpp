@@ -32,6 +32,7 @@
 //     watchTimeout: 5m            # each watch asks the server to end it after this
 //     statusInterval: 5s          # how often waiting pods' reasons are computed
 //     podStatusMinInterval: 30s   # a pod's PodScheduled message changes at most this often
+//     finishedPodTTL: 0           # a submitted job's pods are deleted this long after it ended; 0: kept
 //     reservationNamespace: gpuq-system     # fractional GPUs: where reservation pods go,
 //     reservationImage: gpuq:latest         # what they run (deploy/kubernetes: gpuq-reserve
 //     reservationCommand: /usr/lib/gpuq/gpuq-reserve   # annotates its own pod with its GPU,

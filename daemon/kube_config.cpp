@@ -85,7 +85,7 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
   spec::for_each_key(
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
-       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "leaderElection", "reservationNamespace",
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "finishedPodTTL", "leaderElection", "reservationNamespace",
        "reservationImage", "reservationCommand", "reservationServiceAccount", "reservationDeviceAnnotation"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
@@ -135,6 +135,8 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.status_interval = seconds_of(v, at, 1, 3600);
         } else if (key == "podStatusMinInterval") {
           k.pod_status_min = std::chrono::seconds(seconds_of(v, at, 0, 3600));
+        } else if (key == "finishedPodTTL") {
+          k.finished_pod_ttl = std::chrono::seconds(seconds_of(v, at, 0, 30 * 24 * 3600));
         } else {
           k.watch_timeout = std::chrono::seconds(seconds_of(v, at, 1, 3600));
         }

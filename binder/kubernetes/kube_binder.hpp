@@ -35,6 +35,7 @@ struct KubernetesConfig {
   std::chrono::seconds watch_timeout{300};
   std::int64_t status_interval = 5;          // seconds between the Core's reasons for waiting pods
   std::chrono::seconds pod_status_min{30};   // a pod's PodScheduled message changes at most this often
+  std::chrono::seconds finished_pod_ttl{0};  // a submitted job's pods deleted this long after it ended; 0: kept
   // Only the leader reports jobs and nodes to its Core and writes; a standby keeps its watches
   // warm. A leader that loses the Lease stops writing at once and ends gpuqd (SIGTERM).
   LeaderConfig leader;

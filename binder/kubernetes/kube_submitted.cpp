@@ -404,6 +404,17 @@ void KubernetesBinder::State::submitted_lifecycle(const std::string& id) {
     job_of.erase(k);
     pods.erase(k);
   }
+  // Its pods stay for their logs, as a batch/v1 Job's do, until finishedPodTTL (if set).
+  if (config.finished_pod_ttl.count() > 0)
+    after(config.finished_pod_ttl, [this, keys = e.pods] {
+      for (const std::string& key : keys)
+        write([this, key] {
+          const auto slash = key.find('/');
+          Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1), "",
+                                       "application/json", Retry::kSafe);
+          if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
+        });
+    });
   jobs.erase(it);
 }
 

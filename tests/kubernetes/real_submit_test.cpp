@@ -82,9 +82,9 @@ std::pair<int, std::string> gpuq_status(KubeCluster& k, const std::string& args)
 
 // Two 8-GPU nodes, namespace team-a granted as the README says, gpuqd with `queues`.
 struct SubmitCluster : KubeCluster {
-  explicit SubmitCluster(const char* queues) : KubeCluster(2, 8) {
+  explicit SubmitCluster(const char* queues, const std::string& extra = "") : KubeCluster(2, 8) {
     grant_queue_namespace(*this, "team-a");
-    start(queues);
+    start(queues, extra);
     synced();
   }
   // Until gpuqd has listed the nodes and pods a submission is refused UNAVAILABLE, saying so;
@@ -340,5 +340,16 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   CHECK_MESSAGE(out.find("cancel") != std::string::npos, out);
   CHECK(eventually([&] { return in_state(k, "low", "Cancelled"); }));
   CHECK(eventually([&] { return live_pods(k, "low") == 0; }));
+  k.check_invariants();
+}
+
+TEST_CASE("gpuq submit on Kubernetes: a finished job's pods are deleted after finishedPodTTL") {
+  SubmitCluster k(kBatchQueues, "  finishedPodTTL: 2s\n");
+  auto [code, out] = gpuq_status(k, "submit --id brief --queue batch --gpus 1 --wait -- echo done");
+  REQUIRE_MESSAGE(code == 0, out);
+  CHECK(pods_of(k, "brief").size() == 1);  // kept for its log a while
+  std::tie(code, out) = gpuq_status(k, "logs brief");
+  CHECK_MESSAGE(out == "done\n", out);
+  CHECK(eventually([&] { return pods_of(k, "brief").empty(); }));
   k.check_invariants();
 }
