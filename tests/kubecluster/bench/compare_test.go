@@ -59,7 +59,7 @@ func TestSteadyJainAndShareError(t *testing.T) {
 }
 
 func TestReadPhilly(t *testing.T) {
-	jobs, err := ReadPhilly(filepath.Join("..", "..", "..", "bench", "data", "gavel-philly", "6214e9.trace"), 40)
+	jobs, err := ReadPhilly(filepath.Join("..", "..", "..", "data", "traces", "gavel-philly-vc", "seed0", "6214e9.trace"), 40)
 	if err != nil {
 		t.Fatal(err)
 	}
