@@ -344,8 +344,6 @@ int job_pods(const v1::Job& j) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-
-
 // A pod set's node constraints as `gpuq show` prints them, one line each under the pod set,
 // values from column 20; nothing when it has none.
 std::string constraint_lines(const v1::PodSet& ps) {

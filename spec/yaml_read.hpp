@@ -60,6 +60,9 @@ void require(yaml::Node n, Path& at, std::initializer_list<std::string_view> key
 void refuse_unknown_key(yaml::Node key, const Path& at,
                         std::initializer_list<std::string_view> allowed, Keys also);
 
+// A list of at most `max` strings (`what` names them in the error).
+std::vector<std::string> read_names(yaml::Node v, Path& at, std::size_t max, const char* what);
+
 // The specs. `also`: keys the caller reads itself (a scenario queue's usageHistory).
 QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
 // A queue's kubernetes.podTemplate given as JSON text (the API's pod_template_json; `at` is its
@@ -67,6 +70,8 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {
 // spec.nodeName or spec.schedulerName, which gpuq sets; at most one container), and returned as
 // spec/yaml_json.hpp writes it. "" for "". Errors name the field, without a line and column.
 std::string pod_template_from_json(std::string_view json, Path& at);
+// A queue's kubernetes block (yaml_kubernetes.cpp).
+QueueKubernetes read_queue_kubernetes(yaml::Node n, Path& at);
 NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
 
 // Node constraints and taints (yaml_constraints.cpp), each checked where it is read, so an

@@ -1,0 +1,190 @@
+// Core's start (core.hpp): opening the state file, rebuilding the engine from it, the queues
+// and nodes of the configuration, and each unfinished job's restore, with the binder's adoption
+// of what is still running. Split from core.cpp.
+#include "daemon/core.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace gpuq::daemon {
+
+Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto names = std::make_unique<ResourceNames>();
+  auto store = storage::Store::open(config.state_file, *names, storage::Store::Check::kInBackground);
+  if (!store) return Error{store.error(), store.code()};
+  const auto t1 = std::chrono::steady_clock::now();
+  std::unique_ptr<Core> core(new Core(config, std::move(names), std::move(store.value())));
+  auto rebuilt = core->rebuild(now);
+  // A corrupt file is refused with what the integrity check found, also when loading failed.
+  if (auto c = core->store_->checked(); !c) return Error{c.error(), c.code()};
+  if (!rebuilt) return Error{rebuilt.error(), rebuilt.code()};
+  const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  spdlog::info("event=state_loaded file={} unfinished_jobs={} open_s={:.2f} load_and_rebuild_s={:.2f}",
+               config.state_file, core->unfinished_.size(), seconds(t0, t1),
+               seconds(t1, std::chrono::steady_clock::now()));
+  return core;
+}
+
+// The engine from the file: queues, nodes, then unfinished jobs in submission order. Jobs that
+// held a placement are restored where they were; a job stopping for a preemptor is taken as
+// stopped (the preemptor's booking is not kept: it asks again). What is derived (usage, shares)
+// is recomputed by the engine.
+Result<void> Core::rebuild(Time now) {
+  engine_ = std::make_unique<Engine>(config_.engine);
+  sync_names();
+  queue_specs_.clear();
+  node_specs_.clear();
+  unfinished_.clear();
+  forget_later_.clear();
+  stale_.clear();
+  deferred_.clear();
+  batch_ = {};
+  std::vector<QueueSpec> config_queues;
+  std::vector<NodeSpec> config_nodes;
+  if (config_.start_specs) {
+    config_.start_specs(*names_, config_queues, config_nodes);
+    sync_names();
+  }
+  std::size_t restore_failures = 0;
+  std::vector<BinderFact> adopted;  // what ended while gpuqd was not watching, applied once all are in
+  auto loaded = store_->load(
+      [&](storage::Loaded& meta) -> Result<void> {
+        sync_names();
+        if (auto r = apply_start_specs(meta, config_queues, config_nodes, now); !r) return r;
+        keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
+        engine_->reserve_jobs(meta.unfinished_count);
+        unfinished_.reserve(meta.unfinished_count);
+        last_event_seq_ = meta.last_event_seq;
+        last_job_number_ = meta.last_job_number;
+        return Ok();
+      },
+      [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
+        sync_names();  // the reader may have met a resource name in a job
+        for (storage::JobRecord& rec : chunk) {
+          if (binder_->is_source() && !binder_started_ && !binder_->adopts(rec)) {
+            std::string id = rec.spec.id.value;
+            stale_.emplace(std::move(id), std::move(rec));
+            continue;
+          }
+          // A job submitted through the API that held a placement waits for the source's nodes
+          // (restored once it has reported them: source_synced); the others are restored now.
+          if (binder_->is_source() && !binder_started_ &&
+              (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning)) {
+            deferred_.push_back(std::move(rec));
+            continue;
+          }
+          restore(rec, now, restore_failures, adopted);
+        }
+        return Ok();
+      });
+  if (!loaded) return Error{loaded.error(), loaded.code()};
+  if (restore_failures > 10)
+    spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
+  restore_stored_history(now);
+  (void)engine_->take_events();  // restoring is not a transition
+  // What ended while gpuqd was not watching is a transition (written with the first turn).
+  binder_->stop_strays();
+  facts_open_.clear();
+  facts_closed_.clear();
+  for (const BinderFact& fact : adopted) observe(fact, now);
+  return Ok();
+}
+
+Result<void> Core::apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
+                                     const std::vector<NodeSpec>& config_nodes, Time now) {
+  for (const QueueSpec& q : loaded.queues) {
+    if (auto r = engine_->apply_queue(q); !r)
+      return Error{"state file: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kFailedPrecondition};
+    queue_specs_[q.name.value] = q;
+    binder_->queue_applied(q);
+  }
+  config_queues_.clear();
+  for (const QueueSpec& q : config_queues) {
+    config_queues_.insert(q.name.value);
+    if (auto r = check_classes(q); !r)
+      return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
+    if (auto r = engine_->apply_queue(q); !r)
+      return Error{"config: queue \"" + q.name.value + "\": " + r.error(), ErrorCode::kInvalidArgument};
+    queue_specs_[q.name.value] = q;
+    binder_->queue_applied(q);
+    batch_.queues.push_back(q);
+  }
+  for (const NodeSpec& n : loaded.nodes) {
+    if (binder_->is_source()) break;  // the source reports the nodes there are now
+    if (auto r = engine_->upsert_node(n, now); !r)
+      return Error{"state file: node \"" + n.name + "\": " + r.error(), ErrorCode::kFailedPrecondition};
+    node_specs_[n.name] = n;
+  }
+  for (const NodeSpec& n : config_nodes) {
+    if (auto r = engine_->upsert_node(n, now); !r)
+      return Error{"config: node \"" + n.name + "\": " + r.error(), ErrorCode::kInvalidArgument};
+    node_specs_[n.name] = n;
+    batch_.nodes.push_back(n);
+  }
+  return Ok();
+}
+
+// One unfinished job from the file. Jobs that held a placement are restored where they were; a
+// job stopping for a preemptor is taken as stopped (the preemptor's booking is not kept: it asks
+// again). One that no longer fits the cluster or the queues ends, with the reason, rather than
+// blocking the start.
+void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted) {
+  Result<void> r = Ok();
+  if (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning) {
+    RunningPlacement where;
+    where.admitted_at = rec.admitted_at;
+    if (!rec.flavor.empty()) where.flavor = rec.flavor;
+    for (const PodPlacement& p : rec.placement)
+      if (!p.node.empty()) {
+        where.nodes.push_back(p.node);
+        where.gpus.emplace_back(p.gpus.begin(), p.gpus.end());  // the same GPUs again
+      }
+    r = engine_->restore_running(rec.spec, where, now);
+    if (r) {
+      rec.state = JobState::kRunning;
+      if (auto fact = binder_->adopt(rec)) adopted.push_back(*fact);
+    }
+  } else {
+    if (rec.state == JobState::kPreempting) {
+      rec.state = JobState::kPending;
+      rec.reason = "requeued at start: it was being preempted when gpuqd stopped";
+      ++rec.preemptions;
+      rec.placement.clear();
+      rec.flavor.clear();
+      rec.admitted_at = 0;
+      batch_.jobs.push_back(rec);
+    }
+    r = engine_->submit(rec.spec, now);
+    if (r && rec.held) (void)engine_->hold(rec.spec.id, now, {}, Engine::HoldKind::kUser, /*quiet=*/true);
+    if (r && !rec.after.empty()) restore_dependencies(rec, now);
+  }
+  if (!r) {
+    rec.state = JobState::kFailed;
+    rec.reason = "could not be restored at start: " + r.error();
+    rec.finished_at = now;
+    batch_.jobs.push_back(rec);
+    if (++failures <= 10) spdlog::warn("event=restore_failed job={} reason=\"{}\"", rec.spec.id.value, r.error());
+    return;
+  }
+  engine_->restore_counts(rec.spec.id, rec.attempts, rec.preemptions, rec.retried);  // they go on from the file's
+  if (!rec.spec.array_id.empty()) {
+    arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
+    ++array_unfinished_[rec.spec.array_id];
+  }
+  std::string id = rec.spec.id.value;
+  unfinished_.emplace(std::move(id), std::move(rec));
+}
+
+// A job of the state file a source binder's gpuqd has not restored yet (until the source's first
+// sync: its pods, or for a job submitted through the API that was placed, its nodes).
+bool Core::restoring(const std::string& id) const {
+  return stale_.count(id) > 0 ||
+         std::any_of(deferred_.begin(), deferred_.end(), [&](const storage::JobRecord& r) { return r.spec.id.value == id; });
+}
+
+}  // namespace gpuq::daemon
