@@ -246,22 +246,8 @@ grpc::Status send_input(daemon::Loop& loop, const v1::InputRequest& req,
   if (!rec->run.tty)
     return to_status(ErrorCode::kFailedPrecondition,
                      "job \"" + req.id() + "\" has no terminal; only a job started by gpuq run takes input");
-  const std::optional<std::filesystem::path> path = binder->input_path(JobId(req.id()), req.pod());
-  const int fd = path ? ::open(path->c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW) : -1;
-  if (fd < 0)  // ENXIO: no reader (its shim is not running); ENOENT: no run directory
-    return to_status(ErrorCode::kFailedPrecondition, "job \"" + req.id() + "\" is not running (" +
-                                                          to_string(rec->state) + "): its terminal takes no input");
-  const ssize_t n = ::write(fd, req.data().data(), req.data().size());
-  const int error = errno;
-  ::close(fd);
-  if (n < 0 && error == EAGAIN)
-    return to_status(ErrorCode::kResourceExhausted, "job \"" + req.id() + "\" is not reading its input; try again later");
-  if (n != static_cast<ssize_t>(req.data().size()))
-    return to_status(ErrorCode::kUnavailable, "job \"" + req.id() + "\": its input took " +
-                                                  std::to_string(std::max<ssize_t>(n, 0)) + " of " +
-                                                  std::to_string(req.data().size()) + " bytes");
+  if (auto r = binder->write_input(JobId(req.id()), req.pod(), req.data()); !r) return to_status(r.code(), r.error());
   return grpc::Status::OK;
 }
-
 
 }  // namespace gpuq::api

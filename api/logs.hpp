@@ -15,8 +15,8 @@ namespace gpuq::api {
 grpc::ServerWriteReactor<v1::LogChunk>* start_log_stream(daemon::Loop& loop, const v1::LogsRequest& req,
                                                          const std::function<grpc::Status(const storage::JobRecord& job)>& may_read);
 
-// Jobs.Input: bytes typed into a running job's terminal (spec.tty), written into its pod's FIFO
-// (Binder::input_path) once `may_write` allows the caller (its owner and admins).
+// Jobs.Input: bytes typed into a running job's terminal (spec.tty), given to its binder
+// (Binder::write_input) once `may_write` allows the caller (its owner and admins).
 grpc::Status send_input(daemon::Loop& loop, const v1::InputRequest& req,
                         const std::function<grpc::Status(const storage::JobRecord& job)>& may_write);
 

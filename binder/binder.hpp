@@ -148,13 +148,14 @@ class Binder {
     (void)job, (void)pod, (void)offset, (void)follow, (void)sink, (void)stop;
     return Error{"this binder keeps no logs", ErrorCode::kFailedPrecondition};
   }
-  // Whether a job may run on a terminal here (RunSpec::tty, gpuq run), and where what is typed
-  // into a pod's terminal goes (any thread; a FIFO its supervisor reads); nullopt: nowhere.
+  // Whether a job may run on a terminal here (RunSpec::tty, gpuq run), and what is typed into a
+  // running pod's terminal (any thread; at most 64 KiB at once): written as it is, or an error
+  // for the caller (kFailedPrecondition: nothing reads it, the pod is not running;
+  // kResourceExhausted: it is not reading now, try again; kUnavailable: part of it went).
   virtual bool has_terminals() const { return false; }
-  virtual std::optional<std::filesystem::path> input_path(const JobId& job, int pod) const {
-    (void)job;
-    (void)pod;
-    return std::nullopt;
+  virtual Result<void> write_input(const JobId& job, int pod, std::string_view data) const {
+    (void)pod, (void)data;
+    return Error{"job \"" + job.value + "\": this binder runs no terminals", ErrorCode::kFailedPrecondition};
   }
   // What a job must give to run here; an error names the field (checked at submit).
   // `owner` is the job's owner (the local executor runs the job as that account).

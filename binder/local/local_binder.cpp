@@ -3,6 +3,7 @@
 // and the exit handling run on the binder thread, in the order the engine thread asked for them.
 #include "binder/local/local_binder.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -308,8 +309,22 @@ std::optional<fs::path> LocalBinder::log_path(const JobId& job, int pod) const {
   return pod_log_path(s_->config.log_dir, job.value, pod);
 }
 
-std::optional<fs::path> LocalBinder::input_path(const JobId& job, int pod) const {
-  return pod_input_path(s_->config.run_dir / job.value, pod);
+// Into the pod's FIFO, which its shim reads and copies to the terminal.
+Result<void> LocalBinder::write_input(const JobId& job, int pod, std::string_view data) const {
+  const fs::path path = pod_input_path(s_->config.run_dir / job.value, pod);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)  // ENXIO: no reader (its shim is not running); ENOENT: no run directory
+    return Error{"job \"" + job.value + "\" is not running: its terminal takes no input", ErrorCode::kFailedPrecondition};
+  const ssize_t n = ::write(fd, data.data(), data.size());
+  const int error = errno;
+  ::close(fd);
+  if (n < 0 && error == EAGAIN)
+    return Error{"job \"" + job.value + "\" is not reading its input; try again later", ErrorCode::kResourceExhausted};
+  if (n != static_cast<ssize_t>(data.size()))
+    return Error{"job \"" + job.value + "\": its input took " + std::to_string(std::max<ssize_t>(n, 0)) + " of " +
+                     std::to_string(data.size()) + " bytes",
+                 ErrorCode::kUnavailable};
+  return Ok();
 }
 
 void LocalBinder::start() {

@@ -84,7 +84,7 @@ class LocalBinder final : public Binder {
   Result<void> check_run(const RunSpec& run, const std::string& owner) const override;
   std::optional<std::filesystem::path> log_path(const JobId& job, int pod) const override;
   bool has_terminals() const override { return true; }
-  std::optional<std::filesystem::path> input_path(const JobId& job, int pod) const override;
+  Result<void> write_input(const JobId& job, int pod, std::string_view data) const override;
 
   const Inventory& inventory() const;
 
