@@ -4,7 +4,10 @@
 // the job follows its pods (exit code, --wait); a gang's pods learn their rank and the first
 // pod's address, with a headless Service their pods own; a cancel deletes the pods; bad input is
 // refused at submit naming the field, leaving nothing behind. gpuqd runs with deploy/'s roles
-// plus the queue-namespace role the README gives, bound in the queue's namespace only.
+// plus deploy/kubernetes/queue-namespace.yaml applied in the queue's namespace only, and uses
+// every verb that grants.
+#include "spec/yaml.hpp"
+#include "spec/yaml_json.hpp"
 #include "tests/kubernetes/harness.hpp"
 
 using namespace gpuq::test;
@@ -33,28 +36,58 @@ const char* kQueues =
     "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
     "    kubernetes: {namespace: no-such-namespace, defaultImage: busybox}\n";
 
-// The README's grant for a queue's namespace: gpuqd may make, delete and read the pods of its
-// submitted jobs there, and a gang's headless Service.
+// deploy/kubernetes/queue-namespace.yaml, applied as it is in `ns` (kubectl apply -n NS -f ...),
+// after the service account the queues' templates name.
 void grant_queue_namespace(KubeCluster& k, const std::string& ns) {
   k.ensure_namespace(ns);
   k.api.create("serviceaccounts", ns, json::object{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", {{"name", "trainer"}}}});
-  json::object role{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                    {"kind", "Role"},
-                    {"metadata", {{"name", "gpuq-jobs"}, {"namespace", ns}}},
-                    {"rules", json::array{json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"pods"}},
-                                                       {"verbs", json::array{"create", "delete"}}},
-                                          json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"services"}},
-                                                       {"verbs", json::array{"create"}}},
-                                          json::object{{"apiGroups", json::array{""}}, {"resources", json::array{"pods/log"}},
-                                                       {"verbs", json::array{"get"}}}}}};
-  k.api.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", json::serialize(role), "application/json");
-  json::object binding{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-                       {"kind", "RoleBinding"},
-                       {"metadata", {{"name", "gpuq-jobs"}, {"namespace", ns}}},
-                       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "gpuq-jobs"}}},
-                       {"subjects", json::array{json::object{{"kind", "ServiceAccount"}, {"name", "gpuq"}, {"namespace", "gpuq-system"}}}}};
-  k.api.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings", json::serialize(binding),
-                "application/json");
+  for (const gpuq::spec::yaml::Document& doc :
+       gpuq::spec::yaml::parse_stream(slurp(std::string(GPUQ_DEPLOY_DIR) + "/queue-namespace.yaml"))) {
+    json::object o = json::parse(gpuq::spec::to_json(doc.root())).as_object();
+    o["metadata"].as_object()["namespace"] = ns;
+    const std::string kind = str_at(o, {"kind"});
+    const std::string plural = kind == "Role" ? "roles" : kind == "RoleBinding" ? "rolebindings" : "";
+    REQUIRE_MESSAGE(!plural.empty(), "queue-namespace.yaml: a " << kind);
+    k.api.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/" + plural, json::serialize(o),
+                  "application/json");
+  }
+}
+
+// Each verb queue-namespace.yaml grants on each of its resources, as a request gpuqd made in
+// `ns` ("create pods" is a POST to .../namespaces/ns/pods, "get pods/log" a GET of
+// .../pods/NAME/log): what the grant gives, gpuqd needed.
+void check_grant_used(KubeCluster& k, const std::string& ns) {
+  const std::vector<ApiRequest> requests = k.api.requests();
+  const auto used = [&](const std::string& verb, const std::string& resource) {
+    const std::string base = "/api/v1/namespaces/" + ns + "/";
+    const std::string::size_type slash = resource.find('/');
+    const std::string kind = resource.substr(0, slash), sub = slash == std::string::npos ? "" : resource.substr(slash + 1);
+    for (const ApiRequest& r : requests) {
+      if (r.user != "system:serviceaccount:gpuq-system:gpuq" || r.path.rfind(base + kind, 0) != 0) continue;
+      const std::string rest = r.path.substr(base.size() + kind.size());  // "", "/NAME" or "/NAME/SUB"
+      const bool named = !rest.empty() && rest.find('/', 1) == std::string::npos;
+      const bool of_sub = !sub.empty() && rest.size() > sub.size() + 1 &&
+                          rest.compare(rest.size() - sub.size() - 1, std::string::npos, "/" + sub) == 0;
+      if (verb == "create" && sub.empty() && r.method == "POST" && rest.empty()) return true;
+      if (verb == "delete" && sub.empty() && r.method == "DELETE" && named) return true;
+      if (verb == "get" && r.method == "GET" && (sub.empty() ? named : of_sub)) return true;
+    }
+    return false;
+  };
+  const auto docs = gpuq::spec::yaml::parse_stream(slurp(std::string(GPUQ_DEPLOY_DIR) + "/queue-namespace.yaml"));
+  std::size_t checked = 0;
+  for (const gpuq::spec::yaml::Document& doc : docs) {
+    const json::object o = json::parse(gpuq::spec::to_json(doc.root())).as_object();
+    if (str_at(o, {"kind"}) != "Role") continue;
+    for (const json::value& rule : o.at("rules").as_array())
+      for (const json::value& resource : rule.at("resources").as_array())
+        for (const json::value& verb : rule.at("verbs").as_array()) {
+          const std::string v(verb.as_string()), res(resource.as_string());
+          CHECK_MESSAGE(used(v, res), "queue-namespace.yaml grants " << v << " " << res << ", which gpuqd never used");
+          ++checked;
+        }
+  }
+  CHECK(checked == 4);
 }
 
 std::vector<json::object> pods_of(KubeCluster& k, const std::string& job) {
@@ -221,6 +254,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
         r.user == "system:serviceaccount:gpuq-system:gpuq")
       ++creates;
   CHECK(creates == 8);
+  check_grant_used(k, "team-a");
   k.check_invariants();
 }
 
