@@ -1,20 +1,15 @@
 // Notifications through a real gpuqd: a real HTTP server on a loopback port receives them.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <boost/json.hpp>
 
 #include "tests/integration/daemon_process.hpp"
+#include "tests/support/http_receiver.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).
 namespace integration_notify_test {
@@ -36,85 +31,9 @@ v1::SubmitJobRequest job(const std::string& id, const std::string& queue, const 
 
 }  // namespace
 
-namespace {
-
-// A real HTTP server on a loopback port that keeps what is POSTed to it: the path and body of
-// each request, answering 500 to the first `fail_first` requests of a path that ends in
-// "flaky", 200 to the rest.
-class Receiver {
- public:
-  Receiver() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    REQUIRE(::listen(fd_, 16) == 0);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~Receiver() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-  // (path, body) of each request so far, waiting up to 10 s for at least n.
-  std::vector<std::pair<std::string, std::string>> got(std::size_t n) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return got_.size() >= n; });
-    return got_;
-  }
-
- private:
-  void serve() {
-    for (;;) {
-      const int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      std::string in;
-      char buf[4096];
-      std::size_t need = std::string::npos;
-      while (need == std::string::npos || in.size() < need) {
-        const ssize_t r = ::read(c, buf, sizeof buf);
-        if (r <= 0) break;
-        in.append(buf, static_cast<std::size_t>(r));
-        const auto end = in.find("\r\n\r\n");
-        if (end != std::string::npos && need == std::string::npos) {
-          const auto cl = in.find("Content-Length: ");
-          need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16)));
-        }
-      }
-      const std::string path = in.substr(5, in.find(' ', 5) - 5);
-      const auto body_at = in.find("\r\n\r\n");
-      bool fail = false;
-      {
-        std::lock_guard lock(mu_);
-        got_.emplace_back(path, body_at == std::string::npos ? "" : in.substr(body_at + 4));
-        fail = path.ends_with("flaky") && flaky_failed_++ < 1;
-      }
-      cv_.notify_all();
-      const std::string out = fail ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
-                                   : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-      (void)!::write(c, out.data(), out.size());
-      ::close(c);
-    }
-  }
-  int fd_ = -1;
-  int port_ = 0;
-  int flaky_failed_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<std::string, std::string>> got_;
-  std::thread thread_;
-};
-
-}  // namespace
-
 TEST_CASE("gpuqd: notifications are POSTed once the change is written, retried, and only to allowed URLs") {
   TempDir dir;
-  Receiver rx;
+  HttpReceiver rx;
   const std::string base = "http://127.0.0.1:" + std::to_string(rx.port()) + "/";
   std::string config = kConfig;
   // prod tells its own hook of every start.

@@ -9,6 +9,7 @@
 #include "spec/yaml.hpp"
 #include "spec/yaml_json.hpp"
 #include "tests/kubernetes/harness.hpp"
+#include "tests/support/http_receiver.hpp"
 
 using namespace gpuq::test;
 
@@ -279,8 +280,11 @@ std::size_t live_pods(KubeCluster& k, const std::string& label_value) {
 
 }  // namespace
 
-TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a retry, the max runtime, preemption, a restart") {
-  SubmitCluster k(kBatchQueues);
+TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a retry, the max runtime, preemption, "
+          "notifications, a restart") {
+  HttpReceiver hook;  // the jobs' notification hook
+  const std::string hook_url = "http://127.0.0.1:" + std::to_string(hook.port()) + "/";
+  SubmitCluster k(kBatchQueues, "notifications: {allowedUrls: [\"" + hook_url + "\"]}\n");
 
   // An array of 20, at most 4 at once: one job's pod per index, each told its index.
   auto [code, out] = gpuq_status(k, "submit --id sweep --array 0-19%4 --queue batch --gpus 1 -- "
@@ -337,14 +341,25 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   CHECK(str_at(flaky[0], {"metadata", "labels", "gpuq.io/run"}) != str_at(flaky[1], {"metadata", "labels", "gpuq.io/run"}));
 
   // The max runtime: its pod is deleted at the limit and the job fails saying so.
-  std::tie(code, out) = gpuq_status(k, "submit --id slow --max-runtime 2 --grace-period 1 --queue batch --gpus 1 --wait -- sleep 600");
+  // Its hook is told when its pod runs and when it fails.
+  std::tie(code, out) = gpuq_status(k, "submit --id slow --max-runtime 2 --grace-period 1 --queue batch --gpus 1 --wait "
+                                       "--notify " + hook_url + "slow --notify-on started,failed -- sleep 600");
   CHECK(code != 0);
   CHECK_MESSAGE(k.gpuq("show slow").find("max runtime of 2 s exceeded") != std::string::npos, k.gpuq("show slow"));
   CHECK(eventually([&] { return pods_of(k, "slow").empty(); }));
+  auto told = hook.got(2);
+  REQUIRE(told.size() == 2);
+  CHECK(told[0].first == "/slow");
+  CHECK(json::parse(told[0].second).at("event").as_string() == "started");
+  CHECK(json::parse(told[0].second).at("state").as_string() == "Running");
+  CHECK(json::parse(told[1].second).at("event").as_string() == "failed");
+  CHECK_MESSAGE(std::string(json::parse(told[1].second).at("reason").as_string()).find("max runtime") != std::string::npos,
+                told[1].second);
 
   // Preemption: a high-priority job takes the GPUs of a low one, whose pods are evicted; the low
   // one is queued again and runs later on new pods.
-  std::tie(code, out) = gpuq_status(k, "submit --id low --queue batch --gpus 8 --replicas 2 --grace-period 1 -- sleep 600");
+  std::tie(code, out) = gpuq_status(k, "submit --id low --queue batch --gpus 8 --replicas 2 --grace-period 1 --notify " +
+                                       hook_url + "low --notify-on preempted -- sleep 600");
   REQUIRE(code == 0);
   REQUIRE(eventually([&] { return in_state(k, "low", "Running"); }));
   const std::string first_run = str_at(pods_of(k, "low").at(0), {"metadata", "labels", "gpuq.io/run"});
@@ -362,6 +377,10 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   for (const auto& r : k.api.requests())
     if (r.method == "POST" && r.path.find("/pods/low-") != std::string::npos && r.path.ends_with("/eviction")) evicted = true;
   CHECK(evicted);
+  told = hook.got(3);  // its hook was told of the preemption
+  REQUIRE(told.size() == 3);
+  CHECK(told[2].first == "/low");
+  CHECK(json::parse(told[2].second).at("event").as_string() == "preempted");
 
   // A restart (SIGKILL) with the same state file: the running job is found again by its pods,
   // and a cancel still reaches them.
