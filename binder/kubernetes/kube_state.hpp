@@ -107,6 +107,7 @@ struct KubernetesBinder::State {
   std::unordered_map<std::string, QueueKubernetes> queue_kube;  // by queue: where its submitted jobs' pods go
   std::uint64_t runs = 0;  // admissions of submitted jobs, for their runs' names
   std::map<std::string, std::string> templates_checked;  // queue -> the template version a dry run accepted
+  std::set<std::string> expiring;  // ended submitted jobs' pods to delete at finishedPodTTL
   std::map<std::string, Reservation> reservations;             // "node/slot"
   std::unordered_map<std::string, std::string> share_of;       // sharer pod key -> "node/slot"
   // "node/slot" of a GPU whose reservation pod is being deleted -> what waits for the DELETE to
@@ -190,6 +191,7 @@ struct KubernetesBinder::State {
   void attach(const std::string& id);                   // under mu: an adopted job's pods, found
   void adopt_found();                                   // under mu, once pods are listed
   void delete_strays();                                 // under mu, once pods are listed
+  void expire(const std::vector<std::string>& keys);  // under mu: deleted finishedPodTTL from now
 
   // kube_share.cpp (under mu)
   void share(const std::shared_ptr<Binding>& b, std::size_t i);

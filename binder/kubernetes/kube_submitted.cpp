@@ -330,10 +330,15 @@ void KubernetesBinder::stop_strays() {
 
 // Under mu: pods gpuqd made for a job that holds no placement now (it was requeued, cancelled or
 // ended while gpuqd was not watching) are deleted, so that nothing runs that gpuq does not count.
+// Those that ended (a job that ended before gpuqd started again) go at finishedPodTTL from now.
 void KubernetesBinder::State::delete_strays() {
+  std::vector<std::string> ended;
   for (const auto& [key, pod] : pods) {
-    if (pod.terminal() || pod.terminating || job_of.count(key) > 0) continue;
-    if (pod.annotations.count(kJobIdAnnotation) == 0) continue;
+    if (pod.terminating || job_of.count(key) > 0 || pod.annotations.count(kJobIdAnnotation) == 0) continue;
+    if (pod.terminal()) {
+      ended.push_back(key);
+      continue;
+    }
     spdlog::info("event=kubernetes_stray_pod pod={} job={}", key, pod.annotations.at(kJobIdAnnotation));
     write([this, key] {
       const auto slash = key.find('/');
@@ -342,6 +347,7 @@ void KubernetesBinder::State::delete_strays() {
       if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
     });
   }
+  expire(ended);
 }
 
 // Under mu: what a submitted job's pods say now. Running once one runs; when all have ended:
@@ -404,18 +410,29 @@ void KubernetesBinder::State::submitted_lifecycle(const std::string& id) {
     job_of.erase(k);
     pods.erase(k);
   }
-  // Its pods stay for their logs, as a batch/v1 Job's do, until finishedPodTTL (if set).
-  if (config.finished_pod_ttl.count() > 0)
-    after(config.finished_pod_ttl, [this, keys = e.pods] {
-      for (const std::string& key : keys)
-        write([this, key] {
-          const auto slash = key.find('/');
-          Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1), "",
-                                       "application/json", Retry::kSafe);
-          if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
-        });
-    });
+  expire(e.pods);
   jobs.erase(it);
+}
+
+// Under mu: an ended job's pods stay for their logs, as a batch/v1 Job's do, until
+// finishedPodTTL (if set) from now.
+void KubernetesBinder::State::expire(const std::vector<std::string>& keys) {
+  if (config.finished_pod_ttl.count() <= 0) return;
+  std::vector<std::string> fresh;
+  for (const std::string& key : keys)
+    if (expiring.insert(key).second) fresh.push_back(key);
+  if (fresh.empty()) return;
+  after(config.finished_pod_ttl, [this, keys = std::move(fresh)] {
+    for (const std::string& key : keys) {
+      expiring.erase(key);
+      write([this, key] {
+        const auto slash = key.find('/');
+        Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1), "",
+                                     "application/json", Retry::kSafe);
+        if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
+      });
+    }
+  });
 }
 
 }  // namespace gpuq::binder::k8s

@@ -404,5 +404,14 @@ TEST_CASE("gpuq submit on Kubernetes: a finished job's pods are deleted after fi
   std::tie(code, out) = gpuq_status(k, "logs brief");
   CHECK_MESSAGE(out == "done\n", out);
   CHECK(eventually([&] { return pods_of(k, "brief").empty(); }));
+
+  // A job that ended just before gpuqd stopped: its pods go finishedPodTTL after it is back.
+  std::tie(code, out) = gpuq_status(k, "submit --id before --queue batch --gpus 1 --wait -- true");
+  REQUIRE_MESSAGE(code == 0, out);
+  k.kill_gpuqd();
+  CHECK(pods_of(k, "before").size() == 1);
+  k.start(kBatchQueues, "  finishedPodTTL: 2s\n");
+  k.synced();
+  CHECK(eventually([&] { return pods_of(k, "before").empty(); }));
   k.check_invariants();
 }
