@@ -1,5 +1,7 @@
 #include "binder/kubernetes/client.hpp"
 
+#include "binder/kubernetes/client_conn.hpp"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -127,50 +129,6 @@ InFlightLimit::Scope::~Scope() { current_limit = previous_; }
 InFlightLimit* InFlightLimit::current() { return current_limit; }
 
 // ---------------------------------------------------------------------------------------------
-
-// Where requests go: scheme, host, port, the TLS context made once from the Access.
-struct Client::Target {
-  bool tls = true;
-  std::string host;
-  std::string port;
-  std::string host_header;
-  ssl::context ctx{ssl::context::tls_client};
-};
-
-// One kept-alive connection. Operations are asynchronous on the connection's own io_context,
-// run by the calling thread until done or past the deadline (beast's timeouts only act on
-// asynchronous operations), so a request can never block longer than its timeout.
-struct Client::Connection {
-  asio::io_context ioc;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
-  std::optional<beast::tcp_stream> plain;
-  beast::flat_buffer buffer;
-
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-  bool usable();
-
-  // Starts `op(handler)` and runs it to completion; a deadline left running is cancelled.
-  template <class Op>
-  boost::system::error_code run(Op op, std::chrono::milliseconds timeout) {
-    boost::system::error_code result = asio::error::would_block;
-    lowest().expires_after(timeout);
-    op([&result](boost::system::error_code ec, auto&&...) { result = ec; });
-    ioc.restart();
-    ioc.run();
-    return result;
-  }
-  // f(the stream requests go over): TLS or plain.
-  template <class F>
-  auto with(F f) {
-    if (tls) return f(*tls);
-    return f(*plain);
-  }
-  void close() {
-    boost::system::error_code ec;
-    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
-    lowest().socket().close(ec);
-  }
-};
 
 namespace {
 

@@ -117,6 +117,21 @@ class StreamStop {
   bool stopped_ = false;
 };
 
+// A WebSocket session of the API server's remote command protocol (pods/attach, pods/exec; the
+// subprotocol v5.channel.k8s.io, else v4): each message is a channel byte and its bytes (0 the
+// container's stdin, 1 stdout, 2 stderr, 3 the status when it ends, 4 a terminal's size as
+// {"Width","Height"}). A thread of its own reads what the server sends (answering its pings) and
+// keeps the status; send() may be called from any thread.
+class ChannelStream {
+ public:
+  virtual ~ChannelStream() = default;
+  // Sends `data` on `channel`, waiting at most `timeout`; false once the session has ended
+  // (ended() says why).
+  virtual bool send(unsigned char channel, std::string_view data, std::chrono::milliseconds timeout) = 0;
+  // "" while it is open; then why it ended (the server's status message, or the connection's).
+  virtual std::string ended() const = 0;
+};
+
 class Client {
  public:
   Client(Access access, ClientOptions options = {});
@@ -147,10 +162,16 @@ class Client {
                         std::chrono::milliseconds idle, StreamStop* stop);
   // Ends every open stream (from any thread); new ones may start afterwards.
   void stop_streams();
+  // A GET of `target` (path and query) upgraded to a WebSocket remote command session
+  // (client_channels.cpp), not rate-limited or retried: nullptr with `why` (the server's status
+  // and message) when it was refused or could not connect.
+  std::unique_ptr<ChannelStream> open_channels(const std::string& target, std::string& why);
 
- private:
+  // Defined in client_conn.hpp, for client*.cpp only.
   struct Connection;
   struct Target;
+
+ private:
   std::unique_ptr<Connection> connect(std::string& why);
   std::unique_ptr<Connection> take(std::string& why);
   void give_back(std::unique_ptr<Connection> c);

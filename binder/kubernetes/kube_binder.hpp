@@ -67,6 +67,8 @@ class KubernetesBinder final : public Binder {
   void stop_strays() override;
   std::vector<std::string> pod_names(const JobId& job) const override;
   bool streams_logs() const override { return true; }
+  bool has_terminals() const override { return true; }
+  Result<void> write_input(const JobId& job, int pod, std::string_view data) const override;
   std::unique_ptr<LogStop> log_stop() const override;
   Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,
                           const std::function<bool(std::string_view)>& sink, LogStop* stop) const override;

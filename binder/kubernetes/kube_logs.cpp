@@ -1,7 +1,10 @@
 // A job's output on the kubernetes binder (gpuq logs): its pod's log through the API server
 // (pods/log, as kubectl logs reads it), from the binder's own record of a live job's pods, else
-// from the API (the job's latest run, by its labels).
+// from the API (the job's latest run, by its labels). And its input (gpuq run): pods/attach.
+#include <cstdlib>
+
 #include <boost/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "binder/kubernetes/kube_state.hpp"
 
@@ -109,6 +112,65 @@ Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod
                           r.body.find("PodInitializing") != std::string::npos))
     return Error{"pod " + key + " of job \"" + id + "\" has not started its container yet", ErrorCode::kNotFound};
   return Error{"reading the log of pod " + key + " of job \"" + id + "\": " + describe(r), ErrorCode::kUnavailable};
+}
+
+}  // namespace gpuq::binder::k8s
+
+namespace gpuq::binder::k8s {
+
+// gpuq run: what is typed goes to the job's pod's terminal through pods/attach (stdin on a
+// WebSocket, as `kubectl attach -i` sends it), attached at the first input once the pod runs,
+// with the terminal's size, and kept until the job ends. An error says to try again
+// (FAILED_PRECONDITION) while the pod is not running or cannot be attached yet.
+Result<void> KubernetesBinder::write_input(const JobId& job, int pod, std::string_view data) const {
+  std::shared_ptr<ChannelStream> terminal;
+  std::string key, size;
+  {
+    std::lock_guard lock(s_->mu);
+    auto it = s_->jobs.find(job.value);
+    if (it == s_->jobs.end() || it->second.adopting || it->second.done || !it->second.tty || pod != 0 ||
+        it->second.pods.empty())
+      return Error{"job \"" + job.value + "\" is not running: its terminal takes no input", ErrorCode::kFailedPrecondition};
+    key = it->second.pods.front();
+    auto p = s_->pods.find(key);
+    if (it->second.unseen.count(key) > 0 || p == s_->pods.end() || p->second.phase != "Running")
+      return Error{"job \"" + job.value + "\": pod " + key + " is not running yet; its terminal takes no input",
+                   ErrorCode::kFailedPrecondition};
+    terminal = it->second.terminal;
+    size = it->second.tty_size;
+  }
+  if (!terminal) {
+    const auto slash = key.find('/');
+    std::string why;
+    std::shared_ptr<ChannelStream> opened = s_->client->open_channels(
+        "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1) + "/attach?stdin=true&tty=true", why);
+    if (!opened) {
+      spdlog::warn("event=kubernetes_attach_failed job={} pod={} error=\"{}\"", job.value, key, why);
+      return Error{"job \"" + job.value + "\": its terminal (pod " + key + ") could not be attached: " + why,
+                   ErrorCode::kFailedPrecondition};
+    }
+    int rows = 24, cols = 80;
+    if (const auto x = size.find('x'); x != std::string::npos) {
+      rows = std::atoi(size.c_str());
+      cols = std::atoi(size.c_str() + x + 1);
+    }
+    if (rows > 0 && cols > 0)
+      opened->send(4, json::serialize(json::object{{"Width", cols}, {"Height", rows}}), std::chrono::seconds(5));
+    std::lock_guard lock(s_->mu);
+    auto it = s_->jobs.find(job.value);
+    if (it == s_->jobs.end() || it->second.done)
+      return Error{"job \"" + job.value + "\" ended: its terminal takes no input", ErrorCode::kFailedPrecondition};
+    if (!it->second.terminal) it->second.terminal = opened;  // else another input attached it first
+    terminal = it->second.terminal;
+  }
+  if (!terminal->send(0, data, std::chrono::seconds(5))) {
+    const std::string why = terminal->ended();
+    std::lock_guard lock(s_->mu);
+    if (auto it = s_->jobs.find(job.value); it != s_->jobs.end() && it->second.terminal == terminal)
+      it->second.terminal.reset();  // attached again at the next input, if it still runs
+    return Error{"job \"" + job.value + "\": its terminal took no input (" + why + ")", ErrorCode::kFailedPrecondition};
+  }
+  return Ok();
 }
 
 }  // namespace gpuq::binder::k8s

@@ -50,6 +50,9 @@ struct JobEntry {
   std::string end_reason;        // why gpuq ended it (max runtime, pods refused): it finishes Failed so
   int end_code = 1;
   Time max_runtime = 0;          // 0: none; enforced by deleting its pods
+  bool tty = false;              // gpuq run: its pod's terminal takes input through pods/attach
+  std::string tty_size;          // "ROWSxCOLS", sent when the terminal is attached
+  std::shared_ptr<ChannelStream> terminal;  // attached at the first input (kube_logs.cpp)
 };
 
 struct Group {

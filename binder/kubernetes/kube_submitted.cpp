@@ -87,6 +87,8 @@ std::optional<BinderFact> KubernetesBinder::adopt(const storage::JobRecord& job)
   e.started = job.state == JobState::kRunning;
   e.grace = job.spec.grace_period;
   e.max_runtime = job.spec.max_runtime.value_or(0);
+  e.tty = job.run.tty;
+  e.tty_size = job.run.tty_size;
   if (auto q = s_->queue_kube.find(job.spec.queue.value); q != s_->queue_kube.end()) e.ns = q->second.ns;
   s_->jobs[job.spec.id.value] = std::move(e);
   if (s_->pods_synced) s_->attach(job.spec.id.value);  // restored after the pods were listed
@@ -133,6 +135,8 @@ void KubernetesBinder::State::create_job(const std::string& id, std::shared_ptr<
   e.ns = c->make->ns;
   e.grace = grace;
   e.max_runtime = max_runtime;
+  e.tty = c->make->tty;
+  e.tty_size = c->make->tty_size;
   for (const std::string& name : c->make->names) {
     const std::string key = c->make->ns + "/" + name;
     e.pods.push_back(key);

@@ -152,6 +152,8 @@ Result<PodsToMake> make_pods(const PodInput& in) {
   const std::size_t count = in.placement.size();
   const bool gang = count > 1;
   if (gang) out.service = base + "-" + in.run;
+  out.tty = job.run.tty;
+  out.tty_size = job.run.tty_size;
   const json::value tmpl = json_of(k.pod_template);
   for (std::size_t rank = 0; rank < count; ++rank) {
     const PodPlacement& where = in.placement[rank];
@@ -206,6 +208,15 @@ Result<PodsToMake> make_pods(const PodInput& in) {
       c.erase("command");  // the image's entrypoint
     }
     if (!job.run.working_dir.empty() && !job.run.working_dir_implicit) c["workingDir"] = job.run.working_dir;
+    // gpuq run: a terminal whose input comes through pods/attach (Binder::write_input).
+    c.erase("stdinOnce");
+    if (job.run.tty) {
+      c["stdin"] = true;
+      c["tty"] = true;
+    } else {
+      c.erase("stdin");
+      c.erase("tty");
+    }
     json::value& envv = c["env"];
     if (!envv.is_array()) envv = json::array{};
     json::array& env = envv.get_array();

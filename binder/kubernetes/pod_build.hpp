@@ -56,6 +56,8 @@ struct PodsToMake {
   std::vector<int> slot;               // a share of one GPU: the engine's index of it; -1: whole GPUs
   std::string service;                 // a gang's headless Service ("" : none)
   boost::json::object service_object;  // its body, ownerReferences added once the pods exist
+  bool tty = false;                    // gpuq run: its one container has stdin and a terminal
+  std::string tty_size;                // "ROWSxCOLS" (RunSpec::tty_size)
 };
 
 struct PodInput {

@@ -56,7 +56,8 @@ void grant_queue_namespace(KubeCluster& k, const std::string& ns) {
 
 // Each verb queue-namespace.yaml grants on each of its resources, as a request gpuqd made in
 // `ns` ("create pods" is a POST to .../namespaces/ns/pods, "get pods/log" a GET of
-// .../pods/NAME/log): what the grant gives, gpuqd needed.
+// .../pods/NAME/log, "create pods/attach" a connection to .../pods/NAME/attach): what the grant
+// gives, gpuqd needed.
 void check_grant_used(KubeCluster& k, const std::string& ns) {
   const std::vector<ApiRequest> requests = k.api.requests();
   const auto used = [&](const std::string& verb, const std::string& resource) {
@@ -70,6 +71,7 @@ void check_grant_used(KubeCluster& k, const std::string& ns) {
       const bool of_sub = !sub.empty() && rest.size() > sub.size() + 1 &&
                           rest.compare(rest.size() - sub.size() - 1, std::string::npos, "/" + sub) == 0;
       if (verb == "create" && sub.empty() && r.method == "POST" && rest.empty()) return true;
+      if (verb == "create" && of_sub) return true;  // a connection (attach): a POST, or a GET upgraded
       if (verb == "delete" && sub.empty() && r.method == "DELETE" && named) return true;
       if (verb == "get" && r.method == "GET" && (sub.empty() ? named : of_sub)) return true;
     }
@@ -88,7 +90,7 @@ void check_grant_used(KubeCluster& k, const std::string& ns) {
           ++checked;
         }
   }
-  CHECK(checked == 4);
+  CHECK(checked == 6);
 }
 
 std::vector<json::object> pods_of(KubeCluster& k, const std::string& job) {
@@ -255,6 +257,13 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
         r.user == "system:serviceaccount:gpuq-system:gpuq")
       ++creates;
   CHECK(creates == 8);
+  // gpuq run with its input from a file (ending in ^D): the pod's terminal is attached.
+  std::ofstream(k.dir.path / "typed") << "a\nb\n";
+  std::tie(code, out) = gpuq_status(k, "run --id piped -q team-a --gpus 1 --image busybox -- sh -c 'cat; echo done' < " +
+                                       (k.dir.path / "typed").string());
+  CHECK_MESSAGE(code == 0, out);
+  CHECK_MESSAGE(out.find("done") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("a\r\nb\r\n") != std::string::npos, out);  // through the pod's terminal
   check_grant_used(k, "team-a");
   k.check_invariants();
 }
@@ -413,5 +422,41 @@ TEST_CASE("gpuq submit on Kubernetes: a finished job's pods are deleted after fi
   k.start(kBatchQueues, "  finishedPodTTL: 2s\n");
   k.synced();
   CHECK(eventually([&] { return pods_of(k, "before").empty(); }));
+  k.check_invariants();
+}
+
+TEST_CASE("gpuq run on Kubernetes: the pod's terminal attached through the API server, its input, Ctrl-C, its exit code") {
+  SubmitCluster k(kBatchQueues);
+  // script(1) gives gpuq a terminal; what is piped into script is typed into it, and reaches the
+  // pod's terminal through pods/attach; its output comes back through pods/log.
+  const std::string gpuq = std::string(GPUQ_CLI_PATH) + " --server " + k.gpuqd.address;
+  const auto shell = [](const std::string& command) {
+    std::string out;
+    FILE* f = ::popen((command + " 2>&1").c_str(), "r");
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    const int status = ::pclose(f);
+    return std::pair<int, std::string>{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  };
+  auto [code, out] = shell("printf 'hello\\n' | script -qec \"" + gpuq +
+                           " run --id term -q batch --gpus 1 -- sh -c 'tty; read x; echo got:\\$x; exit 7'\" /dev/null");
+  CHECK_MESSAGE(code == 7, out);
+  CHECK_MESSAGE(out.find("got:hello") != std::string::npos, out);
+  CHECK_MESSAGE(out.find("/dev/pts/") != std::string::npos, out);  // the pod's own terminal
+  CHECK_MESSAGE(out.find("Failed: pod team-a/") != std::string::npos, out);
+  const std::vector<json::object> term = pods_of(k, "term");
+  REQUIRE(term.size() == 1);
+  const json::object& container = term.front().at("spec").at("containers").at(0).as_object();
+  CHECK(container.at("stdin").as_bool());
+  CHECK(container.at("tty").as_bool());
+  // Ctrl-C, typed once the job runs, interrupts it on its terminal.
+  std::tie(code, out) = shell("(sleep 3; printf '\\003') | script -qec \"" + gpuq +
+                              " run -q batch --gpus 1 -- sh -c 'echo started; sleep 60'\" /dev/null");
+  CHECK_MESSAGE(out.find("started") != std::string::npos, out);
+  CHECK_MESSAGE(code == 130, out);  // 128 + SIGINT, as the container's exit code says it
+  // Refused: a terminal is one pod.
+  std::tie(code, out) = gpuq_status(k, "run -q batch --gpus 1 --replicas 2 -- true");
+  CHECK(code != 0);
+  CHECK_MESSAGE(out.find("spec.tty: a job on a terminal is one pod, not 2 pods") != std::string::npos, out);
   k.check_invariants();
 }

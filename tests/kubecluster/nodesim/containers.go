@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -11,9 +12,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,6 +30,7 @@ type container struct {
 	cmd      *exec.Cmd
 	waited   chan struct{} // closed when cmd has been waited for
 	exitCode int
+	term     *terminal // set (under the pod's mu) while a terminal container's process runs
 
 	// Guarded by the pod's mu.
 	done              bool
@@ -35,6 +40,80 @@ type container struct {
 	restartAt         time.Time // set while it waits to start again
 	started, finished metav1.Time
 	last              *corev1.ContainerStateTerminated
+}
+
+// terminal is the pseudo-terminal a container with stdin and tty runs on, as a container
+// runtime gives one: what the process writes goes to the container's log and to each client
+// attached (attach.go), what an attached client types goes to the process.
+type terminal struct {
+	master  *os.File      // the pty's master side: input is written to it
+	drained chan struct{} // closed when the process's output has all been copied
+
+	mu   sync.Mutex
+	outs map[*attached]struct{}
+}
+
+// attached is one client's output stream, fed from the terminal; failed is closed when a write
+// to it fails (the client has gone).
+type attached struct {
+	w      io.Writer
+	failed chan struct{}
+	once   sync.Once
+}
+
+// setSize sets the terminal's size (the process gets SIGWINCH), unless its master has been
+// closed. (pty.Setsize would race with the close: it uses the descriptor without holding it.)
+func (t *terminal) setSize(rows, cols uint16) error {
+	sc, err := t.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := sc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}); err != nil {
+		return err
+	}
+	return ierr
+}
+
+func (t *terminal) attach(w io.Writer) *attached {
+	a := &attached{w: w, failed: make(chan struct{})}
+	t.mu.Lock()
+	t.outs[a] = struct{}{}
+	t.mu.Unlock()
+	return a
+}
+
+func (t *terminal) detach(a *attached) {
+	t.mu.Lock()
+	delete(t.outs, a)
+	t.mu.Unlock()
+}
+
+// copyOut copies the process's output to the log file and to the clients attached, until the
+// pty's slave side is closed by every process that had it (EIO) or the master is closed.
+func (t *terminal) copyOut(log *os.File) {
+	defer close(t.drained)
+	defer log.Close()
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := t.master.Read(buf)
+		if n > 0 {
+			_, _ = log.Write(buf[:n])
+			t.mu.Lock()
+			for a := range t.outs {
+				if _, werr := a.w.Write(buf[:n]); werr != nil {
+					delete(t.outs, a)
+					a.once.Do(func() { close(a.failed) })
+				}
+			}
+			t.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (c *container) exited() bool {
@@ -71,9 +150,11 @@ func (st *podState) start(s *Sim, pod *corev1.Pod, spec corev1.Container) *conta
 		c.cmd = nil
 		return c
 	}
-	cmd, err := s.spawn(st, pod, spec, logPath)
+	cmd, term, err := s.spawn(st, pod, spec, logPath)
 	waited := make(chan struct{})
-	c.cmd, c.waited = cmd, waited
+	st.mu.Lock()
+	c.cmd, c.waited, c.term = cmd, waited, term
+	st.mu.Unlock()
 	if err != nil {
 		// As a runtime that cannot start the command: the container ends at once.
 		if f, ferr := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
@@ -98,6 +179,15 @@ func (st *podState) start(s *Sim, pod *corev1.Pod, spec corev1.Container) *conta
 			}
 		} else if err != nil {
 			code = 128
+		}
+		if term != nil {
+			// The log holds all the process wrote before the container is seen to have ended
+			// (unless a process it left behind keeps the terminal open).
+			select {
+			case <-term.drained:
+			case <-time.After(time.Second):
+			}
+			_ = term.master.Close()
 		}
 		st.mu.Lock()
 		c.exitCode = code
@@ -251,19 +341,24 @@ func (s *Sim) env(st *podState, pod *corev1.Pod, c corev1.Container) []string {
 
 // spawn starts the container's command, its output appended to its log. As root it goes
 // through `kube-cluster container-exec` (volumes.go): the pod's service account volume at the
-// path the container mounts it, and the account ExecUser.
-func (s *Sim) spawn(st *podState, pod *corev1.Pod, c corev1.Container, logPath string) (*exec.Cmd, error) {
+// path the container mounts it, and the account ExecUser. A container with stdin and tty runs
+// on a pseudo-terminal of its own (its session's controlling terminal), returned with it.
+func (s *Sim) spawn(st *podState, pod *corev1.Pod, c corev1.Container, logPath string) (*exec.Cmd, *terminal, error) {
 	argv := append(append([]string{}, c.Command...), c.Args...)
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer log.Close()
+	defer func() {
+		if log != nil {
+			log.Close()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mounts, err := s.serviceAccountMounts(ctx, st, pod, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
@@ -283,12 +378,38 @@ func (s *Sim) spawn(st *podState, pod *corev1.Pod, c corev1.Container, logPath s
 			cmd.Dir = c.WorkingDir
 		}
 	}
+	if c.TTY && c.Stdin {
+		return startOnTerminal(cmd, &log)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cmd, nil
+	return cmd, nil, nil
+}
+
+// startOnTerminal starts cmd in a session of its own whose controlling terminal is a new pty
+// (80x24), and copies what it writes there to the log (which it takes from *log). As a
+// session leader the process leads its own process group (pgid == pid), so signalling -pid
+// reaches it and its children as for the other containers (Setpgid with Setsid would fail).
+func startOnTerminal(cmd *exec.Cmd, log **os.File) (*exec.Cmd, *terminal, error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("a pseudo-terminal: %w", err)
+	}
+	defer slave.Close()
+	_ = pty.Setsize(master, &pty.Winsize{Rows: 24, Cols: 80})
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	t := &terminal{master: master, drained: make(chan struct{}), outs: map[*attached]struct{}{}}
+	go t.copyOut(*log)
+	*log = nil
+	return cmd, t, nil
 }
 
 func credential(name string) (*syscall.Credential, error) {

@@ -20,7 +20,8 @@ import (
 // `kubectl logs` works through the API server. Every simulated node names this one server
 // (127.0.0.1 and its port) as its kubelet endpoint. The API server presents a client
 // certificate; like a kubelet started with --anonymous-auth=false and webhook authorization
-// it would check it; the simulator, on loopback, does not.
+// it would check it; the simulator, on loopback, does not. It serves the kubelet's attach
+// endpoint as well (attach.go), for containers with stdin and tty.
 func (s *Sim) serveLogs(ln net.Listener) error {
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
@@ -32,6 +33,9 @@ func (s *Sim) serveLogs(ln net.Listener) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	// Any method: the API server upgrades the request (SPDY) with POST or GET.
+	mux.HandleFunc("/attach/{ns}/{pod}/{container}", s.attach)
+	mux.HandleFunc("/attach/{ns}/{pod}/{uid}/{container}", s.attach)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	srv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert}}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
