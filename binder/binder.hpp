@@ -72,7 +72,34 @@ struct GpuSample {
 };
 using GpuReport = std::function<void(GpuSample)>;
 
-using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced, HistorySeen>;
+// Queue objects (the kubernetes binder, queues.gpuq.io; README: "Queues as Kubernetes
+// objects"): one made or changed that reads as a valid spec, one deleted, and, once, every
+// object there is (valid or not) after the first list, before SourceSynced.
+struct QueueSeen {
+  QueueSpec spec;
+};
+struct QueueGone {
+  std::string name;
+};
+struct QueuesListed {
+  std::vector<std::string> names;
+};
+
+// A queue's use, for its object's status (Binder::queue_report).
+struct QueueReport {
+  struct Row {
+    std::string flavor;
+    ResourceId resource = 0;
+    Quantity nominal = 0, used = 0, borrowed = 0, lent = 0;
+  };
+  std::string name;
+  std::vector<Row> rows;
+  std::int64_t pending = 0, running = 0;
+  double share = 0;  // the weighted dominant share; infinity: nothing to share
+};
+
+using SourceFact = std::variant<NodeSeen, JobArrived, JobWithdrawn, SourceSynced, HistorySeen, QueueSeen, QueueGone,
+                                QueuesListed>;
 using SourceReport = std::function<void(SourceFact)>;
 
 class Binder {
@@ -211,6 +238,16 @@ class Binder {
   // waits (engine thread), for it to show its owner.
   virtual Time status_interval() const { return 0; }
   virtual void waiting(std::vector<std::pair<JobId, std::string>> reasons) { (void)reasons; }
+  // Whether queues are objects of the source (QueueSeen, QueueGone): then they are not made or
+  // deleted through the API. Known once start() has returned.
+  virtual bool queue_objects() const { return false; }
+  // A QueueSeen applied ("") or refused by the Core (engine thread), for the object's status.
+  virtual void queue_result(const std::string& name, const std::string& refusal) {
+    (void)name;
+    (void)refusal;
+  }
+  // Every status_interval(), with waiting(): each queue's use, for the objects' status.
+  virtual void queue_report(std::vector<QueueReport> queues) { (void)queues; }
 
  protected:
   // Shared with the binder's inner state, which its threads reach after the binder is gone.

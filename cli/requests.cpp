@@ -239,6 +239,11 @@ void add_document(spec::yaml::Node root, std::vector<ApplyItem>& items) {
   if (!root.is_map())
     throw spec::SpecError("expected a map with queues:, nodes: or kind:, got " + root.shown(),
                           root.mark());
+  if (root.find("apiVersion")) {  // a Queue object, as kubectl applies it (gpuq.io/v1alpha1)
+    ResourceNames names;
+    items.push_back({api::to_proto(spec::read_queue_object(root, at, names), names), std::nullopt});
+    return;
+  }
   if (spec::yaml::Node kind = root.find("kind")) {
     std::string what;
     {
@@ -302,8 +307,14 @@ std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::stri
     e.from_source(file);
     throw;
   }
+  // Kubernetes objects other than gpuq's own Queue objects: Kueue's.
+  const auto gpuq_object = [](spec::yaml::Node root) {
+    const spec::yaml::Node v = root.find("apiVersion");
+    return v && v.is_scalar() && v.text().starts_with("gpuq.io/");
+  };
   for (const spec::yaml::Document& doc : docs)
-    if (doc.root().is_map() && doc.root().find("apiVersion")) return kueue_items(docs, file, warnings);
+    if (doc.root().is_map() && doc.root().find("apiVersion") && !gpuq_object(doc.root()))
+      return kueue_items(docs, file, warnings);
   std::vector<ApplyItem> items;
   std::size_t with_content = 0;
   for (const spec::yaml::Document& doc : docs) {

@@ -102,6 +102,14 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
 }
 
 Result<void> Core::apply_queue(const QueueSpec& spec) {
+  if (binder_->queue_objects())
+    return Error{"queues on this gpuqd are Kubernetes objects (queues.gpuq.io): kubectl apply -f the queue's "
+                 "Queue object (gpuq queues export --format objects writes every queue so)",
+                 ErrorCode::kFailedPrecondition};
+  return put_queue(spec);
+}
+
+Result<void> Core::put_queue(const QueueSpec& spec) {
   if (auto r = check_classes(spec); !r) return r;
   if (auto no = notify_url_refusal(config_.notify, spec.notify, "spec.notify.url"); !no.empty())
     return Error{no, ErrorCode::kInvalidArgument};
@@ -118,10 +126,17 @@ Result<void> Core::apply_queue(const QueueSpec& spec) {
 Result<void> Core::delete_queue(const std::string& name) {
   if (queue_specs_.count(name) == 0)
     return Error{"queue \"" + name + "\" does not exist", ErrorCode::kNotFound};
+  if (binder_->queue_objects())
+    return Error{"queues on this gpuqd are Kubernetes objects (queues.gpuq.io): kubectl delete queue " + name,
+                 ErrorCode::kFailedPrecondition};
   if (config_queues_.count(name) > 0)
     return Error{"queue \"" + name + "\" is declared in gpuqd's config (queues:), which applies it at every "
                      "start; remove it there first",
                  ErrorCode::kFailedPrecondition};
+  return remove_queue(name);
+}
+
+Result<void> Core::remove_queue(const std::string& name) {
   if (auto r = engine_->remove_queue(QueueName(name)); !r) return r;
   queue_specs_.erase(name);
   std::erase_if(batch_.queues, [&](const QueueSpec& q) { return q.name.value == name; });

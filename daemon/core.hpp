@@ -289,6 +289,14 @@ class Core {
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
   void tell_waiting(Time now);
+  // daemon/queue_objects.cpp: queues as the source's objects (binder QueueSeen, QueueGone,
+  // QueuesListed), their use reported for the objects' status.
+  Result<void> put_queue(const QueueSpec& spec);  // apply_queue without the API's checks
+  Result<void> remove_queue(const std::string& name);
+  void queue_object_seen(const QueueSpec& spec);
+  void queue_object_gone(const std::string& name);
+  void queue_objects_listed(const std::vector<std::string>& names);
+  void report_queues();
   // daemon/gpu_use.cpp: an event of a running job that is not a transition (Running -> Running).
   void record_note(const storage::JobRecord& rec, std::string reason, Time now);
   // daemon/history.cpp: what load() read, kept until the jobs are restored; the checkpoint that
@@ -314,6 +322,9 @@ class Core {
   SubmitRate audit_refusals_;  // refusals recorded in the audit log, per user (Core::audit)
   std::map<std::string, std::uint64_t> audit_refusals_left_out_;  // per user, since the last recorded
   std::set<std::string> config_queues_;  // declared in gpuqd's config: not deleted over the API
+  // Queues whose Queue object is gone (or that no object names) but that still hold jobs: they
+  // take no new ones and go once the engine lets them (retried at each status report).
+  std::set<std::string> queues_going_;
   std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
   // Array id -> its members' ids, for arrays submitted since start or with members unfinished at
   // start (cancel and dependencies by the array's id; no job may take the id).

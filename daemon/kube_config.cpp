@@ -85,7 +85,7 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
   spec::for_each_key(
       node, at,
       {"kubeconfig", "context", "schedulerName", "namespaces", "qps", "burst", "flavorLabel", "topologyLabels",
-       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "finishedPodTTL", "leaderElection", "reservationNamespace",
+       "bindConcurrency", "podGroupTimeout", "evictRetry", "watchTimeout", "statusInterval", "podStatusMinInterval", "finishedPodTTL", "queueObjects", "leaderElection", "reservationNamespace",
        "reservationImage", "reservationCommand", "reservationServiceAccount", "reservationDeviceAnnotation"},
       [&](std::string_view key, Node v) {
         if (key == "kubeconfig") {
@@ -135,6 +135,11 @@ binder::k8s::KubernetesConfig read_kubernetes(Node node, Path& at) {
           k.status_interval = seconds_of(v, at, 1, 3600);
         } else if (key == "podStatusMinInterval") {
           k.pod_status_min = std::chrono::seconds(seconds_of(v, at, 0, 3600));
+        } else if (key == "queueObjects") {
+          using QueueObjects = binder::k8s::KubernetesConfig::QueueObjects;
+          const std::string v_text(spec::text_of(v, at));
+          if (v_text == "auto") k.queue_objects = QueueObjects::kAuto;
+          else k.queue_objects = spec::bool_of(v, at) ? QueueObjects::kOn : QueueObjects::kOff;
         } else if (key == "finishedPodTTL") {
           k.finished_pod_ttl = std::chrono::seconds(seconds_of(v, at, 0, 30 * 24 * 3600));
         } else {
@@ -153,12 +158,31 @@ Result<void> prepare_kubernetes(Config& config) {
   if (config.kubernetes.leader.identity.empty()) config.kubernetes.leader.identity = binder::k8s::default_identity();
   opt.user_agent = "gpuqd/" + config.kubernetes.leader.identity;  // who wrote what, in the server's log
   auto client = std::make_shared<binder::k8s::Client>(access.value(), opt);
+  // Queue objects: served when the CRD is installed (deploy/kubernetes/crd-queue.yaml).
+  using QueueObjects = binder::k8s::KubernetesConfig::QueueObjects;
+  if (config.kubernetes.queue_objects != QueueObjects::kOff) {
+    const binder::k8s::Response r = client->get("/apis/gpuq.io/v1alpha1");
+    if (r.ok()) {
+      config.kubernetes.queue_objects = QueueObjects::kOn;
+    } else if (r.status == 404 && config.kubernetes.queue_objects == QueueObjects::kAuto) {
+      config.kubernetes.queue_objects = QueueObjects::kOff;
+      spdlog::info("event=queue_objects served=false message=\"the API server does not serve queues.gpuq.io: queues "
+                   "come from this config and gpuq apply (kubectl apply -f deploy/kubernetes/crd-queue.yaml makes them "
+                   "Kubernetes objects)\"");
+    } else {
+      return Error{"kubernetes.queueObjects: the API server does not serve queues.gpuq.io/v1alpha1 (" +
+                       binder::k8s::describe(r) +
+                       "): kubectl apply -f deploy/kubernetes/crd-queue.yaml, or set queueObjects: false",
+                   ErrorCode::kFailedPrecondition};
+    }
+  }
   std::vector<std::string> warnings;
   if (auto r = binder::k8s::check_access(*client, binder::k8s::required_access(config.kubernetes), &warnings); !r)
     return Error{"kubernetes: " + r.error(), r.code()};
   for (const std::string& w : warnings) spdlog::warn("event=kubernetes_access_missing reason=\"{}\"", w);
-  spdlog::info("event=kubernetes_binder server={} source=\"{}\" scheduler_name={}", access.value().server,
-               access.value().source, config.kubernetes.scheduler_name);
+  spdlog::info("event=kubernetes_binder server={} source=\"{}\" scheduler_name={} queue_objects={}", access.value().server,
+               access.value().source, config.kubernetes.scheduler_name,
+               config.kubernetes.queue_objects == QueueObjects::kOn);
   config.core.make_binder = [k = config.kubernetes, client](binder::Report report) -> std::unique_ptr<binder::Binder> {
     return std::make_unique<binder::k8s::KubernetesBinder>(k, client, std::move(report));
   };

@@ -32,6 +32,12 @@ void Core::observe_source(binder::SourceFact fact, Time now) {
     // The last leader's checkpoint is newer than this replica's own file (it was a standby).
     spdlog::info("event=usage_history_taken_over from={} queues={}", h->from, h->records.size());
     apply_history(h->records, now);
+  } else if (auto* q = std::get_if<binder::QueueSeen>(&fact)) {
+    queue_object_seen(q->spec);
+  } else if (auto* g = std::get_if<binder::QueueGone>(&fact)) {
+    queue_object_gone(g->name);
+  } else if (auto* l = std::get_if<binder::QueuesListed>(&fact)) {
+    queue_objects_listed(l->names);
   } else {
     source_synced(now);
   }
@@ -67,6 +73,10 @@ void Core::source_arrived(binder::JobArrived& a, Time now) {
   const auto queue = queue_specs_.find(spec.queue.value);
   if (queue == queue_specs_.end()) {
     refuse("queue \"" + spec.queue.value + "\" does not exist in gpuq (gpuq queues lists them)");
+    return;
+  }
+  if (a.nodes.empty() && queues_going_.count(spec.queue.value) > 0) {
+    refuse("queue \"" + spec.queue.value + "\" is being deleted (its Queue object is gone): it takes no new jobs");
     return;
   }
   // A new pod meets its queue's guardrails on the job (maxGpusPerJob, maxRuntime, ...) as a
@@ -155,6 +165,7 @@ void Core::tell_waiting(Time now) {
                                         ": " + engine_->pending_reason(j));
   }
   binder_->waiting(std::move(reasons));
+  report_queues();
 }
 
 }  // namespace gpuq::daemon

@@ -34,6 +34,10 @@ void SubmitRate::take(const std::string& queue, const std::string& user, std::in
 }
 
 Result<void> Core::check_queue_limits(const QueueSpec& q, Submission& sub, Time now, std::size_t jobs) const {
+  if (queues_going_.count(q.name.value) > 0)
+    return Error{"spec.queue: queue \"" + q.name.value +
+                     "\" is being deleted (its Queue object is gone; it goes once its jobs have ended): it takes no new jobs",
+                 ErrorCode::kFailedPrecondition};
   // May fill sub's maxRuntime and priority class; on a refusal the submission is dropped anyway.
   if (auto r = spec::apply_guardrails(q, config_.priority_classes, sub); !r) return r;
   const std::string& owner = sub.job.owner;

@@ -281,9 +281,14 @@ bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) 
 
 }  // namespace
 
-QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
+namespace {
+
+// A queue's keys; `name`: given from elsewhere (a Queue object's metadata.name), else the
+// required `name` key.
+QueueSpec read_queue_keys(yaml::Node n, Path& at, ResourceNames& names, Keys also, const std::string* name) {
   expect_map(n, at);
   QueueSpec q;
+  if (name != nullptr) q.name = QueueName(*name);
   for_each_key(
       n, at,
       {"name", "cohort", "weight", "queueingStrategy", "quotas", "preemption", "maxPendingJobs",
@@ -293,6 +298,7 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
        "kubernetes"},
       [&](std::string_view key, yaml::Node v) {
         if (key == "name") {
+          if (name != nullptr) fail_at(v, at, "is not a key of a Queue object's spec: its name is metadata.name");
           q.name = QueueName(string_of(v, at));
         } else if (key == "cohort") {
           q.cohort = string_of(v, at);
@@ -325,9 +331,45 @@ QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
         }
       },
       also);
-  require(n, at, {"name"});
+  if (name == nullptr) require(n, at, {"name"});
   located(n, at, [&] { validate(q, at, names); });
   return q;
+}
+
+}  // namespace
+
+QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also) {
+  return read_queue_keys(n, at, names, also, nullptr);
+}
+
+QueueSpec read_queue_object(yaml::Node n, Path& at, ResourceNames& names) {
+  expect_map(n, at);
+  std::string name;
+  yaml::Node spec;
+  for_each_key(n, at, {"apiVersion", "kind", "metadata", "spec", "status"}, [&](std::string_view key, yaml::Node v) {
+    if (key == "apiVersion") {
+      if (const std::string version = string_of(v, at); version != kQueueApiVersion)
+        fail_at(v, at, quoted(version) + " is not served; use " + std::string(kQueueApiVersion));
+    } else if (key == "kind") {
+      if (const std::string kind = string_of(v, at); kind != "Queue") fail_at(v, at, quoted(kind) + " is not allowed; use Queue");
+    } else if (key == "metadata") {
+      expect_map(v, at);
+      if (yaml::Node nn = v.find("name")) {
+        Path::Key k(at, "name");
+        name = string_of(nn, at);
+      }
+    } else if (key == "spec") {
+      spec = v;
+    }
+  });
+  require(n, at, {"apiVersion", "kind", "metadata", "spec"});
+  if (name.empty()) {
+    Path::Key k(at, "metadata");
+    Path::Key kn(at, "name");
+    fail_at(n.find("metadata"), at, "is required");
+  }
+  Path::Key k(at, "spec");
+  return read_queue_keys(spec, at, names, {}, &name);
 }
 
 NodeSpec read_node(yaml::Node n, Path& at, ResourceNames& names, Keys also) {

@@ -65,6 +65,11 @@ std::vector<std::string> read_names(yaml::Node v, Path& at, std::size_t max, con
 
 // The specs. `also`: keys the caller reads itself (a scenario queue's usageHistory).
 QueueSpec read_queue(yaml::Node n, Path& at, ResourceNames& names, Keys also = {});
+// A Queue object as Kubernetes holds it (deploy/kubernetes/crd-queue.yaml): apiVersion
+// gpuq.io/v1alpha1, kind Queue, metadata.name its name, spec its keys but name (errors name
+// spec.<key>); status and other metadata are ignored.
+inline constexpr std::string_view kQueueApiVersion = "gpuq.io/v1alpha1";
+QueueSpec read_queue_object(yaml::Node n, Path& at, ResourceNames& names);
 // A queue's kubernetes.podTemplate given as JSON text (the API's pod_template_json; `at` is its
 // path): parsed, checked as read_queue checks the YAML key (a map of metadata and spec; no
 // spec.nodeName or spec.schedulerName, which gpuq sets; at most one container), and returned as

@@ -30,6 +30,7 @@ KubernetesBinder::~KubernetesBinder() { halt(); }
 
 void KubernetesBinder::set_source(SourceReport report, ResourceNames& names) {
   s_->source = std::move(report);
+  s_->names = &names;
   s_->translate.pods = names.intern("pods").value_or(0);  // 0: no slot left, pods not counted
 }
 
@@ -62,6 +63,11 @@ std::vector<AccessCheck> required_access(const KubernetesConfig& config) {
   }
   ask("create", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
   ask("delete", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
+  if (config.queue_objects == KubernetesConfig::QueueObjects::kOn) {
+    out.emplace_back("list", "queues.gpuq.io", "/apis/gpuq.io/v1alpha1/queues?limit=1");
+    ask("watch", "queues", "gpuq.io", "");
+    ask("patch", "queues/status", "gpuq.io", "", "", "Queue objects' status (deploy/kubernetes/clusterrole.yaml)");
+  }
   if (config.leader.enabled) {
     const LeaderConfig& l = config.leader;
     ask("create", "leases", "coordination.k8s.io", l.ns);
@@ -83,9 +89,12 @@ void KubernetesBinder::start() {
     void (State::*handle)(EventType, const json::object&);
     bool State::*synced;
   };
-  static const Kind kinds[] = {{"/api/v1/nodes", &State::on_node, &State::nodes_synced},
-                               {"/api/v1/namespaces", &State::on_namespace, &State::namespaces_synced},
-                               {"/api/v1/pods", &State::on_pod, &State::pods_synced}};
+  // Queue objects before the pods: a pod's queue is known when the pod is reported.
+  s->objects_on = s->config.queue_objects == KubernetesConfig::QueueObjects::kOn;
+  std::vector<Kind> kinds{{"/api/v1/nodes", &State::on_node, &State::nodes_synced},
+                          {"/api/v1/namespaces", &State::on_namespace, &State::namespaces_synced}};
+  if (s->objects_on) kinds.push_back({"/apis/gpuq.io/v1alpha1/queues", &State::on_queue, &State::queues_synced});
+  kinds.push_back({"/api/v1/pods", &State::on_pod, &State::pods_synced});
   for (const Kind& k : kinds) {
     ReflectorOptions opt;
     opt.path = k.path;
@@ -102,6 +111,7 @@ void KubernetesBinder::start() {
       s->*synced = true;
       s->synced_cv.notify_all();
       if (first) spdlog::info("event=kubernetes_synced what={}", path);
+      if (first && synced == &State::queues_synced) s->queues_listed();
       if (first && synced == &State::pods_synced && s->source && s->leading) {
         s->adopt_found();
         s->source(SourceSynced{});
@@ -126,8 +136,9 @@ void KubernetesBinder::start() {
     });
     s->elector_thread = std::thread([s] { s->elector->run(); });
   }
-  s->starter = std::thread([s] {
-    static bool State::*const order[] = {&State::nodes_synced, &State::namespaces_synced, &State::pods_synced};
+  std::vector<bool State::*> order;
+  for (const Kind& k : kinds) order.push_back(k.synced);
+  s->starter = std::thread([s, order] {
     for (std::size_t i = 0; i < s->reflectors.size(); ++i) {
       Reflector* r = s->reflectors[i].get();
       std::unique_lock lock(s->mu);

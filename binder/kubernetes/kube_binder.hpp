@@ -45,7 +45,12 @@ struct KubernetesConfig {
   std::string reservation_image = "gpuq:latest";  // the image of deploy/kubernetes, which has:
   std::string reservation_command = "/usr/lib/gpuq/gpuq-reserve";  // annotates its pod with its GPU
   std::string reservation_service_account = "gpuq-reservation";    // may patch its own pod
-  std::string reservation_device_annotation = "gpuq.io/gpu-device";     // each watch asks the server to end it after this
+  std::string reservation_device_annotation = "gpuq.io/gpu-device";
+  // Queues as Kubernetes objects (queues.gpuq.io, deploy/kubernetes/crd-queue.yaml): kAuto uses
+  // them when the API server serves them, kOn requires them, kOff takes queues from the config
+  // and Queues.Apply as before.
+  enum class QueueObjects { kAuto, kOn, kOff };
+  QueueObjects queue_objects = QueueObjects::kAuto;     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {
@@ -68,6 +73,9 @@ class KubernetesBinder final : public Binder {
   std::vector<std::string> pod_names(const JobId& job) const override;
   bool streams_logs() const override { return true; }
   bool has_terminals() const override { return true; }
+  bool queue_objects() const override;
+  void queue_result(const std::string& name, const std::string& refusal) override;
+  void queue_report(std::vector<QueueReport> queues) override;
   Result<void> write_input(const JobId& job, int pod, std::string_view data) const override;
   std::unique_ptr<LogStop> log_stop() const override;
   Result<void> stream_log(const storage::JobRecord& job, int pod, std::int64_t offset, bool follow,

@@ -88,6 +88,20 @@ struct Reservation {
   std::vector<std::function<void(const std::string& device)>> waiters;  // "" : it failed
 };
 
+// Now as Kubernetes writes times (kube_writes.cpp).
+std::string now_rfc3339();
+
+// A Queue object as the binder knows it (kube_queues.cpp).
+struct QueueObject {
+  std::int64_t generation = 0;  // of the spec last read
+  std::string unread;           // why that spec was refused as read ("" : it read)
+  std::string refused;          // why the Core refused it ("" : applied, or not yet answered)
+  bool applied = false;         // some spec of it was applied (the queue runs on the last valid one)
+  std::string last_written;     // the status last written (JSON), to write only changes
+  // Its conditions' last transitions (RFC 3339), kept while their status stays.
+  std::map<std::string, std::pair<std::string, std::string>> transitions;  // type -> (status, time)
+};
+
 struct KubernetesBinder::State {
   KubernetesConfig config;
   std::shared_ptr<ErrorCounter> errors;  // the binder's (/metrics)
@@ -123,7 +137,11 @@ struct KubernetesBinder::State {
     std::chrono::steady_clock::time_point at;
   };
   std::unordered_map<std::string, Said> said;  // pod key -> the last PodScheduled message
-  bool nodes_synced = false, namespaces_synced = false, pods_synced = false;
+  bool nodes_synced = false, namespaces_synced = false, pods_synced = false, queues_synced = false;
+  // Queue objects (kube_queues.cpp), by name: what was read of each and what its status says.
+  std::map<std::string, QueueObject> queue_objects;
+  ResourceNames* names = nullptr;  // the Core's (set_source; thread-safe)
+  std::atomic<bool> objects_on{false};  // queues are Queue objects (decided in start())
   std::condition_variable synced_cv;
 
   // Decisions of the open turn and of the turn being written (binder.hpp: turn_closed).
@@ -152,6 +170,8 @@ struct KubernetesBinder::State {
   void on_node(EventType type, const boost::json::object& obj);
   void on_namespace(EventType type, const boost::json::object& obj);
   void on_pod(EventType type, const boost::json::object& obj);
+  void on_queue(EventType type, const boost::json::object& obj);  // kube_queues.cpp
+  void queues_listed();
   void node_changed(const std::string& node);
   void flush_nodes();
   void pod_of_ours(PodInfo pod);

@@ -26,6 +26,8 @@ std::string pod_path(const std::string& key) {
   return "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1);
 }
 
+}  // namespace
+
 std::string now_rfc3339() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -34,8 +36,6 @@ std::string now_rfc3339() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 // Each request of a write takes a place of write_limit: fewer are in flight while the API server
 // throttles gpuqd (client.hpp: InFlightLimit).

@@ -26,6 +26,9 @@ const std::vector<ResourceType>& table() {
        true,
        true,
        {"pdb"}},
+      // gpuq's own Queue objects (deploy/kubernetes/crd-queue.yaml), as if the CRD were installed;
+      // the fake checks none of its schema.
+      {"queues", "queue", "Queue", "gpuq.io", "v1alpha1", false, true, {"gq"}},
   };
   return t;
 }
@@ -120,8 +123,8 @@ json::object api_versions() {
 
 json::object api_group_list() {
   json::array groups;
-  for (const char* g : {"coordination.k8s.io", "policy"}) {
-    json::object gv = group_version(g, "v1");
+  for (const auto& [g, v] : {std::pair{"coordination.k8s.io", "v1"}, std::pair{"policy", "v1"}, std::pair{"gpuq.io", "v1alpha1"}}) {
+    json::object gv = group_version(g, v);
     groups.push_back(
         json::object{{"name", g}, {"versions", json::array{gv}}, {"preferredVersion", gv}});
   }
@@ -130,10 +133,9 @@ json::object api_group_list() {
 }
 
 std::optional<json::object> api_resource_list(std::string_view group, std::string_view version) {
-  if (version != "v1") return std::nullopt;
   json::array resources;
   for (const auto& r : table()) {
-    if (r.group != group) continue;
+    if (r.group != group || r.version != version) continue;
     resources.push_back(entry(r));
     if (r.has_status)
       resources.push_back(subresource(r.name + "/status", r, r.kind, {"get", "patch", "update"}));
@@ -146,7 +148,7 @@ std::optional<json::object> api_resource_list(std::string_view group, std::strin
     }
   }
   if (resources.empty()) return std::nullopt;
-  std::string gv = group.empty() ? "v1" : std::string(group) + "/v1";
+  std::string gv = group.empty() ? std::string(version) : std::string(group) + "/" + std::string(version);
   return json::object{{"kind", "APIResourceList"},
                       {"apiVersion", "v1"},
                       {"groupVersion", gv},

@@ -1,5 +1,8 @@
 #include "tests/kubernetes/harness.hpp"
 
+#include "spec/yaml.hpp"
+#include "spec/yaml_json.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -64,6 +67,18 @@ void keep_logs_for_failure(const std::filesystem::path& dir, const std::vector<s
   }
   std::lock_guard lock(logs_mu);
   kept_logs += text;
+}
+
+void KubeCluster::install_queue_crd() {
+  queue_objects_ = true;
+  if (api.kind() != "real") return;  // the fake serves Queues without a CRD (tests/kubefake)
+  for (const spec::yaml::Document& doc : spec::yaml::parse_stream(slurp(std::string(GPUQ_DEPLOY_DIR) + "/crd-queue.yaml"))) {
+    if (!doc.root().is_map()) continue;
+    const ApiResponse r = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", spec::to_json(doc.root()));
+    REQUIRE_MESSAGE(r.status == 201, r.body);
+  }
+  REQUIRE(eventually([&] { return api.request("GET", "/apis/gpuq.io/v1alpha1/queues").status == 200; },
+                     std::chrono::seconds(60)));
 }
 
 void KubeCluster::ensure_namespace(const std::string& name, json::object annotations) {

@@ -173,6 +173,16 @@ class KubeCluster {
     ::pclose(f);
     return out;
   }
+  // The same, with its exit status.
+  std::pair<int, std::string> gpuq_status(const std::string& args) {
+    std::string out;
+    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + gpuqd.address + " " + args + " 2>&1").c_str(), "r");
+    if (f == nullptr) return {-1, out};
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    const int status = ::pclose(f);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
   // Whether gpuqd shows node `name` in `state` (gpuq nodes).
   bool node_state(const std::string& name, const std::string& state) {
     std::istringstream lines(gpuq("nodes"));
@@ -184,6 +194,10 @@ class KubeCluster {
   void check_invariants();
   // Creates a namespace unless it exists (the real cluster has gpuq-system from deploy/).
   void ensure_namespace(const std::string& name, json::object annotations = {});
+  // deploy/kubernetes/crd-queue.yaml applied as it is (the real cluster); returns once Queues
+  // are served. gpuqd started from then on takes its queues from them (queueObjects: true;
+  // before, false, whatever the API serves: the fake serves Queues always).
+  void install_queue_crd();
   // The fake, for a scenario that injects its faults.
   kubefake::Server& fake() {
     REQUIRE_MESSAGE(api.fake() != nullptr, "this scenario needs the fake API server's faults");
@@ -203,12 +217,14 @@ class KubeCluster {
     return "  reservationDeviceAnnotation: sim.gpuq.io/devices\n";
   }
 
+  bool queue_objects_ = false;
   GpuqdChild launch(const std::string& queues, const std::string& extra, const std::string& state, bool must_start = true) {
     const std::string name = std::filesystem::path(state).stem().string();
     const auto config = dir.path / (name + ".yaml");
     std::ofstream(config) << "grpc: 127.0.0.1:0\nhttp: 127.0.0.1:0\nbinder: kubernetes\n"
                           << "kubernetes:\n  kubeconfig: " << (dir.path / "kubeconfig").string()
                           << "\n  evictRetry: 1s\n  statusInterval: 1s\n  podStatusMinInterval: 0s\n"
+                          << "  queueObjects: " << (queue_objects_ ? "true" : "false") << "\n"
                           << reservation_config()
                           << extra << "queues:\n"
                           << queues;

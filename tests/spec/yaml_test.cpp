@@ -214,3 +214,36 @@ TEST_CASE("the JSON read back as YAML gives the same JSON: it is canonical") {
     CHECK(json_of(once) == once);
   }
 }
+
+#include "spec/yaml_read.hpp"
+
+namespace {
+
+// A Queue object read as the kubernetes binder reads it; the error's message, or its name.
+std::string queue_object(const std::string& text) {
+  try {
+    const yaml::Document doc = yaml::parse_one(text);
+    Path at;
+    ResourceNames names;
+    return "queue " + read_queue_object(doc.root(), at, names).name.value;
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a Queue object: its name from metadata, its spec the queue's keys, errors naming spec.<key>") {
+  CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: team-a, generation: 3}\n"
+                     "spec: {cohort: r, quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]}\n"
+                     "status: {pendingJobs: 2}\n") == "queue team-a");
+  CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {weight: -1}\n")
+            .find("spec.weight: ") != std::string::npos);
+  CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {name: other}\n")
+            .find("spec.name: is not a key of a Queue object's spec: its name is metadata.name") != std::string::npos);
+  CHECK(queue_object("apiVersion: gpuq.io/v2\nkind: Queue\nmetadata: {name: q}\nspec: {}\n")
+            .find("apiVersion: \"gpuq.io/v2\" is not served; use gpuq.io/v1alpha1") != std::string::npos);
+  CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {}\nspec: {}\n")
+            .find("metadata.name: is required") != std::string::npos);
+  CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\n").find("spec") != std::string::npos);
+}
