@@ -7,6 +7,7 @@
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
 #include "spec/kueue.hpp"
+#include "spec/queue_write.hpp"
 
 namespace gpuq::cli {
 
@@ -78,7 +79,8 @@ int run_delete_queue(Context& ctx, const std::string& name) {
 
 // Every queue as Kueue YAML (spec/kueue.hpp): what Kueue cannot say is named on stderr.
 int run_export(Context& ctx, const std::string& format) {
-  if (format != "kueue") throw UsageError("--format " + format + " is not allowed; use kueue");
+  if (format != "kueue" && format != "objects")
+    throw UsageError("--format " + format + " is not allowed; use kueue or objects");
   v1::ListQueuesResponse list;
   if (grpc::Status st = list_all(ctx, list, &v1::ListQueuesResponse::mutable_queues); !st.ok())
     return ctx.fail(st);
@@ -92,6 +94,10 @@ int run_export(Context& ctx, const std::string& format) {
       return 1;
     }
     specs.push_back(std::move(spec).value());
+  }
+  if (format == "objects") {  // gpuq's own Queue objects, for kubectl apply
+    ctx.out << spec::write_queue_objects(specs, names);
+    return 0;
   }
   std::vector<std::string> warnings;
   const std::string text = spec::write_kueue(specs, names, warnings);
@@ -112,8 +118,9 @@ void add_queues(CLI::App& app, Context& ctx) {
   del->add_option("NAME", *target, "queue name")->required();
   del->callback([&ctx, target] { ctx.action = [target](Context& c) { return run_delete_queue(c, *target); }; });
   auto format = std::make_shared<std::string>("kueue");
-  auto* exp = cmd->add_subcommand("export", "Write every queue as Kueue ClusterQueues and ResourceFlavors");
-  exp->add_option("--format", *format, "kueue (kueue.x-k8s.io/v1beta1 YAML)")->check(CLI::IsMember({"kueue"}));
+  auto* exp = cmd->add_subcommand("export", "Write every queue as Kueue ClusterQueues and ResourceFlavors, or as gpuq's Queue objects");
+  exp->add_option("--format", *format, "kueue (kueue.x-k8s.io/v1beta1 YAML) or objects (gpuq.io/v1alpha1 Queue objects, for kubectl apply)")
+      ->check(CLI::IsMember({"kueue", "objects"}));
   exp->callback([&ctx, format] { ctx.action = [format](Context& c) { return run_export(c, *format); }; });
   cmd->callback([&ctx, cmd, o] {
     if (!cmd->get_subcommands().empty()) return;  // delete or export set the action
@@ -190,12 +197,28 @@ void add_nodes(CLI::App& app, Context& ctx) {
   });
 }
 
-int run_apply(Context& ctx, const std::string& file, bool dry_run) {
+int run_apply(Context& ctx, const std::string& file, bool dry_run, const std::string& output) {
   // The whole file is checked before anything is sent: a typo in the last document changes
   // nothing.
   std::vector<std::string> warnings;
   const std::vector<ApplyItem> items = parse_apply_file(read_file_arg(ctx, file), file, &warnings);
   for (const std::string& w : warnings) ctx.err << "gpuq: warning: " << escaped(w) << "\n";
+  if (output == "objects") {  // the queues as Queue objects (a Kueue cluster moves: | kubectl apply -f -)
+    if (!dry_run) throw UsageError("--output objects writes the queues for kubectl and applies nothing; add --dry-run");
+    ResourceNames names;
+    std::vector<QueueSpec> specs;
+    for (const ApplyItem& item : items) {
+      if (!item.queue) {
+        ctx.err << "gpuq: warning: node/" << item.node->name() << " is left out: on Kubernetes nodes are the API server's\n";
+        continue;
+      }
+      Result<QueueSpec> spec = api::from_proto(*item.queue, names);
+      if (!spec) throw UsageError("queue " + item.queue->name() + ": " + spec.error());
+      specs.push_back(std::move(spec).value());
+    }
+    ctx.out << spec::write_queue_objects(specs, names);
+    return 0;
+  }
   if (dry_run) {  // what would be sent, as gpuqd's API reads it
     for (const ApplyItem& item : items) {
       if (item.queue)
@@ -241,8 +264,13 @@ void add_apply(CLI::App& app, Context& ctx) {
                   "ClusterQueue, ResourceFlavor, Cohort and LocalQueue objects; - for stdin")
       ->required();
   cmd->add_flag("--dry-run", *dry_run, "print what would be applied (YAML), apply nothing");
-  cmd->callback([&ctx, file, dry_run] {
-    ctx.action = [file, dry_run](Context& c) { return run_apply(c, *file, *dry_run); };
+  auto output = std::make_shared<std::string>("yaml");
+  cmd->add_option("-o,--output", *output,
+                  "with --dry-run: yaml (as gpuqd's API reads it) or objects (the queues as gpuq.io/v1alpha1 Queue "
+                  "objects, for kubectl apply: Kueue's objects become gpuq's)")
+      ->check(CLI::IsMember({"yaml", "objects"}));
+  cmd->callback([&ctx, file, dry_run, output] {
+    ctx.action = [file, dry_run, output](Context& c) { return run_apply(c, *file, *dry_run, *output); };
   });
 }
 

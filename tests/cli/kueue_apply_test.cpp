@@ -53,4 +53,28 @@ TEST_CASE("apply --dry-run prints the queues and warnings and sends nothing") {
   CHECK(err.str().find("LocalQueue default/user-queue is ignored") != std::string::npos);
 }
 
+TEST_CASE("apply --dry-run -o objects: Kueue's objects become gpuq's Queue objects, which apply -f reads back") {
+  std::ostringstream out, err;
+  const int rc = gpuq::cli::run_cli({"--server", "unix:/nonexistent/gpuqd.sock", "apply", "--dry-run", "-o", "objects",
+                                     "-f", example("single-clusterqueue-setup.yaml")},
+                                    out, err);
+  INFO(err.str());
+  CHECK(rc == 0);
+  CHECK(out.str().find("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata:\n  name: \"cluster-queue\"\n") == 0);
+  CHECK(out.str().find("flavor: \"default-flavor\"") != std::string::npos);
+  // What it wrote is a file gpuq apply (and kubectl) takes: the same queue request.
+  std::vector<std::string> warnings;
+  const auto items = gpuq::cli::parse_apply_file(out.str(), "objects.yaml", &warnings);
+  REQUIRE(items.size() == 1);
+  REQUIRE(items[0].queue);
+  CHECK(items[0].queue->name() == "cluster-queue");
+  CHECK(warnings.empty());
+  // Without --dry-run it refuses: it applies nothing.
+  std::ostringstream out2, err2;
+  CHECK(gpuq::cli::run_cli({"--server", "unix:/nonexistent/gpuqd.sock", "apply", "-o", "objects", "-f",
+                            example("single-clusterqueue-setup.yaml")},
+                           out2, err2) == 2);
+  CHECK(err2.str().find("add --dry-run") != std::string::npos);
+}
+
 }  // namespace kueue_apply_test

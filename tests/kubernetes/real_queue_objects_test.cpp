@@ -70,7 +70,9 @@ void bind_example_role(KubeCluster& k, const std::string& name, const std::strin
 
 const char* kConfigQueues =
     "  - name: legacy\n"
-    "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n";
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 8}}}]\n"
+    "  - name: stale\n"
+    "    quotas: [{flavor: default, resources: {gpu: {nominal: 1}}}]\n";
 
 }  // namespace
 
@@ -83,6 +85,19 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
   // No object yet: the config's queue is used, and the log says how to move it.
   CHECK(k.gpuq("queues").find("legacy") != std::string::npos);
   CHECK(slurp(k.dir.path / "state.out").find("event=queue_objects_none") != std::string::npos);
+  // Moved as the log says: gpuq queues export --format objects | kubectl apply -f - (legacy only).
+  auto [code, out] = k.gpuq_status("queues export --format objects");
+  REQUIRE_MESSAGE(code == 0, out);
+  bool moved = false;
+  for (const gpuq::spec::yaml::Document& doc : gpuq::spec::yaml::parse_stream(out)) {
+    const std::string object = gpuq::spec::to_json(doc.root());
+    if (object.find("\"legacy\"") == std::string::npos) continue;
+    const ApiResponse made = k.api.request("POST", kQueues, object);
+    REQUIRE_MESSAGE(made.status == 201, made.body);
+    moved = true;
+  }
+  CHECK(moved);
+  CHECK(eventually([&] { return condition(queue_object(k, "legacy"), "Active") == "True"; }));
 
   // Made: the queue exists in gpuq within a moment, and jobs run in it.
   ApiResponse r = make_queue(k, "team-a", R"({"cohort":"research","quotas":[{"flavor":"default","resources":{"gpu":{"nominal":8}}}]})");
@@ -138,7 +153,7 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
   // gpuq apply and gpuq queues delete point at kubectl.
   const std::string file = (k.dir.path / "q.yaml").string();
   std::ofstream(file) << "queues:\n  - {name: other, quotas: [{flavor: default, resources: {gpu: {nominal: 1}}}]}\n";
-  auto [code, out] = k.gpuq_status("apply -f " + file);
+  std::tie(code, out) = k.gpuq_status("apply -f " + file);
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("queues on this gpuqd are Kubernetes objects (queues.gpuq.io): kubectl apply") != std::string::npos, out);
   std::tie(code, out) = k.gpuq_status("queues delete team-a");
@@ -175,12 +190,14 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
   CHECK_FALSE(allowed(k, gpuqd, "update", "gpuq.io", "queues"));
   CHECK_FALSE(allowed(k, gpuqd, "create", "gpuq.io", "queues"));
 
-  // A restart: the queues are the objects' (the config's legacy is no object: it goes).
+  // A restart: the queues are the objects' (the config's stale is no object: it goes; legacy,
+  // moved, stays).
   k.kill_gpuqd();
   k.start(kConfigQueues, "priorityClasses: {high: 100}\n");
   CHECK(eventually([&] { return k.gpuq("queues team-a").find("team-a") != std::string::npos; }));
-  CHECK(eventually([&] { return k.gpuq("queues").find("legacy") == std::string::npos; }));
-  CHECK(slurp(k.dir.path / "state.out").find("event=config_queue_ignored queue=legacy") != std::string::npos);
+  CHECK(eventually([&] { return k.gpuq("queues").find("stale") == std::string::npos; }));
+  CHECK(k.gpuq("queues").find("legacy") != std::string::npos);
+  CHECK(slurp(k.dir.path / "state.out").find("event=config_queue_ignored queue=stale") != std::string::npos);
 
   // Deleted while a job runs in it: it takes no new job, and goes once its jobs have ended.
   r = k.api.request("DELETE", kQueues + "/team-a");

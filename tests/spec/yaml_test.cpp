@@ -247,3 +247,49 @@ TEST_CASE("a Queue object: its name from metadata, its spec the queue's keys, er
             .find("metadata.name: is required") != std::string::npos);
   CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\n").find("spec") != std::string::npos);
 }
+
+#include "spec/queue_write.hpp"
+
+TEST_CASE("a queue written as a Queue object reads back the same, with every key the reader takes") {
+  const std::string every_key =
+      "name: team-a\ncohort: research\nweight: 2.5\nqueueingStrategy: StrictFIFO\n"
+      "quotas: [{flavor: h100, resources: {gpu: {nominal: 8, borrowingLimit: 4, lendingLimit: 2}, memory: {nominal: 1Ti}}},"
+      " {flavor: a100, resources: {gpu: {nominal: \"0.5\"}}}]\n"
+      "preemption: {withinQueue: LowerPriority, reclaimWithinCohort: Any,"
+      " borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 10}, minRuntime: 60}\n"
+      "maxPendingJobs: 100\nmaxGpusPerJob: 16\nmaxPodsPerJob: 4\nmaxRuntime: 86400\ndefaultMaxRuntime: 3600\n"
+      "runtimeEstimate: 600\nmaxGracePeriod: 30\nallowedPriorityClasses: [high, low]\nnonPreemptibleMayBorrow: true\n"
+      "maxRunningJobsPerUser: 3\nmaxPendingJobsPerUser: 50\nmaxSubmitsPerUserPerMinute: 60\nmaxRetries: 2\n"
+      "idle: {warnAfter: 2h, cancelAfter: 6h}\nsubmitters: {users: [alice, \"*\"], groups: [ml]}\n"
+      "viewers: {users: [bob], groups: []}\nnotify: {url: \"http://hooks.local/x\", on: [started, failed]}\n"
+      "kubernetes: {namespace: team-a, defaultImage: \"registry.local/t:1\", allowedImages: [registry.local/],"
+      " podTemplate: {metadata: {labels: {team: a}}, spec: {serviceAccountName: trainer}}}\n";
+  ResourceNames names;
+  const yaml::Document in = yaml::parse_one(every_key);
+  Path at;
+  const QueueSpec spec = read_queue(in.root(), at, names);
+  const std::string written = write_queue_object(spec, names);
+  // Every key the reader takes (but name, which is metadata.name) is written.
+  for (const char* key : {"cohort:", "weight:", "queueingStrategy:", "quotas:", "borrowingLimit:", "lendingLimit:",
+                          "preemption:", "withinQueue:", "reclaimWithinCohort:", "borrowWithinCohort:",
+                          "maxPriorityThreshold:", "minRuntime:", "maxPendingJobs:", "maxGpusPerJob:", "maxPodsPerJob:",
+                          "maxRuntime:", "defaultMaxRuntime:", "runtimeEstimate:", "maxGracePeriod:",
+                          "allowedPriorityClasses:", "nonPreemptibleMayBorrow:", "maxRunningJobsPerUser:",
+                          "maxPendingJobsPerUser:", "maxSubmitsPerUserPerMinute:", "maxRetries:", "idle:", "submitters:",
+                          "viewers:", "notify:", "kubernetes:", "namespace:", "defaultImage:", "allowedImages:", "podTemplate:"})
+    CHECK_MESSAGE(written.find(key) != std::string::npos, key << " not in\n" << written);
+  const yaml::Document back = yaml::parse_one(written);
+  Path at2;
+  const QueueSpec again = read_queue_object(back.root(), at2, names);
+  CHECK(again.name.value == "team-a");
+  CHECK(write_queue_object(again, names) == written);
+  CHECK(again.kubernetes == spec.kubernetes);
+  CHECK(again.idle == spec.idle);
+  CHECK(again.notify == spec.notify);
+  CHECK(again.quotas.size() == 2);
+  CHECK(again.quotas[1].resources[0].second.nominal == 500);
+  // A queue with nothing but its name.
+  QueueSpec bare;
+  bare.name = QueueName("bare");
+  CHECK(write_queue_object(bare, names) == "apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata:\n  name: \"bare\"\nspec:\n  {}\n");
+}
