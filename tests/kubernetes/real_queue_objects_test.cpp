@@ -210,3 +210,38 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
   CHECK(eventually([&] { return k.gpuq_status("queues team-a").first != 0; }));
   k.check_invariants();
 }
+
+TEST_CASE("Queue objects: a standby that takes over has every queue, made while it stood by") {
+  KubeCluster k(2, 8);
+  k.install_queue_crd();
+  auto lease = [](const std::string& id) {
+    return "  leaderElection: {enabled: true, namespace: gpuq-system, name: gpuq, identity: " + id +
+           ", leaseDuration: 2s, renewDeadline: 1500ms, retryPeriod: 200ms}\n";
+  };
+  k.ensure_namespace("gpuq-system");
+  k.start("  []\n", lease("first"));
+  REQUIRE(eventually([&] { return k.api.get("leases", "gpuq-system", "gpuq").has_value(); }));
+  KubeCluster::Replica second = k.start_replica("  []\n", lease("second"), "second.db");
+  const ApiResponse r = make_queue(k, "team-a", R"({"quotas":[{"flavor":"default","resources":{"gpu":{"nominal":8}}}]})");
+  REQUIRE_MESSAGE(r.status == 201, r.body);
+  k.create("a-0", pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-0"); }));
+  // The standby has the queue too (it watches the objects), before it leads.
+  const auto on_second = [&](const std::string& args) {
+    std::string out;
+    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + second.address + " " + args + " 2>&1").c_str(), "r");
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+    ::pclose(f);
+    return out;
+  };
+  CHECK(eventually([&] { return on_second("queues team-a").find("team-a") != std::string::npos; }));
+  k.kill_gpuqd();
+  k.create("a-1", pod_of("team-a", 4));
+  REQUIRE(eventually([&] { return k.bound("a-1"); }));
+  CHECK(str_at(*k.api.get("leases", "gpuq-system", "gpuq"), {"spec", "holderIdentity"}) == "second");
+  // The new leader writes the status: both pods' GPUs.
+  CHECK(eventually([&] { return str_at(queue_object(k, "team-a"), {"status", "gpus", "used"}) == "8"; }));
+  second.stop(SIGTERM);
+  k.check_invariants();
+}
