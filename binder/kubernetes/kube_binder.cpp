@@ -63,6 +63,8 @@ std::vector<AccessCheck> required_access(const KubernetesConfig& config) {
   }
   ask("create", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
   ask("delete", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
+  if (config.coscheduling_podgroups) ask("watch", "podgroups", "scheduling.x-k8s.io", "");
+  if (config.volcano_podgroups) ask("watch", "podgroups", "scheduling.volcano.sh", "");
   if (config.queue_objects == KubernetesConfig::QueueObjects::kOn) {
     out.emplace_back("list", "queues.gpuq.io", "/apis/gpuq.io/v1alpha1/queues?limit=1");
     ask("watch", "queues", "gpuq.io", "");
@@ -94,6 +96,12 @@ void KubernetesBinder::start() {
   std::vector<Kind> kinds{{"/api/v1/nodes", &State::on_node, &State::nodes_synced},
                           {"/api/v1/namespaces", &State::on_namespace, &State::namespaces_synced}};
   if (s->objects_on) kinds.push_back({"/apis/gpuq.io/v1alpha1/queues", &State::on_queue, &State::queues_synced});
+  // PodGroup objects, where their CRDs are installed: a pod naming one is a gang of minMember.
+  if (s->config.coscheduling_podgroups)
+    kinds.push_back({"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", &State::on_coscheduling_podgroup,
+                     &State::coscheduling_synced});
+  if (s->config.volcano_podgroups)
+    kinds.push_back({"/apis/scheduling.volcano.sh/v1beta1/podgroups", &State::on_volcano_podgroup, &State::volcano_synced});
   kinds.push_back({"/api/v1/pods", &State::on_pod, &State::pods_synced});
   for (const Kind& k : kinds) {
     ReflectorOptions opt;
@@ -195,9 +203,12 @@ void KubernetesBinder::State::on_node(EventType type, const json::object& obj) {
 // PodGroupIncomplete Event on each member says how long it has waited.
 void KubernetesBinder::State::check_groups() {
   const auto now = std::chrono::steady_clock::now();
-  for (auto& [name, g] : groups) {
+  for (auto& [gkey, g] : groups) {
     if (g.warned || g.pods.empty()) continue;
+    const std::string& name = g.name;
     auto timeout = config.group_timeout;
+    if (auto t = podgroup_timeouts.find(g.podgroup); t != podgroup_timeouts.end() && t->second > 0)
+      timeout = std::chrono::seconds(t->second);  // its PodGroup's scheduleTimeoutSeconds
     const PodInfo& first = pods.at(*g.pods.begin());
     if (auto t = first.annotations.find(kGroupTimeoutAnnotation); t != first.annotations.end()) {
       long seconds = 0;
@@ -245,6 +256,38 @@ void KubernetesBinder::State::take_over() {
     source(SourceSynced{});
     sweep_reservations();
   }
+}
+
+void KubernetesBinder::State::on_coscheduling_podgroup(EventType type, const json::object& obj) {
+  on_podgroup(kCoschedulingGroup, type, obj);
+}
+void KubernetesBinder::State::on_volcano_podgroup(EventType type, const json::object& obj) {
+  on_podgroup(kVolcanoGroup, type, obj);
+}
+
+// Under mu: a PodGroup object; the pods of its namespace that wait for it are offered again.
+void KubernetesBinder::State::on_podgroup(const char* group, EventType type, const json::object& obj) {
+  const std::string key = object_key(obj);  // namespace/name
+  const std::string where = std::string(group) + "/" + key;
+  const auto slash = key.find('/');
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  if (type == EventType::kDeleted) {
+    podgroups.erase(where);
+    podgroup_timeouts.erase(where);
+    formed.erase(ns + "/" + group + ":" + name);
+    return;
+  }
+  int min_member = 0, timeout = 0;
+  if (const json::value* spec = obj.if_contains("spec"); spec != nullptr && spec->is_object()) {
+    if (const json::value* m = spec->get_object().if_contains("minMember"); m != nullptr && m->is_int64())
+      min_member = static_cast<int>(std::clamp<std::int64_t>(m->get_int64(), -1, 1000000));
+    if (const json::value* t = spec->get_object().if_contains("scheduleTimeoutSeconds"); t != nullptr && t->is_int64())
+      timeout = static_cast<int>(std::clamp<std::int64_t>(t->get_int64(), 0, 7 * 86400));
+  }
+  const bool changed = podgroups.count(where) == 0 || podgroups[where] != min_member;
+  podgroups[where] = min_member;
+  podgroup_timeouts[where] = timeout;
+  if (changed) offer_waiting([&](const PodInfo& p) { return p.ns == ns; });
 }
 
 // A node, or the room other schedulers' pods take on it, changed: reported once per watch batch
@@ -412,25 +455,33 @@ void KubernetesBinder::State::offer(const std::string& key) {
   if (!leading) return;  // a standby offers its pods when it takes over
   const PodInfo& p = pods.at(key);
   std::string why;
-  auto group = group_of(p, why);
+  auto group = group_of(p, podgroups, why);
   if (!group) {
     arrive({&p}, p.ns, p.name, p.uid);
     return;
   }
   if (group->size == 0) {
-    say_unschedulable({key}, why);
+    say_unschedulable({key}, why);  // offered again when its PodGroup object comes or changes
     return;
   }
-  Group& g = groups[p.ns + "/" + group->name];
+  const std::string gkey = p.ns + "/" + group->key;
+  if (group->at_least && formed.count(gkey) > 0) {  // beyond a PodGroup's minMember, once it formed
+    arrive({&p}, p.ns, p.name, p.uid);
+    return;
+  }
+  Group& g = groups[gkey];
   if (g.pods.empty()) g.first_seen = std::chrono::steady_clock::now();
   g.size = group->size;
+  g.name = p.ns + "/" + group->name;
+  g.podgroup = group->podgroup;
   g.pods.insert(key);
   if (static_cast<int>(g.pods.size()) < g.size) return;
   std::vector<const PodInfo*> members;
   for (const std::string& k : g.pods) members.push_back(&pods.at(k));
   const std::string seed = uid_digest(members);
   const std::string ns = p.ns, name = group->name;
-  groups.erase(ns + "/" + name);
+  groups.erase(gkey);
+  if (group->at_least) formed.insert(gkey);
   arrive(members, ns, name, seed);
 }
 

@@ -50,7 +50,10 @@ struct KubernetesConfig {
   // them when the API server serves them, kOn requires them, kOff takes queues from the config
   // and Queues.Apply as before.
   enum class QueueObjects { kAuto, kOn, kOff };
-  QueueObjects queue_objects = QueueObjects::kAuto;     // each watch asks the server to end it after this
+  QueueObjects queue_objects = QueueObjects::kAuto;
+  // PodGroup objects watched (set at start when the API server serves their CRDs).
+  bool coscheduling_podgroups = false;  // scheduling.x-k8s.io/v1alpha1 (scheduler-plugins)
+  bool volcano_podgroups = false;       // scheduling.volcano.sh/v1beta1     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {

@@ -57,6 +57,8 @@ struct JobEntry {
 
 struct Group {
   std::set<std::string> pods;  // keys of its pods not yet in a job
+  std::string name;            // as declared (messages)
+  std::string podgroup;        // the PodGroup object that declares it, if one does (its timeout)
   int size = 0;
   std::chrono::steady_clock::time_point first_seen;
   bool warned = false;
@@ -138,9 +140,16 @@ struct KubernetesBinder::State {
   };
   std::unordered_map<std::string, Said> said;  // pod key -> the last PodScheduled message
   bool nodes_synced = false, namespaces_synced = false, pods_synced = false, queues_synced = false;
+  bool coscheduling_synced = false, volcano_synced = false;
   // Queue objects (kube_queues.cpp), by name: what was read of each and what its status says.
   std::map<std::string, QueueObject> queue_objects;
   ResourceNames* names = nullptr;  // the Core's (set_source; thread-safe)
+  // PodGroup objects (scheduler-plugins', Volcano's), when served: minMember and
+  // scheduleTimeoutSeconds by "API group/namespace/name"; and the groups they declare that were
+  // admitted ("namespace/key"), whose later members are jobs of their own.
+  PodGroupSizes podgroups;
+  std::map<std::string, int> podgroup_timeouts;
+  std::set<std::string> formed;
   std::atomic<bool> objects_on{false};  // queues are Queue objects (decided in start())
   std::condition_variable synced_cv;
 
@@ -171,6 +180,9 @@ struct KubernetesBinder::State {
   void on_namespace(EventType type, const boost::json::object& obj);
   void on_pod(EventType type, const boost::json::object& obj);
   void on_queue(EventType type, const boost::json::object& obj);  // kube_queues.cpp
+  void on_podgroup(const char* group, EventType type, const boost::json::object& obj);
+  void on_coscheduling_podgroup(EventType type, const boost::json::object& obj);
+  void on_volcano_podgroup(EventType type, const boost::json::object& obj);
   void queues_listed();
   void node_changed(const std::string& node);
   void flush_nodes();

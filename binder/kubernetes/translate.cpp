@@ -28,23 +28,84 @@ std::optional<std::string> queue_of(const PodInfo& pod, const std::string& ns_de
   return std::nullopt;
 }
 
-std::optional<GroupRef> group_of(const PodInfo& pod, std::string& why) {
-  auto it = pod.labels.find(kGroupLabel);
-  if (it == pod.labels.end() || it->second.empty()) return std::nullopt;
-  GroupRef g{it->second, 0};
-  auto size = pod.annotations.find(kGroupSizeAnnotation);
-  if (size == pod.annotations.end()) {
-    why = std::string("pod group ") + g.name + ": annotation " + kGroupSizeAnnotation + " is missing; set it to the number of pods";
-    return g;
-  }
-  const std::string& s = size->second;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), g.size);
-  if (ec != std::errc() || p != s.data() + s.size() || g.size < 1 || g.size > 10000) {
-    why = std::string("pod group ") + g.name + ": annotation " + kGroupSizeAnnotation + "=\"" + s +
-          "\" is not allowed; use a number of pods from 1 to 10000";
-    g.size = 0;
-  }
-  return g;
+namespace {
+
+// A count from 1 to 10000 in a label or annotation; 0 when it is not one.
+int count_of(const std::string& s) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  return ec == std::errc() && p == s.data() + s.size() && n >= 1 && n <= 10000 ? n : 0;
+}
+
+// One declaration of a pod's gang: what says it (for messages), the group, its size.
+struct Declared {
+  std::string by;  // "gpuq.io/pod-group-size", "PodGroup scheduling.x-k8s.io ns/name", ...
+  GroupRef ref;
+  std::string why;  // why its size is not known
+};
+
+}  // namespace
+
+std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why) {
+  std::vector<Declared> found;
+  const auto label = [&](const char* k) {
+    auto it = pod.labels.find(k);
+    return it == pod.labels.end() ? std::string() : it->second;
+  };
+  const auto annotation = [&](const char* k) -> std::optional<std::string> {
+    auto it = pod.annotations.find(k);
+    return it == pod.annotations.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  // A name with its size in an annotation beside it.
+  const auto counted = [&](const std::string& name, const std::string& key, const char* count_key) {
+    Declared d{count_key, {name, key, 0, false, ""}, ""};
+    const auto n = annotation(count_key);
+    if (!n)
+      d.why = "pod group " + name + ": annotation " + count_key + " is missing; set it to the number of pods";
+    else if ((d.ref.size = count_of(*n)) == 0)
+      d.why = "pod group " + name + ": annotation " + count_key + "=\"" + *n +
+              "\" is not allowed; use a number of pods from 1 to 10000";
+    found.push_back(std::move(d));
+  };
+  // A name of a PodGroup object, whose minMember is the size.
+  const auto object = [&](const std::string& name, const char* group) {
+    const std::string where = std::string(group) + "/" + pod.ns + "/" + name;
+    Declared d{std::string("PodGroup ") + group + " " + pod.ns + "/" + name,
+               {name, std::string(group) + ":" + name, 0, true, where}, ""};
+    if (auto it = podgroups.find(where); it == podgroups.end())
+      d.why = "pod group " + name + " waits for its PodGroup object (" + group + ") in namespace " + pod.ns;
+    else if ((d.ref.size = it->second) < 1 || it->second > 10000)
+      d.why = "PodGroup " + pod.ns + "/" + name + ": minMember " + std::to_string(it->second) +
+              " is not allowed; use 1 to 10000", d.ref.size = 0;
+    found.push_back(std::move(d));
+  };
+  if (const std::string g = label(kGroupLabel); !g.empty()) counted(g, g, kGroupSizeAnnotation);
+  if (const std::string g = label(kKueueGroupLabel); !g.empty()) counted(g, "kueue:" + g, kKueueGroupCountAnnotation);
+  if (const std::string g = label(kLwsNameLabel), i = label(kLwsGroupIndexLabel); !g.empty() && !i.empty())
+    counted(g + "-" + i, "lws:" + g + "-" + i, kLwsSizeAnnotation);
+  if (const std::string g = label(kCoschedulingLabel); !g.empty()) object(g, kCoschedulingGroup);
+  for (const char* k : {kVolcanoGroupAnnotation, kVolcanoGroupAnnotation2})
+    if (const auto g = annotation(k); g && !g->empty()) {
+      object(*g, kVolcanoGroup);
+      break;
+    }
+  if (found.empty()) return std::nullopt;
+  for (const Declared& d : found)
+    if (!d.why.empty()) {
+      why = d.why;
+      GroupRef r = d.ref;
+      r.size = 0;
+      return r;
+    }
+  for (const Declared& d : found)
+    if (d.ref.size != found.front().ref.size) {
+      why = "pod group declarations disagree: " + found.front().by + " says " + std::to_string(found.front().ref.size) +
+            " pods, " + d.by + " says " + std::to_string(d.ref.size) + "; gpuq places the pod once they agree";
+      GroupRef r = found.front().ref;
+      r.size = 0;
+      return r;
+    }
+  return found.front().ref;
 }
 
 ResourceVec pod_request(const PodInfo& pod, const TranslateOptions& options) {
@@ -61,8 +122,9 @@ Submission submission_of(const std::vector<const PodInfo*>& pods, const std::str
   j.queue = QueueName(queue);
   const PodInfo& first = *pods.front();
   j.owner = first.ns;
-  auto group = first.labels.find(kGroupLabel);
-  j.name = group != first.labels.end() ? group->second : first.name;
+  j.name = first.name;
+  std::string unused;
+  if (auto group = group_of(first, {}, unused)) j.name = group->name;
   j.priority = 0;
   bool any_priority = false;
   std::vector<std::vector<std::string>> members;  // pod keys by pod set

@@ -41,13 +41,37 @@ std::string job_id_of(const std::string& ns, const std::string& name, const std:
 // message saying what to set.
 std::optional<std::string> queue_of(const PodInfo& pod, const std::string& ns_default, std::string& why);
 
-// A pod's gang, when it has the pod-group label: its name and size (the annotation; 0 when it
-// is missing or not a positive number, with `why`).
+// Gangs as the ecosystem declares them (README: "Gangs"), besides gpuq's own label:
+inline constexpr const char* kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
+inline constexpr const char* kKueueGroupCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
+inline constexpr const char* kLwsNameLabel = "leaderworkerset.sigs.k8s.io/name";
+inline constexpr const char* kLwsGroupIndexLabel = "leaderworkerset.sigs.k8s.io/group-index";
+inline constexpr const char* kLwsSizeAnnotation = "leaderworkerset.sigs.k8s.io/size";
+inline constexpr const char* kCoschedulingLabel = "scheduling.x-k8s.io/pod-group";  // scheduler-plugins
+inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr const char* kVolcanoGroupAnnotation2 = "scheduling.volcano.sh/group-name";
+// The PodGroup objects a pod may name, by API group: scheduler-plugins' and Volcano's.
+inline constexpr const char* kCoschedulingGroup = "scheduling.x-k8s.io";
+inline constexpr const char* kVolcanoGroup = "scheduling.volcano.sh";
+
+// The PodGroup objects seen, by "API group/namespace/name": their spec.minMember.
+using PodGroupSizes = std::map<std::string, int>;
+
+// A pod's gang, when something declares one: gpuq's label gpuq.io/pod-group with the annotation
+// gpuq.io/pod-group-size; Kueue's label kueue.x-k8s.io/pod-group-name with the annotation
+// kueue.x-k8s.io/pod-group-total-count; a LeaderWorkerSet's group (its name and group-index
+// labels, its size annotation); scheduler-plugins' label scheduling.x-k8s.io/pod-group or
+// Volcano's annotation scheduling.k8s.io/group-name, naming a PodGroup object whose minMember is
+// the size. `size` 0: not known yet or not valid, with `why` (a missing or bad count, a PodGroup
+// not seen yet, two declarations that disagree on the size, naming both).
 struct GroupRef {
-  std::string name;
+  std::string name;        // as declared (the job's name)
+  std::string key;         // unique in its namespace: the name, prefixed by its declarer but gpuq's
   int size = 0;
+  bool at_least = false;   // a PodGroup's minMember: members beyond it are jobs of their own
+  std::string podgroup;    // "API group/namespace/name" of the PodGroup it waits for, if any
 };
-std::optional<GroupRef> group_of(const PodInfo& pod, std::string& why);
+std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why);
 
 // The job of these pods (one, or a whole gang, all in one namespace): equal pods (the same
 // request and constraints) share a pod set; `order` gets the pods' keys in pod-set order, the

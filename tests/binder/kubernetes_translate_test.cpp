@@ -46,19 +46,71 @@ TEST_CASE("a pod's queue: its label, Kueue's label, its namespace's default, els
 
 TEST_CASE("pod groups: the name and size, and a clear word for a bad size") {
   std::string why;
-  CHECK_FALSE(group_of(pod("a", 0), why).has_value());
+  const PodGroupSizes none;
+  CHECK_FALSE(group_of(pod("a", 0), none, why).has_value());
   PodInfo p = pod("a", 0, {{"gpuq.io/pod-group", "g"}});
-  auto g = group_of(p, why);
+  auto g = group_of(p, none, why);
   REQUIRE(g.has_value());
   CHECK(g->size == 0);
   CHECK(why.find("gpuq.io/pod-group-size is missing") != std::string::npos);
   p.annotations["gpuq.io/pod-group-size"] = "4";
-  CHECK(group_of(p, why)->size == 4);
+  CHECK(group_of(p, none, why)->size == 4);
+  CHECK(group_of(p, none, why)->key == "g");
   for (const char* bad : {"0", "-1", "four", "10001", "4x"}) {
     p.annotations["gpuq.io/pod-group-size"] = bad;
-    CHECK(group_of(p, why)->size == 0);
+    CHECK(group_of(p, none, why)->size == 0);
     CHECK(why.find("use a number of pods from 1 to 10000") != std::string::npos);
   }
+}
+
+TEST_CASE("pod groups as the ecosystem declares them: Kueue, LeaderWorkerSet, PodGroup objects; disagreements") {
+  std::string why;
+  PodGroupSizes podgroups;
+  // Kueue's pod group: its label and total count.
+  PodInfo k = pod("k-0", 0, {{"kueue.x-k8s.io/pod-group-name", "train"}});
+  k.annotations["kueue.x-k8s.io/pod-group-total-count"] = "3";
+  auto g = group_of(k, podgroups, why);
+  REQUIRE(g.has_value());
+  CHECK(g->name == "train");
+  CHECK(g->key == "kueue:train");
+  CHECK(g->size == 3);
+  CHECK_FALSE(g->at_least);
+  // A LeaderWorkerSet's group: its name and group index, its size annotation.
+  PodInfo l = pod("lws-1-2", 0, {{"leaderworkerset.sigs.k8s.io/name", "lws"}, {"leaderworkerset.sigs.k8s.io/group-index", "1"}});
+  l.annotations["leaderworkerset.sigs.k8s.io/size"] = "4";
+  g = group_of(l, podgroups, why);
+  CHECK(g->name == "lws-1");
+  CHECK(g->size == 4);
+  // scheduler-plugins' PodGroup: waits for its object, then minMember (at least).
+  PodInfo c = pod("c-0", 0, {{"scheduling.x-k8s.io/pod-group", "pg"}});
+  g = group_of(c, podgroups, why);
+  CHECK(g->size == 0);
+  CHECK(why.find("pod group pg waits for its PodGroup object (scheduling.x-k8s.io) in namespace ml") != std::string::npos);
+  podgroups["scheduling.x-k8s.io/ml/pg"] = 2;
+  g = group_of(c, podgroups, why);
+  CHECK(g->size == 2);
+  CHECK(g->at_least);
+  CHECK(g->podgroup == "scheduling.x-k8s.io/ml/pg");
+  // Volcano's group annotation and PodGroup.
+  PodInfo v = pod("v-0", 0);
+  v.annotations["scheduling.k8s.io/group-name"] = "vj";
+  podgroups["scheduling.volcano.sh/ml/vj"] = 5;
+  g = group_of(v, podgroups, why);
+  CHECK(g->key == "scheduling.volcano.sh:vj");
+  CHECK(g->size == 5);
+  podgroups["scheduling.volcano.sh/ml/vj"] = 0;
+  CHECK(group_of(v, podgroups, why)->size == 0);
+  CHECK(why.find("minMember 0 is not allowed") != std::string::npos);
+  // Two declarations that agree make one group; that disagree, none, saying which.
+  c.labels["gpuq.io/pod-group"] = "pg";
+  c.annotations["gpuq.io/pod-group-size"] = "2";
+  g = group_of(c, podgroups, why);
+  CHECK(g->size == 2);
+  c.annotations["gpuq.io/pod-group-size"] = "3";
+  g = group_of(c, podgroups, why);
+  CHECK(g->size == 0);
+  CHECK(why == "pod group declarations disagree: gpuq.io/pod-group-size says 3 pods, PodGroup scheduling.x-k8s.io "
+               "ml/pg says 2; gpuq places the pod once they agree");
 }
 
 TEST_CASE("a job of pods: equal pods share a pod set, in a stable order; the highest priority") {

@@ -29,6 +29,9 @@ const std::vector<ResourceType>& table() {
       // gpuq's own Queue objects (deploy/kubernetes/crd-queue.yaml), as if the CRD were installed;
       // the fake checks none of its schema.
       {"queues", "queue", "Queue", "gpuq.io", "v1alpha1", false, true, {"gq"}},
+      // Other schedulers' PodGroups (gangs declared their ways), as if their CRDs were installed.
+      {"podgroups", "podgroup", "PodGroup", "scheduling.x-k8s.io", "v1alpha1", true, true, {}},
+      {"podgroups", "podgroup", "PodGroup", "scheduling.volcano.sh", "v1beta1", true, true, {}},
   };
   return t;
 }
@@ -123,7 +126,8 @@ json::object api_versions() {
 
 json::object api_group_list() {
   json::array groups;
-  for (const auto& [g, v] : {std::pair{"coordination.k8s.io", "v1"}, std::pair{"policy", "v1"}, std::pair{"gpuq.io", "v1alpha1"}}) {
+  for (const auto& [g, v] : {std::pair{"coordination.k8s.io", "v1"}, std::pair{"policy", "v1"}, std::pair{"gpuq.io", "v1alpha1"}, std::pair{"scheduling.x-k8s.io", "v1alpha1"},
+                             std::pair{"scheduling.volcano.sh", "v1beta1"}}) {
     json::object gv = group_version(g, v);
     groups.push_back(
         json::object{{"name", g}, {"versions", json::array{gv}}, {"preferredVersion", gv}});

@@ -69,16 +69,29 @@ void keep_logs_for_failure(const std::filesystem::path& dir, const std::vector<s
   kept_logs += text;
 }
 
-void KubeCluster::install_queue_crd() {
-  queue_objects_ = true;
-  if (api.kind() != "real") return;  // the fake serves Queues without a CRD (tests/kubefake)
-  for (const spec::yaml::Document& doc : spec::yaml::parse_stream(slurp(std::string(GPUQ_DEPLOY_DIR) + "/crd-queue.yaml"))) {
+void KubeCluster::install_crd(const std::string& file, const std::string& served) {
+  if (api.kind() != "real") return;  // the fake serves these kinds without CRDs (tests/kubefake)
+  for (const spec::yaml::Document& doc : spec::yaml::parse_stream(slurp(file))) {
     if (!doc.root().is_map()) continue;
     const ApiResponse r = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", spec::to_json(doc.root()));
     REQUIRE_MESSAGE(r.status == 201, r.body);
   }
-  REQUIRE(eventually([&] { return api.request("GET", "/apis/gpuq.io/v1alpha1/queues").status == 200; },
-                     std::chrono::seconds(60)));
+  REQUIRE(eventually([&] { return api.request("GET", served).status == 200; }, std::chrono::seconds(60)));
+}
+
+void KubeCluster::install_queue_crd() {
+  queue_objects_ = true;
+  install_crd(std::string(GPUQ_DEPLOY_DIR) + "/crd-queue.yaml", "/apis/gpuq.io/v1alpha1/queues");
+}
+
+void KubeCluster::install_podgroup_crds() {
+#ifdef GPUQ_ECOSYSTEM_CRDS
+  install_crd(std::string(GPUQ_ECOSYSTEM_CRDS) + "/scheduler-plugins.yaml", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups");
+  install_crd(std::string(GPUQ_TESTS_DIR) + "/kubernetes/crds/volcano-podgroup.yaml",
+              "/apis/scheduling.volcano.sh/v1beta1/podgroups");
+#else
+  REQUIRE_MESSAGE(api.kind() != "real", "this test binary has no GPUQ_ECOSYSTEM_CRDS");
+#endif
 }
 
 void KubeCluster::ensure_namespace(const std::string& name, json::object annotations) {

@@ -198,6 +198,10 @@ class KubeCluster {
   // are served. gpuqd started from then on takes its queues from them (queueObjects: true;
   // before, false, whatever the API serves: the fake serves Queues always).
   void install_queue_crd();
+  // scheduler-plugins' and Volcano's PodGroup CRDs (the real cluster), before gpuqd starts.
+  void install_podgroup_crds();
+  // A file of CustomResourceDefinitions, created as it is; returns once GET `served` answers.
+  void install_crd(const std::string& file, const std::string& served);
   // The fake, for a scenario that injects its faults.
   kubefake::Server& fake() {
     REQUIRE_MESSAGE(api.fake() != nullptr, "this scenario needs the fake API server's faults");

@@ -582,6 +582,7 @@ TEST_CASE(
   if (k.api.kind() == "fake") REQUIRE(k.fake().options().user == gpuqd);
   for (const std::string& ns : m.namespaces) k.ensure_namespace(ns);
   k.install_queue_crd();
+  k.install_podgroup_crds();
   start_deployed(k, m);
   const std::string reservation = share_a_gpu(k, std::chrono::seconds(60));
   drive(k);

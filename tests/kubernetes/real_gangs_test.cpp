@@ -1,0 +1,112 @@
+// Gangs declared the ways the ecosystem declares them (README: "Gangs"), on the real control
+// plane with the objects those projects make: Kueue's pod-group labels, a LeaderWorkerSet's
+// group labels, scheduler-plugins' PodGroup (its CRD from its module) and Volcano's group
+// annotation with its PodGroup. Each gang is placed all at once or not at all; a pod whose
+// declarations disagree waits, saying which.
+#include "tests/kubernetes/harness.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+const char* kGangQueues = "  - name: team-a\n    quotas: [{flavor: default, resources: {gpu: {nominal: 16}}}]\n";
+
+std::size_t gang_bound(KubeCluster& k, const std::vector<std::string>& names) {
+  std::size_t n = 0;
+  for (const std::string& p : names) n += k.bound(p) ? 1 : 0;
+  return n;
+}
+
+void delete_gang_pods(KubeCluster& k, const std::vector<std::string>& names) {
+  for (const std::string& p : names) k.api.request("DELETE", "/api/v1/namespaces/default/pods/" + p + "?gracePeriodSeconds=0");
+  REQUIRE(eventually([&] {
+    for (const std::string& p : names)
+      if (k.exists(p)) return false;
+    return true;
+  }));
+}
+
+void make_gang_podgroup(KubeCluster& k, const std::string& api_version, const std::string& name, int min_member) {
+  const std::string group = api_version.substr(0, api_version.find('/'));
+  const ApiResponse r = k.api.request(
+      "POST", "/apis/" + api_version + "/namespaces/default/podgroups",
+      R"({"apiVersion":")" + api_version + R"(","kind":"PodGroup","metadata":{"name":")" + name +
+          R"("},"spec":{"minMember":)" + std::to_string(min_member) + "}}");
+  REQUIRE_MESSAGE(r.status == 201, r.body);
+}
+
+}  // namespace
+
+TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugins' and Volcano's PodGroups: all or nothing") {
+  KubeCluster k(2, 8);
+  k.install_podgroup_crds();
+  k.start(kGangQueues);
+  const auto hold = std::chrono::milliseconds(1500);  // long enough for gpuqd to have placed what it would
+
+  // Kueue's pod group: 3 pods of 4 GPUs; none placed until the third exists.
+  const std::vector<std::string> kueue{"kg-0", "kg-1", "kg-2"};
+  for (std::size_t i = 0; i < kueue.size(); ++i) {
+    if (i == 2) {
+      std::this_thread::sleep_for(hold);
+      CHECK(gang_bound(k, kueue) == 0);
+      CHECK(k.unschedulable("kg-0").find("pod group") != std::string::npos);
+    }
+    k.create(kueue[i], pod_of("team-a", 4).label("kueue.x-k8s.io/pod-group-name", "kg").annotate("kueue.x-k8s.io/pod-group-total-count", "3"));
+  }
+  CHECK(eventually([&] { return gang_bound(k, kueue) == 3; }));
+  delete_gang_pods(k, kueue);
+
+  // A LeaderWorkerSet's group 0 of size 2 (its leader and one worker, as its controller labels them).
+  const std::vector<std::string> lws{"lws-0", "lws-0-1"};
+  for (std::size_t i = 0; i < lws.size(); ++i) {
+    if (i == 1) {
+      std::this_thread::sleep_for(hold);
+      CHECK(gang_bound(k, lws) == 0);
+    }
+    k.create(lws[i], pod_of("team-a", 8)
+                         .label("leaderworkerset.sigs.k8s.io/name", "lws")
+                         .label("leaderworkerset.sigs.k8s.io/group-index", "0")
+                         .label("leaderworkerset.sigs.k8s.io/worker-index", std::to_string(i))
+                         .annotate("leaderworkerset.sigs.k8s.io/size", "2"));
+  }
+  CHECK(eventually([&] { return gang_bound(k, lws) == 2; }));
+  delete_gang_pods(k, lws);
+
+  // scheduler-plugins' PodGroup: its pods wait for the object, then go as one of minMember 3; a
+  // fourth member, beyond minMember, is placed on its own.
+  const std::vector<std::string> cos{"pg-0", "pg-1", "pg-2"};
+  for (const std::string& p : cos) k.create(p, pod_of("team-a", 4).label("scheduling.x-k8s.io/pod-group", "pg"));
+  CHECK(eventually([&] { return k.unschedulable("pg-0").find("waits for its PodGroup object (scheduling.x-k8s.io)") != std::string::npos; }));
+  CHECK(gang_bound(k, cos) == 0);
+  make_gang_podgroup(k, "scheduling.x-k8s.io/v1alpha1", "pg", 3);
+  CHECK(eventually([&] { return gang_bound(k, cos) == 3; }));
+  k.create("pg-3", pod_of("team-a", 2).label("scheduling.x-k8s.io/pod-group", "pg"));
+  CHECK(eventually([&] { return k.bound("pg-3"); }));
+  delete_gang_pods(k, {"pg-0", "pg-1", "pg-2", "pg-3"});
+
+  // Volcano's group annotation and PodGroup of minMember 2.
+  make_gang_podgroup(k, "scheduling.volcano.sh/v1beta1", "vg", 2);
+  const std::vector<std::string> vol{"vg-0", "vg-1"};
+  for (std::size_t i = 0; i < vol.size(); ++i) {
+    if (i == 1) {
+      std::this_thread::sleep_for(hold);
+      CHECK(gang_bound(k, vol) == 0);
+    }
+    k.create(vol[i], pod_of("team-a", 8).annotate("scheduling.k8s.io/group-name", "vg"));
+  }
+  CHECK(eventually([&] { return gang_bound(k, vol) == 2; }));
+  delete_gang_pods(k, vol);
+
+  // Two declarations that disagree: the pod waits, saying which.
+  k.create("both", pod_of("team-a", 1)
+                       .label("gpuq.io/pod-group", "b")
+                       .annotate("gpuq.io/pod-group-size", "2")
+                       .label("kueue.x-k8s.io/pod-group-name", "b")
+                       .annotate("kueue.x-k8s.io/pod-group-total-count", "3"));
+  CHECK(eventually([&] {
+    return k.unschedulable("both").find("pod group declarations disagree: gpuq.io/pod-group-size says 2 pods, "
+                                        "kueue.x-k8s.io/pod-group-total-count says 3") != std::string::npos;
+  }));
+  CHECK_FALSE(k.bound("both"));
+  k.check_invariants();
+}
