@@ -179,6 +179,7 @@ Result<void> prepare_kubernetes(Config& config) {
   // PodGroup objects of other schedulers' gang declarations, where their CRDs are installed.
   config.kubernetes.coscheduling_podgroups = client->get("/apis/scheduling.x-k8s.io/v1alpha1").ok();
   config.kubernetes.volcano_podgroups = client->get("/apis/scheduling.volcano.sh/v1beta1").ok();
+  config.kubernetes.jobsets = client->get("/apis/jobset.x-k8s.io/v1alpha2").ok();
   std::vector<std::string> warnings;
   if (auto r = binder::k8s::check_access(*client, binder::k8s::required_access(config.kubernetes), &warnings); !r)
     return Error{"kubernetes: " + r.error(), r.code()};

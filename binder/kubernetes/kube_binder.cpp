@@ -65,6 +65,7 @@ std::vector<AccessCheck> required_access(const KubernetesConfig& config) {
   ask("delete", "pods", "", config.reservation_namespace, "", "fractional GPUs (their reservation pods)");
   if (config.coscheduling_podgroups) ask("watch", "podgroups", "scheduling.x-k8s.io", "");
   if (config.volcano_podgroups) ask("watch", "podgroups", "scheduling.volcano.sh", "");
+  if (config.jobsets) ask("watch", "jobsets", "jobset.x-k8s.io", "");
   if (config.queue_objects == KubernetesConfig::QueueObjects::kOn) {
     out.emplace_back("list", "queues.gpuq.io", "/apis/gpuq.io/v1alpha1/queues?limit=1");
     ask("watch", "queues", "gpuq.io", "");
@@ -102,6 +103,7 @@ void KubernetesBinder::start() {
                      &State::coscheduling_synced});
   if (s->config.volcano_podgroups)
     kinds.push_back({"/apis/scheduling.volcano.sh/v1beta1/podgroups", &State::on_volcano_podgroup, &State::volcano_synced});
+  if (s->config.jobsets) kinds.push_back({"/apis/jobset.x-k8s.io/v1alpha2/jobsets", &State::on_jobset, &State::jobsets_synced});
   kinds.push_back({"/api/v1/pods", &State::on_pod, &State::pods_synced});
   for (const Kind& k : kinds) {
     ReflectorOptions opt;
@@ -287,6 +289,36 @@ void KubernetesBinder::State::on_podgroup(const char* group, EventType type, con
   const bool changed = podgroups.count(where) == 0 || podgroups[where] != min_member;
   podgroups[where] = min_member;
   podgroup_timeouts[where] = timeout;
+  if (changed) offer_waiting([&](const PodInfo& p) { return p.ns == ns; });
+}
+
+// Under mu: a JobSet; its pods are one gang of all of them (each replicated Job's replicas
+// times its parallelism, 1 when unset, summed), offered again when the count changes.
+void KubernetesBinder::State::on_jobset(EventType type, const json::object& obj) {
+  const std::string key = object_key(obj);
+  const std::string where = std::string(kJobSetGroup) + "/" + key;
+  if (type == EventType::kDeleted) {
+    podgroups.erase(where);
+    return;
+  }
+  std::int64_t count = 0;
+  const json::value* spec = obj.if_contains("spec");
+  const json::value* jobs = spec != nullptr && spec->is_object() ? spec->get_object().if_contains("replicatedJobs") : nullptr;
+  if (jobs != nullptr && jobs->is_array())
+    for (const json::value& j : jobs->get_array()) {
+      if (!j.is_object()) continue;
+      std::int64_t replicas = 1, parallelism = 1;
+      if (const json::value* r = j.get_object().if_contains("replicas"); r != nullptr && r->is_int64()) replicas = r->get_int64();
+      if (const json::value* t = j.get_object().if_contains("template"); t != nullptr && t->is_object())
+        if (const json::value* ts = t->get_object().if_contains("spec"); ts != nullptr && ts->is_object())
+          if (const json::value* p = ts->get_object().if_contains("parallelism"); p != nullptr && p->is_int64())
+            parallelism = p->get_int64();
+      count += std::clamp<std::int64_t>(replicas, 0, 100000) * std::clamp<std::int64_t>(parallelism, 0, 100000);
+    }
+  const int size = static_cast<int>(std::min<std::int64_t>(count, 1000000));
+  const bool changed = podgroups.count(where) == 0 || podgroups[where] != size;
+  podgroups[where] = size;
+  const std::string ns = key.substr(0, key.find('/'));
   if (changed) offer_waiting([&](const PodInfo& p) { return p.ns == ns; });
 }
 

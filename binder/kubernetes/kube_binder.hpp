@@ -53,7 +53,8 @@ struct KubernetesConfig {
   QueueObjects queue_objects = QueueObjects::kAuto;
   // PodGroup objects watched (set at start when the API server serves their CRDs).
   bool coscheduling_podgroups = false;  // scheduling.x-k8s.io/v1alpha1 (scheduler-plugins)
-  bool volcano_podgroups = false;       // scheduling.volcano.sh/v1beta1     // each watch asks the server to end it after this
+  bool volcano_podgroups = false;       // scheduling.volcano.sh/v1beta1
+  bool jobsets = false;                 // jobset.x-k8s.io/v1alpha2     // each watch asks the server to end it after this
 };
 
 class KubernetesBinder final : public Binder {

@@ -140,7 +140,7 @@ struct KubernetesBinder::State {
   };
   std::unordered_map<std::string, Said> said;  // pod key -> the last PodScheduled message
   bool nodes_synced = false, namespaces_synced = false, pods_synced = false, queues_synced = false;
-  bool coscheduling_synced = false, volcano_synced = false;
+  bool coscheduling_synced = false, volcano_synced = false, jobsets_synced = false;
   // Queue objects (kube_queues.cpp), by name: what was read of each and what its status says.
   std::map<std::string, QueueObject> queue_objects;
   ResourceNames* names = nullptr;  // the Core's (set_source; thread-safe)
@@ -183,6 +183,7 @@ struct KubernetesBinder::State {
   void on_podgroup(const char* group, EventType type, const boost::json::object& obj);
   void on_coscheduling_podgroup(EventType type, const boost::json::object& obj);
   void on_volcano_podgroup(EventType type, const boost::json::object& obj);
+  void on_jobset(EventType type, const boost::json::object& obj);
   void queues_listed();
   void node_changed(const std::string& node);
   void flush_nodes();

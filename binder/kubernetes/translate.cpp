@@ -67,16 +67,18 @@ std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgro
               "\" is not allowed; use a number of pods from 1 to 10000";
     found.push_back(std::move(d));
   };
-  // A name of a PodGroup object, whose minMember is the size.
+  // A name of a PodGroup object, whose minMember is the size (a JobSet: its pods' count).
   const auto object = [&](const std::string& name, const char* group) {
+    const bool jobset = std::string_view(group) == kJobSetGroup;
+    const char* kind = jobset ? "JobSet" : "PodGroup";
     const std::string where = std::string(group) + "/" + pod.ns + "/" + name;
-    Declared d{std::string("PodGroup ") + group + " " + pod.ns + "/" + name,
-               {name, std::string(group) + ":" + name, 0, true, where}, ""};
+    Declared d{std::string(kind) + " " + group + " " + pod.ns + "/" + name,
+               {name, std::string(group) + ":" + name, 0, !jobset, where}, ""};
     if (auto it = podgroups.find(where); it == podgroups.end())
-      d.why = "pod group " + name + " waits for its PodGroup object (" + group + ") in namespace " + pod.ns;
+      d.why = "pod group " + name + " waits for its " + kind + " object (" + group + ") in namespace " + pod.ns;
     else if ((d.ref.size = it->second) < 1 || it->second > 10000)
-      d.why = "PodGroup " + pod.ns + "/" + name + ": minMember " + std::to_string(it->second) +
-              " is not allowed; use 1 to 10000", d.ref.size = 0;
+      d.why = std::string(kind) + " " + pod.ns + "/" + name + ": " + (jobset ? "its pods' count " : "minMember ") +
+              std::to_string(it->second) + " is not allowed; use 1 to 10000", d.ref.size = 0;
     found.push_back(std::move(d));
   };
   if (const std::string g = label(kGroupLabel); !g.empty()) counted(g, g, kGroupSizeAnnotation);
@@ -84,6 +86,7 @@ std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgro
   if (const std::string g = label(kLwsNameLabel), i = label(kLwsGroupIndexLabel); !g.empty() && !i.empty())
     counted(g + "-" + i, "lws:" + g + "-" + i, kLwsSizeAnnotation);
   if (const std::string g = label(kCoschedulingLabel); !g.empty()) object(g, kCoschedulingGroup);
+  if (const std::string g = label(kJobSetNameLabel); !g.empty()) object(g, kJobSetGroup);
   for (const char* k : {kVolcanoGroupAnnotation, kVolcanoGroupAnnotation2})
     if (const auto g = annotation(k); g && !g->empty()) {
       object(*g, kVolcanoGroup);

@@ -53,8 +53,13 @@ inline constexpr const char* kVolcanoGroupAnnotation2 = "scheduling.volcano.sh/g
 // The PodGroup objects a pod may name, by API group: scheduler-plugins' and Volcano's.
 inline constexpr const char* kCoschedulingGroup = "scheduling.x-k8s.io";
 inline constexpr const char* kVolcanoGroup = "scheduling.volcano.sh";
+// A JobSet's pods (their label names it); the JobSet object gives the count.
+inline constexpr const char* kJobSetNameLabel = "jobset.sigs.k8s.io/jobset-name";
+inline constexpr const char* kJobSetGroup = "jobset.x-k8s.io";
 
-// The PodGroup objects seen, by "API group/namespace/name": their spec.minMember.
+// The PodGroup objects seen, by "API group/namespace/name": their spec.minMember; and the
+// JobSets seen ("jobset.x-k8s.io/namespace/name"): their pods' count (each replicated Job's
+// replicas times its parallelism, summed).
 using PodGroupSizes = std::map<std::string, int>;
 
 // A pod's gang, when something declares one: gpuq's label gpuq.io/pod-group with the annotation
@@ -62,7 +67,7 @@ using PodGroupSizes = std::map<std::string, int>;
 // kueue.x-k8s.io/pod-group-total-count; a LeaderWorkerSet's group (its name and group-index
 // labels, its size annotation); scheduler-plugins' label scheduling.x-k8s.io/pod-group or
 // Volcano's annotation scheduling.k8s.io/group-name, naming a PodGroup object whose minMember is
-// the size. `size` 0: not known yet or not valid, with `why` (a missing or bad count, a PodGroup
+// the size; a JobSet's pods (label jobset.sigs.k8s.io/jobset-name), all of the JobSet's pods. `size` 0: not known yet or not valid, with `why` (a missing or bad count, a PodGroup
 // not seen yet, two declarations that disagree on the size, naming both).
 struct GroupRef {
   std::string name;        // as declared (the job's name)

@@ -101,6 +101,14 @@ TEST_CASE("pod groups as the ecosystem declares them: Kueue, LeaderWorkerSet, Po
   podgroups["scheduling.volcano.sh/ml/vj"] = 0;
   CHECK(group_of(v, podgroups, why)->size == 0);
   CHECK(why.find("minMember 0 is not allowed") != std::string::npos);
+  // A JobSet's pods: all of them, once the JobSet is seen.
+  PodInfo j = pod("js-workers-0-1", 0, {{"jobset.sigs.k8s.io/jobset-name", "js"}});
+  CHECK(group_of(j, podgroups, why)->size == 0);
+  CHECK(why.find("pod group js waits for its JobSet object (jobset.x-k8s.io) in namespace ml") != std::string::npos);
+  podgroups["jobset.x-k8s.io/ml/js"] = 3;
+  g = group_of(j, podgroups, why);
+  CHECK(g->size == 3);
+  CHECK_FALSE(g->at_least);
   // Two declarations that agree make one group; that disagree, none, saying which.
   c.labels["gpuq.io/pod-group"] = "pg";
   c.annotations["gpuq.io/pod-group-size"] = "2";

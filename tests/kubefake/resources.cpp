@@ -32,6 +32,7 @@ const std::vector<ResourceType>& table() {
       // Other schedulers' PodGroups (gangs declared their ways), as if their CRDs were installed.
       {"podgroups", "podgroup", "PodGroup", "scheduling.x-k8s.io", "v1alpha1", true, true, {}},
       {"podgroups", "podgroup", "PodGroup", "scheduling.volcano.sh", "v1beta1", true, true, {}},
+      {"jobsets", "jobset", "JobSet", "jobset.x-k8s.io", "v1alpha2", true, true, {}},
   };
   return t;
 }
@@ -127,7 +128,7 @@ json::object api_versions() {
 json::object api_group_list() {
   json::array groups;
   for (const auto& [g, v] : {std::pair{"coordination.k8s.io", "v1"}, std::pair{"policy", "v1"}, std::pair{"gpuq.io", "v1alpha1"}, std::pair{"scheduling.x-k8s.io", "v1alpha1"},
-                             std::pair{"scheduling.volcano.sh", "v1beta1"}}) {
+                             std::pair{"scheduling.volcano.sh", "v1beta1"}, std::pair{"jobset.x-k8s.io", "v1alpha2"}}) {
     json::object gv = group_version(g, v);
     groups.push_back(
         json::object{{"name", g}, {"versions", json::array{gv}}, {"preferredVersion", gv}});

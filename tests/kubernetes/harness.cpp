@@ -89,6 +89,7 @@ void KubeCluster::install_podgroup_crds() {
   install_crd(std::string(GPUQ_ECOSYSTEM_CRDS) + "/scheduler-plugins.yaml", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups");
   install_crd(std::string(GPUQ_TESTS_DIR) + "/kubernetes/crds/volcano-podgroup.yaml",
               "/apis/scheduling.volcano.sh/v1beta1/podgroups");
+  install_crd(std::string(GPUQ_ECOSYSTEM_CRDS) + "/jobset.yaml", "/apis/jobset.x-k8s.io/v1alpha2/jobsets");
 #else
   REQUIRE_MESSAGE(api.kind() != "real", "this test binary has no GPUQ_ECOSYSTEM_CRDS");
 #endif

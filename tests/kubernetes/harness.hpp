@@ -198,7 +198,8 @@ class KubeCluster {
   // are served. gpuqd started from then on takes its queues from them (queueObjects: true;
   // before, false, whatever the API serves: the fake serves Queues always).
   void install_queue_crd();
-  // scheduler-plugins' and Volcano's PodGroup CRDs (the real cluster), before gpuqd starts.
+  // scheduler-plugins' and Volcano's PodGroup CRDs and JobSet's (the real cluster), before
+  // gpuqd starts.
   void install_podgroup_crds();
   // A file of CustomResourceDefinitions, created as it is; returns once GET `served` answers.
   void install_crd(const std::string& file, const std::string& served);

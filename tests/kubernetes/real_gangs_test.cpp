@@ -1,7 +1,7 @@
 // Gangs declared the ways the ecosystem declares them (README: "Gangs"), on the real control
 // plane with the objects those projects make: Kueue's pod-group labels, a LeaderWorkerSet's
-// group labels, scheduler-plugins' PodGroup (its CRD from its module) and Volcano's group
-// annotation with its PodGroup. Each gang is placed all at once or not at all; a pod whose
+// group labels, scheduler-plugins' PodGroup (its CRD from its module), Volcano's group
+// annotation with its PodGroup, and a JobSet's pods (its CRD from its module). Each gang is placed all at once or not at all; a pod whose
 // declarations disagree waits, saying which.
 #include "tests/kubernetes/harness.hpp"
 
@@ -37,7 +37,7 @@ void make_gang_podgroup(KubeCluster& k, const std::string& api_version, const st
 
 }  // namespace
 
-TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugins' and Volcano's PodGroups: all or nothing") {
+TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugins' and Volcano's PodGroups, a JobSet: all or nothing") {
   KubeCluster k(2, 8);
   k.install_podgroup_crds();
   k.start(kGangQueues);
@@ -96,6 +96,27 @@ TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugin
   }
   CHECK(eventually([&] { return gang_bound(k, vol) == 2; }));
   delete_gang_pods(k, vol);
+
+  // A JobSet (its CRD from sigs.k8s.io/jobset): a leader Job of 1 pod and a workers Job of 2
+  // pods, as its controller would make them (labelled with the JobSet's name): one gang of 3.
+  const ApiResponse js = k.api.request(
+      "POST", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets",
+      R"({"apiVersion":"jobset.x-k8s.io/v1alpha2","kind":"JobSet","metadata":{"name":"js"},"spec":{"replicatedJobs":[)"
+      R"({"name":"leader","replicas":1,"template":{"spec":{"parallelism":1,"completions":1,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}},)"
+      R"({"name":"workers","replicas":1,"template":{"spec":{"parallelism":2,"completions":2,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}]}})");
+  REQUIRE_MESSAGE(js.status == 201, js.body);
+  const std::vector<std::string> jobset{"js-leader-0-0", "js-workers-0-0", "js-workers-0-1"};
+  for (std::size_t i = 0; i < jobset.size(); ++i) {
+    if (i == 2) {
+      std::this_thread::sleep_for(hold);
+      CHECK(gang_bound(k, jobset) == 0);
+    }
+    k.create(jobset[i], pod_of("team-a", 4)
+                            .label("jobset.sigs.k8s.io/jobset-name", "js")
+                            .label("jobset.sigs.k8s.io/replicatedjob-name", i == 0 ? "leader" : "workers"));
+  }
+  CHECK(eventually([&] { return gang_bound(k, jobset) == 3; }));
+  delete_gang_pods(k, jobset);
 
   // Two declarations that disagree: the pod waits, saying which.
   k.create("both", pod_of("team-a", 1)
