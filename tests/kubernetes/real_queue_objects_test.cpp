@@ -4,6 +4,9 @@
 // checks, naming the field; gpuqd says what it refuses in the object's Invalid condition and
 // keeps the last valid spec; the status shows the queue's use (kubectl get queues); a restart
 // finds the queues in the objects; gpuq apply points at kubectl.
+#include <iterator>
+#include <sstream>
+
 #include "spec/yaml.hpp"
 #include "spec/yaml_json.hpp"
 #include "tests/kubernetes/harness.hpp"
@@ -100,9 +103,13 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
   CHECK(eventually([&] { return condition(queue_object(k, "legacy"), "Active") == "True"; }));
 
   // Made: the queue exists in gpuq within a moment, and jobs run in it.
+  const auto made_at = std::chrono::steady_clock::now();
   ApiResponse r = make_queue(k, "team-a", R"({"cohort":"research","quotas":[{"flavor":"default","resources":{"gpu":{"nominal":8}}}]})");
   REQUIRE_MESSAGE(r.status == 201, r.body);
   REQUIRE(eventually([&] { return k.gpuq("queues team-a").find("team-a") != std::string::npos; }, std::chrono::seconds(5)));
+  // How long from the object's creation to gpuq having the queue (printed, not asserted).
+  MESSAGE("Queue object to gpuq queue: "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - made_at).count() << " s");
   k.create("a1", pod_of("team-a", 2));
   REQUIRE(eventually([&] { return k.bound("a1"); }));
   // Its status: the use, the jobs, Active.
@@ -168,7 +175,19 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
     while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) shown.append(buf, n);
     ::pclose(f);
     CHECK_MESSAGE(shown.find("COHORT") != std::string::npos, shown);
-    CHECK_MESSAGE(shown.find("research") != std::string::npos, shown);
+    CHECK_MESSAGE(shown.find("USED") != std::string::npos, shown);
+    // team-a's row: its cohort, 4 GPUs nominal, 2 used by its running pod.
+    std::istringstream rows(shown);
+    std::string header, row;
+    std::getline(rows, header);
+    std::getline(rows, row);
+    std::istringstream cells(row);
+    std::vector<std::string> cell{std::istream_iterator<std::string>(cells), std::istream_iterator<std::string>()};
+    REQUIRE_MESSAGE(cell.size() >= 5, shown);
+    CHECK(cell[0] == "team-a");
+    CHECK(cell[1] == "research");
+    CHECK_MESSAGE(cell[2] == "4", shown);
+    CHECK_MESSAGE(cell[3] == "2", shown);
   }
 
   // The example roles: a viewer reads queues and nothing else; an admin also changes them.
