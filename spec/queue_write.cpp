@@ -1,4 +1,5 @@
-// gpuq queue specs as Queue objects (spec/queue_write.hpp): what `gpuq queues export --format
+// gpuq queue specs as Queue objects (spec/queue_write.hpp; strings as JSON writes them, which
+// YAML reads as double-quoted scalars): what `gpuq queues export --format
 // objects` and `gpuq apply --dry-run --output objects` write, read back by read_queue_object
 // into the same specs.
 #include "spec/queue_write.hpp"
@@ -7,30 +8,12 @@
 
 #include "spec/enums.hpp"
 #include "spec/quantity.hpp"
+#include "spec/yaml_json.hpp"
 #include "spec/yaml_read.hpp"
 
 namespace gpuq::spec {
 
 namespace {
-
-// A YAML double-quoted scalar: JSON's escapes are YAML's.
-std::string yaml_quoted(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string yaml_number(double v) {
   char buf[32];
@@ -40,7 +23,7 @@ std::string yaml_number(double v) {
 
 std::string yaml_list(const std::vector<std::string>& items) {
   std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + yaml_quoted(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_string(items[i]);
   return out + "]";
 }
 
@@ -52,19 +35,19 @@ std::string yaml_members(const Members& m) {
 
 std::string write_queue_object(const QueueSpec& s, const ResourceNames& names) {
   std::string o = "apiVersion: " + std::string(kQueueApiVersion) + "\nkind: Queue\nmetadata:\n  name: " +
-                  yaml_quoted(s.name.value) + "\nspec:\n";
+                  json_string(s.name.value) + "\nspec:\n";
   const std::size_t empty_size = o.size();
-  if (!s.cohort.empty()) o += "  cohort: " + yaml_quoted(s.cohort) + "\n";
+  if (!s.cohort.empty()) o += "  cohort: " + json_string(s.cohort) + "\n";
   if (s.weight != 1.0) o += "  weight: " + yaml_number(s.weight) + "\n";
   if (s.strategy != QueueingStrategy::kBestEffortFIFO) o += "  queueingStrategy: " + std::string(to_string(s.strategy)) + "\n";
   if (!s.quotas.empty()) {
     o += "  quotas:\n";
     for (const FlavorQuota& f : s.quotas) {
-      o += "    - flavor: " + yaml_quoted(f.flavor) + "\n      resources:\n";
+      o += "    - flavor: " + json_string(f.flavor) + "\n      resources:\n";
       for (const auto& [r, rq] : f.resources) {
-        o += "        " + yaml_quoted(names.name(r)) + ": {nominal: " + yaml_quoted(format_quantity(rq.nominal, r));
-        if (rq.borrowing_limit) o += ", borrowingLimit: " + yaml_quoted(format_quantity(*rq.borrowing_limit, r));
-        if (rq.lending_limit) o += ", lendingLimit: " + yaml_quoted(format_quantity(*rq.lending_limit, r));
+        o += "        " + json_string(names.name(r)) + ": {nominal: " + json_string(format_quantity(rq.nominal, r));
+        if (rq.borrowing_limit) o += ", borrowingLimit: " + json_string(format_quantity(*rq.borrowing_limit, r));
+        if (rq.lending_limit) o += ", lendingLimit: " + json_string(format_quantity(*rq.lending_limit, r));
         o += "}\n";
       }
     }
@@ -84,7 +67,7 @@ std::string write_queue_object(const QueueSpec& s, const ResourceNames& names) {
     if (v != 0) o += std::string("  ") + key + ": " + std::to_string(v) + "\n";
   };
   count("maxPendingJobs", s.max_pending_jobs);
-  if (s.max_gpus_per_job) o += "  maxGpusPerJob: " + yaml_quoted(format_quantity(*s.max_gpus_per_job, kGpu)) + "\n";
+  if (s.max_gpus_per_job) o += "  maxGpusPerJob: " + json_string(format_quantity(*s.max_gpus_per_job, kGpu)) + "\n";
   count("maxPodsPerJob", s.max_pods_per_job);
   if (s.max_runtime) o += "  maxRuntime: " + std::to_string(*s.max_runtime) + "\n";
   if (s.default_max_runtime) o += "  defaultMaxRuntime: " + std::to_string(*s.default_max_runtime) + "\n";
@@ -104,12 +87,12 @@ std::string write_queue_object(const QueueSpec& s, const ResourceNames& names) {
   }
   if (s.submitters) o += "  submitters: " + yaml_members(*s.submitters) + "\n";
   if (!s.viewers.empty()) o += "  viewers: " + yaml_members(s.viewers) + "\n";
-  if (!s.notify.empty() || !s.notify.on.empty()) o += "  notify: {url: " + yaml_quoted(s.notify.url) + ", \"on\": " + yaml_list(s.notify.on) + "}\n";
+  if (!s.notify.empty() || !s.notify.on.empty()) o += "  notify: {url: " + json_string(s.notify.url) + ", \"on\": " + yaml_list(s.notify.on) + "}\n";
   if (!s.kubernetes.empty()) {
     const QueueKubernetes& k = s.kubernetes;
     o += "  kubernetes:\n";
-    if (!k.ns.empty()) o += "    namespace: " + yaml_quoted(k.ns) + "\n";
-    if (!k.default_image.empty()) o += "    defaultImage: " + yaml_quoted(k.default_image) + "\n";
+    if (!k.ns.empty()) o += "    namespace: " + json_string(k.ns) + "\n";
+    if (!k.default_image.empty()) o += "    defaultImage: " + json_string(k.default_image) + "\n";
     if (!k.allowed_images.empty()) o += "    allowedImages: " + yaml_list(k.allowed_images) + "\n";
     if (!k.pod_template.empty()) o += "    podTemplate: " + k.pod_template + "\n";  // JSON is YAML
   }

@@ -23,11 +23,8 @@ const (
 // container that runs on a terminal (stdin and tty) can be attached to.
 func (s *Sim) attach(w http.ResponseWriter, r *http.Request) {
 	ns, name, cname := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
-	s.mu.Lock()
-	st := s.pods[ns+"/"+name]
-	s.mu.Unlock()
+	st := s.podOf(w, ns, name)
 	if st == nil {
-		http.Error(w, "pod "+ns+"/"+name+" is not on this node", http.StatusNotFound)
 		return
 	}
 	opts, err := remotecommand.NewOptions(r)

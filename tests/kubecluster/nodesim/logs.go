@@ -46,13 +46,21 @@ func (s *Sim) serveLogs(ln net.Listener) error {
 	return nil
 }
 
-func (s *Sim) containerLogs(w http.ResponseWriter, r *http.Request) {
-	ns, name, cname := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+// podOf is the state of pod ns/name on this node, or nil after answering 404.
+func (s *Sim) podOf(w http.ResponseWriter, ns, name string) *podState {
 	s.mu.Lock()
 	st := s.pods[ns+"/"+name]
 	s.mu.Unlock()
 	if st == nil {
 		http.Error(w, "pod "+ns+"/"+name+" is not on this node", http.StatusNotFound)
+	}
+	return st
+}
+
+func (s *Sim) containerLogs(w http.ResponseWriter, r *http.Request) {
+	ns, name, cname := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	st := s.podOf(w, ns, name)
+	if st == nil {
 		return
 	}
 	path := filepath.Join(st.logDir, cname+".log")
