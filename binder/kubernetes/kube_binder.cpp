@@ -272,11 +272,10 @@ void KubernetesBinder::State::on_podgroup(const char* group, EventType type, con
   const std::string key = object_key(obj);  // namespace/name
   const std::string where = std::string(group) + "/" + key;
   const auto slash = key.find('/');
-  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  const std::string ns = key.substr(0, slash);
   if (type == EventType::kDeleted) {
     podgroups.erase(where);
     podgroup_timeouts.erase(where);
-    formed.erase(ns + "/" + group + ":" + name);
     return;
   }
   int min_member = 0, timeout = 0;
@@ -498,6 +497,7 @@ void KubernetesBinder::State::offer(const std::string& key) {
   }
   const std::string gkey = p.ns + "/" + group->key;
   if (group->at_least && formed.count(gkey) > 0) {  // beyond a PodGroup's minMember, once it formed
+    join_formed(gkey, key);
     arrive({&p}, p.ns, p.name, p.uid);
     return;
   }
@@ -513,7 +513,8 @@ void KubernetesBinder::State::offer(const std::string& key) {
   const std::string seed = uid_digest(members);
   const std::string ns = p.ns, name = group->name;
   groups.erase(gkey);
-  if (group->at_least) formed.insert(gkey);
+  if (group->at_least)
+    for (const PodInfo* m : members) join_formed(gkey, m->key());
   arrive(members, ns, name, seed);
 }
 
@@ -571,10 +572,20 @@ void KubernetesBinder::State::arrive(const std::vector<const PodInfo*>& members,
   if (source) source(std::move(fact));
 }
 
+void KubernetesBinder::State::join_formed(const std::string& gkey, const std::string& pod) {
+  formed[gkey].insert(pod);
+  formed_of[pod] = gkey;
+}
+
 void KubernetesBinder::State::pod_gone(const std::string& key) {
   for (auto it = groups.begin(); it != groups.end();) {
     it->second.pods.erase(key);
     it = it->second.pods.empty() ? groups.erase(it) : std::next(it);
+  }
+  if (auto f = formed_of.find(key); f != formed_of.end()) {
+    auto g = formed.find(f->second);
+    if (g != formed.end() && (g->second.erase(key), g->second.empty())) formed.erase(g);
+    formed_of.erase(f);
   }
   said.erase(key);
   auto j = job_of.find(key);

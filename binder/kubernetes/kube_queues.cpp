@@ -74,7 +74,6 @@ void KubernetesBinder::queue_result(const std::string& name, const std::string& 
   auto it = s_->queue_objects.find(name);
   if (it == s_->queue_objects.end()) return;
   it->second.refused = refusal;
-  if (refusal.empty()) it->second.applied = true;
 }
 
 void KubernetesBinder::queue_report(std::vector<QueueReport> queues) {

@@ -98,7 +98,6 @@ struct QueueObject {
   std::int64_t generation = 0;  // of the spec last read
   std::string unread;           // why that spec was refused as read ("" : it read)
   std::string refused;          // why the Core refused it ("" : applied, or not yet answered)
-  bool applied = false;         // some spec of it was applied (the queue runs on the last valid one)
   std::string last_written;     // the status last written (JSON), to write only changes
   // Its conditions' last transitions (RFC 3339), kept while their status stays.
   std::map<std::string, std::pair<std::string, std::string>> transitions;  // type -> (status, time)
@@ -145,11 +144,15 @@ struct KubernetesBinder::State {
   std::map<std::string, QueueObject> queue_objects;
   ResourceNames* names = nullptr;  // the Core's (set_source; thread-safe)
   // PodGroup objects (scheduler-plugins', Volcano's), when served: minMember and
-  // scheduleTimeoutSeconds by "API group/namespace/name"; and the groups they declare that were
-  // admitted ("namespace/key"), whose later members are jobs of their own.
+  // scheduleTimeoutSeconds by "API group/namespace/name". The groups they declare that were
+  // admitted ("namespace/key") with their pods that still exist: while any does, a new member
+  // is a job of its own (beyond minMember); once all are gone (evicted, ended, deleted), the
+  // group forms again.
   PodGroupSizes podgroups;
   std::map<std::string, int> podgroup_timeouts;
-  std::set<std::string> formed;
+  std::map<std::string, std::set<std::string>> formed;
+  std::unordered_map<std::string, std::string> formed_of;  // pod key -> its group in `formed`
+  void join_formed(const std::string& gkey, const std::string& pod);
   std::atomic<bool> objects_on{false};  // queues are Queue objects (decided in start())
   std::condition_variable synced_cv;
 

@@ -83,6 +83,13 @@ TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugin
   k.create("pg-3", pod_of("team-a", 2).label("scheduling.x-k8s.io/pod-group", "pg"));
   CHECK(eventually([&] { return k.bound("pg-3"); }));
   delete_gang_pods(k, {"pg-0", "pg-1", "pg-2", "pg-3"});
+  // Its pods gone (as after an eviction), new members form the group again: three of 8 GPUs
+  // together need 24 of the 16 there are, so none is placed (one by one, two would be).
+  const std::vector<std::string> again{"pg-4", "pg-5", "pg-6"};
+  for (const std::string& p : again) k.create(p, pod_of("team-a", 8).label("scheduling.x-k8s.io/pod-group", "pg"));
+  CHECK(eventually([&] { return k.unschedulable("pg-4").find("24") != std::string::npos; }));
+  CHECK(gang_bound(k, again) == 0);
+  delete_gang_pods(k, again);
 
   // Volcano's group annotation and PodGroup of minMember 2.
   make_gang_podgroup(k, "scheduling.volcano.sh/v1beta1", "vg", 2);
