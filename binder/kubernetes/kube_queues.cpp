@@ -84,8 +84,16 @@ void KubernetesBinder::queue_report(std::vector<QueueReport> queues) {
   for (const QueueReport& r : queues) by_name[r.name] = &r;
   std::size_t writes = 0;
   const std::string now = now_rfc3339();
-  for (auto& [name, q] : s->queue_objects) {
+  // From where the last report stopped, round the objects: when more than the cap changed, the
+  // next report goes on with the others rather than the first ones again.
+  std::vector<std::string> order;
+  for (auto it = s->queue_objects.upper_bound(s->status_cursor); it != s->queue_objects.end(); ++it) order.push_back(it->first);
+  for (auto it = s->queue_objects.begin(); it != s->queue_objects.end() && it->first <= s->status_cursor; ++it)
+    order.push_back(it->first);
+  for (const std::string& name : order) {
     if (writes >= kStatusWritesPerReport) break;  // the rest at the next report
+    QueueObject& q = s->queue_objects.at(name);
+    s->status_cursor = name;
     json::object status;
     status["observedGeneration"] = q.generation;
     const std::string why = !q.unread.empty() ? q.unread : q.refused;

@@ -142,6 +142,7 @@ struct KubernetesBinder::State {
   bool coscheduling_synced = false, volcano_synced = false, jobsets_synced = false;
   // Queue objects (kube_queues.cpp), by name: what was read of each and what its status says.
   std::map<std::string, QueueObject> queue_objects;
+  std::string status_cursor;  // the Queue whose status was looked at last (kube_queues.cpp)
   ResourceNames* names = nullptr;  // the Core's (set_source; thread-safe)
   // PodGroup objects (scheduler-plugins', Volcano's), when served: minMember and
   // scheduleTimeoutSeconds by "API group/namespace/name". The groups they declare that were
