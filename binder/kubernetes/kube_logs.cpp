@@ -88,9 +88,7 @@ Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod
     return Error{"job \"" + id + "\" has no pod " + std::to_string(pod) + " in the cluster (it has not started, or its "
                  "pods were deleted)",
                  ErrorCode::kNotFound};
-  const auto slash = key.find('/');
-  const std::string target = "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1) + "/log" +
-                             (follow ? "?follow=true" : "");
+  const std::string target = pod_path(key) + "/log" + (follow ? "?follow=true" : "");
   std::int64_t skip = offset;
   Response r = s_->client->stream_bytes(
       target,
@@ -140,10 +138,8 @@ Result<void> KubernetesBinder::write_input(const JobId& job, int pod, std::strin
     size = it->second.tty_size;
   }
   if (!terminal) {
-    const auto slash = key.find('/');
     std::string why;
-    std::shared_ptr<ChannelStream> opened = s_->client->open_channels(
-        "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1) + "/attach?stdin=true&tty=true", why);
+    std::shared_ptr<ChannelStream> opened = s_->client->open_channels(pod_path(key) + "/attach?stdin=true&tty=true", why);
     if (!opened) {
       spdlog::warn("event=kubernetes_attach_failed job={} pod={} error=\"{}\"", job.value, key, why);
       return Error{"job \"" + job.value + "\": its terminal (pod " + key + ") could not be attached: " + why,

@@ -37,9 +37,7 @@ void KubernetesBinder::State::share(const std::shared_ptr<Binding>& b, std::size
         return;
       }
       json::object patch{{"metadata", {{"annotations", {{kShareDeviceAnnotation, device}, {kShareSlotAnnotation, std::to_string(slot)}}}}}};
-      Response r = client->request("PATCH", "/api/v1/namespaces/" + b->pods[i].key.substr(0, b->pods[i].key.find('/')) +
-                                                "/pods/" + b->pods[i].key.substr(b->pods[i].key.find('/') + 1),
-                                   json::serialize(patch), "application/merge-patch+json");
+      Response r = client->request("PATCH", pod_path(b->pods[i].key), json::serialize(patch), "application/merge-patch+json");
       if (!r.ok()) {
         settle(b, i, "annotating pod " + b->pods[i].key + " with its GPU: " + describe(r));
         return;

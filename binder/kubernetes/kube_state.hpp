@@ -92,6 +92,8 @@ struct Reservation {
 
 // Now as Kubernetes writes times (kube_writes.cpp).
 std::string now_rfc3339();
+// The API path of pod `key` ("namespace/name"; kube_writes.cpp).
+std::string pod_path(const std::string& key);
 
 // A Queue object as the binder knows it (kube_queues.cpp).
 struct QueueObject {
@@ -218,6 +220,8 @@ struct KubernetesBinder::State {
   void check_groups();  // Events for pod groups still incomplete after their timeout
   void post_event(const PodInfo& pod, const std::string& type, const std::string& reason, const std::string& message);
   void write(std::function<void()> f);
+  // A write deleting pod `key` (with DeleteOptions' gracePeriodSeconds when given).
+  void delete_pod(const std::string& key, std::optional<Time> grace, Retry retry);
 
   // kube_submitted.cpp: jobs submitted through gpuqd's API.
   void create_job(const std::string& id, std::shared_ptr<PodsToMake> make, Time grace, Time max_runtime);

@@ -178,7 +178,7 @@ void KubernetesBinder::State::create_pod(const std::shared_ptr<Creation>& c, std
     uid = string_in(parsed(r.body), {"metadata", "uid"});
     if (uid.empty()) failure = "pod " + ns + "/" + name + ": the API server's answer has no uid";
   } else if (r.status == 409) {  // made by this request's first attempt, or someone else's pod
-    Response got = client->get(pods_path(ns) + "/" + name);
+    Response got = client->get(pod_path(ns + "/" + name));
     if (got.ok()) {
       const json::value v = parsed(got.body);
       if (string_in(v, {"metadata", "annotations", kJobIdAnnotation}) == c->job) uid = string_in(v, {"metadata", "uid"});
@@ -244,16 +244,7 @@ void KubernetesBinder::State::delete_pods(const std::string& id, Time grace) {
   if (it == jobs.end()) return;
   for (const std::string& key : it->second.pods) {
     if (auto p = pods.find(key); p != pods.end() && p->second.terminal()) continue;
-    write([this, key, grace] {
-      const auto slash = key.find('/');
-      json::object body{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"gracePeriodSeconds", grace}};
-      Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1),
-                                   json::serialize(body), "application/json", Retry::kUnsafe);
-      if (!r.ok() && r.status != 404) {
-        (*errors)("delete_failed");
-        spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
-      }
-    });
+    delete_pod(key, grace, Retry::kUnsafe);
   }
   lifecycle(id);  // all of it may have ended already
 }
@@ -344,12 +335,7 @@ void KubernetesBinder::State::delete_strays() {
       continue;
     }
     spdlog::info("event=kubernetes_stray_pod pod={} job={}", key, pod.annotations.at(kJobIdAnnotation));
-    write([this, key] {
-      const auto slash = key.find('/');
-      Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1), "",
-                                   "application/json", Retry::kUnsafe);
-      if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
-    });
+    delete_pod(key, std::nullopt, Retry::kUnsafe);
   }
   expire(ended);
 }
@@ -429,12 +415,7 @@ void KubernetesBinder::State::expire(const std::vector<std::string>& keys) {
   after(config.finished_pod_ttl, [this, keys = std::move(fresh)] {
     for (const std::string& key : keys) {
       expiring.erase(key);
-      write([this, key] {
-        const auto slash = key.find('/');
-        Response r = client->request("DELETE", pods_path(key.substr(0, slash)) + "/" + key.substr(slash + 1), "",
-                                     "application/json", Retry::kSafe);
-        if (!r.ok() && r.status != 404) spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
-      });
+      delete_pod(key, std::nullopt, Retry::kSafe);
     }
   });
 }

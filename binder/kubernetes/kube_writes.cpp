@@ -21,12 +21,25 @@ namespace json = boost::json;
 
 namespace {
 
+}  // namespace
+
 std::string pod_path(const std::string& key) {
   const auto slash = key.find('/');
   return "/api/v1/namespaces/" + key.substr(0, slash) + "/pods/" + key.substr(slash + 1);
 }
 
-}  // namespace
+// Deletes pod `key` (a write): a 404 is done already; any other failure is counted and logged.
+void KubernetesBinder::State::delete_pod(const std::string& key, std::optional<Time> grace, Retry retry) {
+  write([this, key, grace, retry] {
+    std::string body;
+    if (grace) body = json::serialize(json::object{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"gracePeriodSeconds", *grace}});
+    Response r = client->request("DELETE", pod_path(key), body, "application/json", retry);
+    if (!r.ok() && r.status != 404) {
+      (*errors)("delete_failed");
+      spdlog::warn("event=kubernetes_delete_failed pod={} error=\"{}\"", key, describe(r));
+    }
+  });
+}
 
 std::string now_rfc3339() {
   const std::time_t t = std::time(nullptr);

@@ -81,6 +81,17 @@ inline std::string str_at(const json::object& o, std::initializer_list<const cha
 }
 
 // Waits up to `limit` for `pred` (no test asserts a duration: the limit only ends a hung wait).
+// A shell command's exit status and output (stdout and stderr together).
+inline std::pair<int, std::string> run_command(const std::string& command) {
+  std::string out;
+  FILE* f = ::popen((command + " 2>&1").c_str(), "r");
+  if (f == nullptr) return {-1, out};
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int status = ::pclose(f);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
 inline bool eventually(const std::function<bool()>& pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
@@ -163,26 +174,12 @@ class KubeCluster {
     return n;
   }
 
-  // The gpuq command line against this gpuqd: its standard output.
-  std::string gpuq(const std::string& args) {
-    std::string out;
-    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + gpuqd.address + " " + args + " 2>&1").c_str(), "r");
-    if (f == nullptr) return out;
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    ::pclose(f);
-    return out;
-  }
-  // The same, with its exit status.
+  // The gpuq command line against this gpuqd: its exit status and output (stdout and stderr).
   std::pair<int, std::string> gpuq_status(const std::string& args) {
-    std::string out;
-    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + gpuqd.address + " " + args + " 2>&1").c_str(), "r");
-    if (f == nullptr) return {-1, out};
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    const int status = ::pclose(f);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    return run_command(std::string(GPUQ_CLI_PATH) + " --server " + gpuqd.address + " " + args);
   }
+  // Its output only.
+  std::string gpuq(const std::string& args) { return gpuq_status(args).second; }
   // Whether gpuqd shows node `name` in `state` (gpuq nodes).
   bool node_state(const std::string& name, const std::string& state) {
     std::istringstream lines(gpuq("nodes"));

@@ -1,8 +1,8 @@
 // Gangs declared the ways the ecosystem declares them (README: "Gangs"), on the real control
 // plane with the objects those projects make: Kueue's pod-group labels, a LeaderWorkerSet's
 // group labels, scheduler-plugins' PodGroup (its CRD from its module), Volcano's group
-// annotation with its PodGroup, and a JobSet's pods (its CRD from its module). Each gang is placed all at once or not at all; a pod whose
-// declarations disagree waits, saying which.
+// annotation with its PodGroup, and a JobSet's pods (its CRD from its module). Each gang is
+// placed all at once or not at all; a pod whose declarations disagree waits, saying which.
 #include "tests/kubernetes/harness.hpp"
 
 using namespace gpuq::test;
@@ -27,12 +27,24 @@ void delete_gang_pods(KubeCluster& k, const std::vector<std::string>& names) {
 }
 
 void make_gang_podgroup(KubeCluster& k, const std::string& api_version, const std::string& name, int min_member) {
-  const std::string group = api_version.substr(0, api_version.find('/'));
   const ApiResponse r = k.api.request(
       "POST", "/apis/" + api_version + "/namespaces/default/podgroups",
       R"({"apiVersion":")" + api_version + R"(","kind":"PodGroup","metadata":{"name":")" + name +
           R"("},"spec":{"minMember":)" + std::to_string(min_member) + "}}");
   REQUIRE_MESSAGE(r.status == 201, r.body);
+}
+
+// The gang `names`, pod i made as `pod(i)`: all but the last made, none is placed (however long
+// gpuqd has had); `before_last` may check more then; the last made, all are placed; then deleted.
+void all_or_nothing(KubeCluster& k, const std::vector<std::string>& names, const std::function<PodOptions(std::size_t)>& pod,
+                    const std::function<void()>& before_last = {}) {
+  for (std::size_t i = 0; i + 1 < names.size(); ++i) k.create(names[i], pod(i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // long enough for gpuqd to have placed what it would
+  CHECK(gang_bound(k, names) == 0);
+  if (before_last) before_last();
+  k.create(names.back(), pod(names.size() - 1));
+  CHECK(eventually([&] { return gang_bound(k, names) == names.size(); }));
+  delete_gang_pods(k, names);
 }
 
 }  // namespace
@@ -41,36 +53,23 @@ TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugin
   KubeCluster k(2, 8);
   k.install_podgroup_crds();
   k.start(kGangQueues);
-  const auto hold = std::chrono::milliseconds(1500);  // long enough for gpuqd to have placed what it would
 
   // Kueue's pod group: 3 pods of 4 GPUs; none placed until the third exists.
-  const std::vector<std::string> kueue{"kg-0", "kg-1", "kg-2"};
-  for (std::size_t i = 0; i < kueue.size(); ++i) {
-    if (i == 2) {
-      std::this_thread::sleep_for(hold);
-      CHECK(gang_bound(k, kueue) == 0);
-      CHECK(k.unschedulable("kg-0").find("pod group") != std::string::npos);
-    }
-    k.create(kueue[i], pod_of("team-a", 4).label("kueue.x-k8s.io/pod-group-name", "kg").annotate("kueue.x-k8s.io/pod-group-total-count", "3"));
-  }
-  CHECK(eventually([&] { return gang_bound(k, kueue) == 3; }));
-  delete_gang_pods(k, kueue);
+  all_or_nothing(
+      k, {"kg-0", "kg-1", "kg-2"},
+      [](std::size_t) {
+        return pod_of("team-a", 4).label("kueue.x-k8s.io/pod-group-name", "kg").annotate("kueue.x-k8s.io/pod-group-total-count", "3");
+      },
+      [&] { CHECK(k.unschedulable("kg-0").find("pod group") != std::string::npos); });
 
   // A LeaderWorkerSet's group 0 of size 2 (its leader and one worker, as its controller labels them).
-  const std::vector<std::string> lws{"lws-0", "lws-0-1"};
-  for (std::size_t i = 0; i < lws.size(); ++i) {
-    if (i == 1) {
-      std::this_thread::sleep_for(hold);
-      CHECK(gang_bound(k, lws) == 0);
-    }
-    k.create(lws[i], pod_of("team-a", 8)
-                         .label("leaderworkerset.sigs.k8s.io/name", "lws")
-                         .label("leaderworkerset.sigs.k8s.io/group-index", "0")
-                         .label("leaderworkerset.sigs.k8s.io/worker-index", std::to_string(i))
-                         .annotate("leaderworkerset.sigs.k8s.io/size", "2"));
-  }
-  CHECK(eventually([&] { return gang_bound(k, lws) == 2; }));
-  delete_gang_pods(k, lws);
+  all_or_nothing(k, {"lws-0", "lws-0-1"}, [](std::size_t i) {
+    return pod_of("team-a", 8)
+        .label("leaderworkerset.sigs.k8s.io/name", "lws")
+        .label("leaderworkerset.sigs.k8s.io/group-index", "0")
+        .label("leaderworkerset.sigs.k8s.io/worker-index", std::to_string(i))
+        .annotate("leaderworkerset.sigs.k8s.io/size", "2");
+  });
 
   // scheduler-plugins' PodGroup: its pods wait for the object, then go as one of minMember 3; a
   // fourth member, beyond minMember, is placed on its own.
@@ -93,16 +92,7 @@ TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugin
 
   // Volcano's group annotation and PodGroup of minMember 2.
   make_gang_podgroup(k, "scheduling.volcano.sh/v1beta1", "vg", 2);
-  const std::vector<std::string> vol{"vg-0", "vg-1"};
-  for (std::size_t i = 0; i < vol.size(); ++i) {
-    if (i == 1) {
-      std::this_thread::sleep_for(hold);
-      CHECK(gang_bound(k, vol) == 0);
-    }
-    k.create(vol[i], pod_of("team-a", 8).annotate("scheduling.k8s.io/group-name", "vg"));
-  }
-  CHECK(eventually([&] { return gang_bound(k, vol) == 2; }));
-  delete_gang_pods(k, vol);
+  all_or_nothing(k, {"vg-0", "vg-1"}, [](std::size_t) { return pod_of("team-a", 8).annotate("scheduling.k8s.io/group-name", "vg"); });
 
   // A JobSet (its CRD from sigs.k8s.io/jobset): a leader Job of 1 pod and a workers Job of 2
   // pods, as its controller would make them (labelled with the JobSet's name): one gang of 3.
@@ -112,18 +102,11 @@ TEST_CASE("gangs declared by Kueue's labels, a LeaderWorkerSet, scheduler-plugin
       R"({"name":"leader","replicas":1,"template":{"spec":{"parallelism":1,"completions":1,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}},)"
       R"({"name":"workers","replicas":1,"template":{"spec":{"parallelism":2,"completions":2,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}]}})");
   REQUIRE_MESSAGE(js.status == 201, js.body);
-  const std::vector<std::string> jobset{"js-leader-0-0", "js-workers-0-0", "js-workers-0-1"};
-  for (std::size_t i = 0; i < jobset.size(); ++i) {
-    if (i == 2) {
-      std::this_thread::sleep_for(hold);
-      CHECK(gang_bound(k, jobset) == 0);
-    }
-    k.create(jobset[i], pod_of("team-a", 4)
-                            .label("jobset.sigs.k8s.io/jobset-name", "js")
-                            .label("jobset.sigs.k8s.io/replicatedjob-name", i == 0 ? "leader" : "workers"));
-  }
-  CHECK(eventually([&] { return gang_bound(k, jobset) == 3; }));
-  delete_gang_pods(k, jobset);
+  all_or_nothing(k, {"js-leader-0-0", "js-workers-0-0", "js-workers-0-1"}, [](std::size_t i) {
+    return pod_of("team-a", 4)
+        .label("jobset.sigs.k8s.io/jobset-name", "js")
+        .label("jobset.sigs.k8s.io/replicatedjob-name", i == 0 ? "leader" : "workers");
+  });
 
   // Two declarations that disagree: the pod waits, saying which.
   k.create("both", pod_of("team-a", 1)

@@ -169,11 +169,7 @@ TEST_CASE("Queue objects: made, changed, refused and deleted with the API; their
 
   // kubectl get queues shows the use (the CRD's printer columns), where kubectl is.
   if (std::system("command -v kubectl >/dev/null 2>&1") == 0) {
-    std::string shown;
-    FILE* f = ::popen(("kubectl --kubeconfig " + k.api.admin_kubeconfig() + " get queues.gpuq.io team-a 2>&1").c_str(), "r");
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) shown.append(buf, n);
-    ::pclose(f);
+    const std::string shown = run_command("kubectl --kubeconfig " + k.api.admin_kubeconfig() + " get queues.gpuq.io team-a").second;
     CHECK_MESSAGE(shown.find("COHORT") != std::string::npos, shown);
     CHECK_MESSAGE(shown.find("USED") != std::string::npos, shown);
     // team-a's row: its cohort, 4 GPUs nominal, 2 used by its running pod.
@@ -247,12 +243,7 @@ TEST_CASE("Queue objects: a standby that takes over has every queue, made while 
   REQUIRE(eventually([&] { return k.bound("a-0"); }));
   // The standby has the queue too (it watches the objects), before it leads.
   const auto on_second = [&](const std::string& args) {
-    std::string out;
-    FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + second.address + " " + args + " 2>&1").c_str(), "r");
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    ::pclose(f);
-    return out;
+    return run_command(std::string(GPUQ_CLI_PATH) + " --server " + second.address + " " + args).second;
   };
   CHECK(eventually([&] { return on_second("queues team-a").find("team-a") != std::string::npos; }));
   k.kill_gpuqd();

@@ -106,16 +106,6 @@ std::string env_of(const json::object& pod, const std::string& name) {
   return "<unset>";
 }
 
-// The gpuq command line's exit status and output.
-std::pair<int, std::string> gpuq_status(KubeCluster& k, const std::string& args) {
-  std::string out;
-  FILE* f = ::popen((std::string(GPUQ_CLI_PATH) + " --server " + k.gpuqd.address + " " + args + " 2>&1").c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  const int status = ::pclose(f);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 // Two 8-GPU nodes, namespace team-a granted as the README says, gpuqd with `queues`.
 struct SubmitCluster : KubeCluster {
   explicit SubmitCluster(const char* queues, const std::string& extra = "") : KubeCluster(2, 8) {
@@ -144,7 +134,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
 
   // One pod: the template's, bound where gpuq placed it (the template's node selector), the
   // submitter's command; --wait returns its exit code.
-  auto [code, out] = gpuq_status(k, "submit --id one --queue team-a --gpus 1 --image busybox --wait -- "
+  auto [code, out] = k.gpuq_status("submit --id one --queue team-a --gpus 1 --image busybox --wait -- "
                                     "sh -c 'echo hello from $GPUQ_JOB_ID; exit 3'");
   CHECK_MESSAGE(code == 3, out);
   auto pods = pods_of(k, "one");
@@ -163,7 +153,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   CHECK_MESSAGE(shown.find("exit code 3") != std::string::npos, shown);
 
   // A gang of 4: ranks, the count and the first pod's address; a headless Service its pods own.
-  std::tie(code, out) = gpuq_status(k, "submit --id gang --queue team-a --gpus 2 --replicas 4 --wait -- "
+  std::tie(code, out) = k.gpuq_status("submit --id gang --queue team-a --gpus 2 --replicas 4 --wait -- "
                                        "sh -c 'echo rank $RANK of $WORLD_SIZE'");
   CHECK_MESSAGE(code == 0, out);
   pods = pods_of(k, "gang");
@@ -182,25 +172,25 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   CHECK(svc->at("spec").at("clusterIP") == "None");
   CHECK(svc->at("metadata").at("ownerReferences").as_array().size() == 4);
   // Each pod's output through the API server (pods/log).
-  std::tie(code, out) = gpuq_status(k, "logs gang --pod 2");
+  std::tie(code, out) = k.gpuq_status("logs gang --pod 2");
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out == "rank 2 of 4\n", out);
-  std::tie(code, out) = gpuq_status(k, "logs gang --all");
+  std::tie(code, out) = k.gpuq_status("logs gang --all");
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out == "[0] rank 0 of 4\n[1] rank 1 of 4\n[2] rank 2 of 4\n[3] rank 3 of 4\n", out);
 
   // logs -f while the pod writes: it ends with the pod, with every line.
-  std::tie(code, out) = gpuq_status(k, "submit --id talk --queue team-a --gpus 1 -- "
+  std::tie(code, out) = k.gpuq_status("submit --id talk --queue team-a --gpus 1 -- "
                                        "sh -c 'for i in 1 2 3 4 5; do echo line $i; sleep 0.4; done'");
   REQUIRE_MESSAGE(code == 0, out);
-  std::tie(code, out) = gpuq_status(k, "logs -f talk");
+  std::tie(code, out) = k.gpuq_status("logs -f talk");
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out == "line 1\nline 2\nline 3\nline 4\nline 5\n", out);
   CHECK(eventually([&] { return in_state(k, "talk", "Succeeded"); }));
 
   // Half a GPU: held by a reservation pod, the pod told which GPU (NVIDIA_VISIBLE_DEVICES from
   // its gpuq.io/gpu-device annotation), no nvidia.com/gpu asked; the reservation pod goes with it.
-  std::tie(code, out) = gpuq_status(k, "submit --id half --queue team-a --gpus 0.5 --wait -- "
+  std::tie(code, out) = k.gpuq_status("submit --id half --queue team-a --gpus 0.5 --wait -- "
                                        "sh -c 'echo gpu $NVIDIA_VISIBLE_DEVICES'");
   CHECK_MESSAGE(code == 0, out);
   pods = pods_of(k, "half");
@@ -209,7 +199,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   CHECK_MESSAGE(device.rfind("GPU-", 0) == 0, device);
   CHECK(str_at(pods.front(), {"metadata", "annotations", "gpuq.io/gpu-milli"}) == "500");
   CHECK(str_at(pods.front().at("spec").at("containers").at(0).as_object(), {"resources", "limits", "nvidia.com/gpu"}).empty());
-  std::tie(code, out) = gpuq_status(k, "logs half");
+  std::tie(code, out) = k.gpuq_status("logs half");
   CHECK_MESSAGE(out == "gpu " + device + "\n", out);
   CHECK(eventually([&] {
     for (const json::object& p : k.api.list("pods", "gpuq-system"))
@@ -218,33 +208,33 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   }));
 
   // A cancel while it runs deletes its pod; the job ends Cancelled.
-  std::tie(code, out) = gpuq_status(k, "submit --id long --queue team-a --gpus 1 -- sleep 600");
+  std::tie(code, out) = k.gpuq_status("submit --id long --queue team-a --gpus 1 -- sleep 600");
   REQUIRE_MESSAGE(code == 0, out);
   REQUIRE(eventually([&] { return k.gpuq("show long").find("Running") != std::string::npos; }));
   // gpuq show names its pod and the node.
   const std::string long_pod = str_at(pods_of(k, "long").at(0), {"metadata", "name"});
   CHECK_MESSAGE(k.gpuq("show long").find("on node-1 gpus [") != std::string::npos, k.gpuq("show long"));
   CHECK_MESSAGE(k.gpuq("show long").find("pod team-a/" + long_pod) != std::string::npos, k.gpuq("show long"));
-  std::tie(code, out) = gpuq_status(k, "cancel long");
+  std::tie(code, out) = k.gpuq_status("cancel long");
   CHECK_MESSAGE(code == 0, out);
   CHECK(eventually([&] { return k.gpuq("show long").find("Cancelled") != std::string::npos; }));
   CHECK(eventually([&] { return pods_of(k, "long").empty(); }));
 
   // Refused at submit, naming the field; nothing made.
-  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 1 --image evil.example/miner -- true");
+  std::tie(code, out) = k.gpuq_status("submit --queue team-a --gpus 1 --image evil.example/miner -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("spec.image: \"evil.example/miner\" is not allowed in queue \"team-a\"") != std::string::npos, out);
-  std::tie(code, out) = gpuq_status(k, "submit --queue bare --gpus 1 --image busybox -- true");
+  std::tie(code, out) = k.gpuq_status("submit --queue bare --gpus 1 --image busybox -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("has no kubernetes.namespace") != std::string::npos, out);
-  std::tie(code, out) = gpuq_status(k, "submit --queue ghost --gpus 1 -- true");  // its pods' account is missing
+  std::tie(code, out) = k.gpuq_status("submit --queue ghost --gpus 1 -- true");  // its pods' account is missing
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("queue \"ghost\"'s pods are refused by the API server") != std::string::npos, out);
   CHECK_MESSAGE(out.find("nobody-here") != std::string::npos, out);
-  std::tie(code, out) = gpuq_status(k, "submit --queue elsewhere --gpus 1 -- true");
+  std::tie(code, out) = k.gpuq_status("submit --queue elsewhere --gpus 1 -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("\"no-such-namespace\" does not exist in the cluster") != std::string::npos, out);
-  std::tie(code, out) = gpuq_status(k, "submit --queue team-a --gpus 1.5 -- true");
+  std::tie(code, out) = k.gpuq_status("submit --queue team-a --gpus 1.5 -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("a share of one GPU (below 1) or whole GPUs") != std::string::npos, out);
   CHECK(k.gpuq("ls -a").find("ghost") == std::string::npos);  // nothing kept of a refusal
@@ -259,7 +249,7 @@ TEST_CASE("gpuq submit on Kubernetes: a job's pod, its exit code, a gang's ranks
   CHECK(creates == 8);
   // gpuq run with its input from a file (ending in ^D): the pod's terminal is attached.
   std::ofstream(k.dir.path / "typed") << "a\nb\n";
-  std::tie(code, out) = gpuq_status(k, "run --id piped -q team-a --gpus 1 --image busybox -- sh -c 'cat; echo done' < " +
+  std::tie(code, out) = k.gpuq_status("run --id piped -q team-a --gpus 1 --image busybox -- sh -c 'cat; echo done' < " +
                                        (k.dir.path / "typed").string());
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out.find("done") != std::string::npos, out);
@@ -296,7 +286,7 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   SubmitCluster k(kBatchQueues, "notifications: {allowedUrls: [\"" + hook_url + "\"]}\n");
 
   // An array of 20, at most 4 at once: one job's pod per index, each told its index.
-  auto [code, out] = gpuq_status(k, "submit --id sweep --array 0-19%4 --queue batch --gpus 1 -- "
+  auto [code, out] = k.gpuq_status("submit --id sweep --array 0-19%4 --queue batch --gpus 1 -- "
                                     "sh -c 'sleep 0.3; echo index $GPUQ_ARRAY_INDEX'");
   REQUIRE_MESSAGE(code == 0, out);
   std::size_t most = 0;
@@ -316,25 +306,25 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   CHECK(env_of(pods_of(k, "sweep_7").at(0), "GPUQ_ARRAY_INDEX") == "7");
 
   // A dependency: b starts once a succeeded.
-  std::tie(code, out) = gpuq_status(k, "submit --id a --queue batch --gpus 1 -- sleep 1");
+  std::tie(code, out) = k.gpuq_status("submit --id a --queue batch --gpus 1 -- sleep 1");
   REQUIRE(code == 0);
-  std::tie(code, out) = gpuq_status(k, "submit --id b --after-ok a --queue batch --gpus 1 --wait -- true");
+  std::tie(code, out) = k.gpuq_status("submit --id b --after-ok a --queue batch --gpus 1 --wait -- true");
   CHECK_MESSAGE(code == 0, out);
   REQUIRE(pods_of(k, "a").size() == 1);
   REQUIRE(pods_of(k, "b").size() == 1);
   CHECK(str_at(pods_of(k, "a").front(), {"status", "phase"}) == "Succeeded");
 
   // A hold: no pod while it is held; released, it runs.
-  std::tie(code, out) = gpuq_status(k, "submit --id held --hold --queue batch --gpus 1 -- true");
+  std::tie(code, out) = k.gpuq_status("submit --id held --hold --queue batch --gpus 1 -- true");
   REQUIRE_MESSAGE(code == 0, out);
   CHECK_MESSAGE(out.find("Held") != std::string::npos, out);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(pods_of(k, "held").empty());
   // update: a held job's priority.
-  std::tie(code, out) = gpuq_status(k, "update held --priority 7");
+  std::tie(code, out) = k.gpuq_status("update held --priority 7");
   CHECK_MESSAGE(code == 0, out);
   CHECK_MESSAGE(k.gpuq("show held").find("Priority:    7") != std::string::npos, k.gpuq("show held"));
-  std::tie(code, out) = gpuq_status(k, "release held");
+  std::tie(code, out) = k.gpuq_status("release held");
   CHECK_MESSAGE(code == 0, out);
   CHECK(eventually([&] { return in_state(k, "held", "Succeeded"); }));
   CHECK(pods_of(k, "held").size() == 1);
@@ -342,7 +332,7 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   // A retry after a failing exit code: new pods (a new run), and the second run succeeds.
   const std::string mark = (k.dir.path / "tried").string();
   std::filesystem::permissions(k.dir.path, std::filesystem::perms::all);  // the simulated kubelet runs containers as nobody
-  std::tie(code, out) = gpuq_status(k, "submit --id flaky --retries 1 --queue batch --gpus 1 --wait -- sh -c "
+  std::tie(code, out) = k.gpuq_status("submit --id flaky --retries 1 --queue batch --gpus 1 --wait -- sh -c "
                                        "'if [ -e " + mark + " ]; then exit 0; fi; touch " + mark + "; exit 5'");
   CHECK_MESSAGE(code == 0, out);
   auto flaky = pods_of(k, "flaky");
@@ -351,7 +341,7 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
 
   // The max runtime: its pod is deleted at the limit and the job fails saying so.
   // Its hook is told when its pod runs and when it fails.
-  std::tie(code, out) = gpuq_status(k, "submit --id slow --max-runtime 2 --grace-period 1 --queue batch --gpus 1 --wait "
+  std::tie(code, out) = k.gpuq_status("submit --id slow --max-runtime 2 --grace-period 1 --queue batch --gpus 1 --wait "
                                        "--notify " + hook_url + "slow --notify-on started,failed -- sleep 600");
   CHECK(code != 0);
   CHECK_MESSAGE(k.gpuq("show slow").find("max runtime of 2 s exceeded") != std::string::npos, k.gpuq("show slow"));
@@ -367,12 +357,12 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
 
   // Preemption: a high-priority job takes the GPUs of a low one, whose pods are evicted; the low
   // one is queued again and runs later on new pods.
-  std::tie(code, out) = gpuq_status(k, "submit --id low --queue batch --gpus 8 --replicas 2 --grace-period 1 --notify " +
+  std::tie(code, out) = k.gpuq_status("submit --id low --queue batch --gpus 8 --replicas 2 --grace-period 1 --notify " +
                                        hook_url + "low --notify-on preempted -- sleep 600");
   REQUIRE(code == 0);
   REQUIRE(eventually([&] { return in_state(k, "low", "Running"); }));
   const std::string first_run = str_at(pods_of(k, "low").at(0), {"metadata", "labels", "gpuq.io/run"});
-  std::tie(code, out) = gpuq_status(k, "submit --id high --priority 100 --queue batch --gpus 8 --replicas 2 -- sleep 3");
+  std::tie(code, out) = k.gpuq_status("submit --id high --priority 100 --queue batch --gpus 8 --replicas 2 -- sleep 3");
   REQUIRE(code == 0);
   CHECK(eventually([&] { return in_state(k, "high", "Running"); }, std::chrono::seconds(60)));
   CHECK(eventually([&] { return in_state(k, "high", "Succeeded"); }, std::chrono::seconds(60)));
@@ -395,10 +385,10 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
   // and a cancel still reaches them.
   k.kill_gpuqd();
   k.start(kBatchQueues);
-  std::tie(code, out) = gpuq_status(k, "submit --queue batch --gpus 1 -- true");  // it may be listing still
+  std::tie(code, out) = k.gpuq_status("submit --queue batch --gpus 1 -- true");  // it may be listing still
   CHECK_MESSAGE((code == 0 || out.find("is still listing the cluster's nodes and pods") != std::string::npos), out);
   // Until gpuqd has listed the pods it says the job is being restored; then the cancel goes.
-  REQUIRE(eventually([&] { return (out = gpuq_status(k, "cancel low").second).find("is being restored") == std::string::npos; }));
+  REQUIRE(eventually([&] { return (out = k.gpuq_status("cancel low").second).find("is being restored") == std::string::npos; }));
   CHECK_MESSAGE(out.find("cancel") != std::string::npos, out);
   CHECK(eventually([&] { return in_state(k, "low", "Cancelled"); }));
   CHECK(eventually([&] { return live_pods(k, "low") == 0; }));
@@ -407,15 +397,15 @@ TEST_CASE("gpuq submit on Kubernetes: an array with a throttle, a dependency, a 
 
 TEST_CASE("gpuq submit on Kubernetes: a finished job's pods are deleted after finishedPodTTL") {
   SubmitCluster k(kBatchQueues, "  finishedPodTTL: 2s\n");
-  auto [code, out] = gpuq_status(k, "submit --id brief --queue batch --gpus 1 --wait -- echo done");
+  auto [code, out] = k.gpuq_status("submit --id brief --queue batch --gpus 1 --wait -- echo done");
   REQUIRE_MESSAGE(code == 0, out);
   CHECK(pods_of(k, "brief").size() == 1);  // kept for its log a while
-  std::tie(code, out) = gpuq_status(k, "logs brief");
+  std::tie(code, out) = k.gpuq_status("logs brief");
   CHECK_MESSAGE(out == "done\n", out);
   CHECK(eventually([&] { return pods_of(k, "brief").empty(); }));
 
   // A job that ended just before gpuqd stopped: its pods go finishedPodTTL after it is back.
-  std::tie(code, out) = gpuq_status(k, "submit --id before --queue batch --gpus 1 --wait -- true");
+  std::tie(code, out) = k.gpuq_status("submit --id before --queue batch --gpus 1 --wait -- true");
   REQUIRE_MESSAGE(code == 0, out);
   k.kill_gpuqd();
   CHECK(pods_of(k, "before").size() == 1);
@@ -430,15 +420,7 @@ TEST_CASE("gpuq run on Kubernetes: the pod's terminal attached through the API s
   // script(1) gives gpuq a terminal; what is piped into script is typed into it, and reaches the
   // pod's terminal through pods/attach; its output comes back through pods/log.
   const std::string gpuq = std::string(GPUQ_CLI_PATH) + " --server " + k.gpuqd.address;
-  const auto shell = [](const std::string& command) {
-    std::string out;
-    FILE* f = ::popen((command + " 2>&1").c_str(), "r");
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    const int status = ::pclose(f);
-    return std::pair<int, std::string>{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-  };
-  auto [code, out] = shell("printf 'hello\\n' | script -qec \"" + gpuq +
+  auto [code, out] = run_command("printf 'hello\\n' | script -qec \"" + gpuq +
                            " run --id term -q batch --gpus 1 -- sh -c 'tty; read x; echo got:\\$x; exit 7'\" /dev/null");
   CHECK_MESSAGE(code == 7, out);
   CHECK_MESSAGE(out.find("got:hello") != std::string::npos, out);
@@ -450,12 +432,12 @@ TEST_CASE("gpuq run on Kubernetes: the pod's terminal attached through the API s
   CHECK(container.at("stdin").as_bool());
   CHECK(container.at("tty").as_bool());
   // Ctrl-C, typed once the job runs, interrupts it on its terminal.
-  std::tie(code, out) = shell("(sleep 3; printf '\\003') | script -qec \"" + gpuq +
+  std::tie(code, out) = run_command("(sleep 3; printf '\\003') | script -qec \"" + gpuq +
                               " run -q batch --gpus 1 -- sh -c 'echo started; sleep 60'\" /dev/null");
   CHECK_MESSAGE(out.find("started") != std::string::npos, out);
   CHECK_MESSAGE(code == 130, out);  // 128 + SIGINT, as the container's exit code says it
   // Refused: a terminal is one pod.
-  std::tie(code, out) = gpuq_status(k, "run -q batch --gpus 1 --replicas 2 -- true");
+  std::tie(code, out) = k.gpuq_status("run -q batch --gpus 1 --replicas 2 -- true");
   CHECK(code != 0);
   CHECK_MESSAGE(out.find("spec.tty: a job on a terminal is one pod, not 2 pods") != std::string::npos, out);
   k.check_invariants();
