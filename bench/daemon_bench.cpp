@@ -253,21 +253,22 @@ double restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   const long rss_empty = gpuq::bench::status_kib(empty.pid, "VmRSS:");
   empty.stop(SIGTERM);
   GpuqdChild d = start(gpuqd, dir, state);
-  // Once it has settled: the first turns after the start (the estimator's copy of the engine,
-  // among them) come and go within a second or two; sampled until it stops changing (by 1%).
-  long rss = 0;
-  for (int i = 0; i < 20; ++i) {
+  // Once it has settled: the first turns after the start, the estimator's what-if on a copy of
+  // the engine among them (seconds at a million jobs), come and go. Sampled every 0.3 s until six
+  // samples in a row agree within 1% (at most 40 s); the highest sample is the peak.
+  long rss = 0, peak = 0;
+  int same = 0;
+  for (int i = 0; i < 133 && same < 5; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const long now = gpuq::bench::status_kib(d.pid, "VmRSS:");
-    if (i >= 2 && std::labs(now - rss) * 100 <= rss) {
-      rss = now;
-      break;
-    }
+    same = std::labs(now - rss) * 100 <= rss ? same + 1 : 0;
     rss = now;
+    peak = std::max(peak, now);
   }
-  const double per_job = static_cast<double>(rss - rss_empty) * 1024.0 / static_cast<double>(jobs);
-  std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job\n",
-              jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0, per_job);
+  const auto per = [&](long kib) { return static_cast<double>(kib - rss_empty) * 1024.0 / static_cast<double>(jobs); };
+  const double per_job = per(rss);
+  std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job; peak %.0f MiB (%.0f bytes per job)\n",
+              jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0, per_job, peak / 1024.0, per(peak));
   d.stop(SIGTERM);
   return per_job;
 }

@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/heap.hpp"
+
 namespace gpuq::daemon {
 
 Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
@@ -92,6 +94,7 @@ Result<void> Core::rebuild(Time now) {
   facts_open_.clear();
   facts_closed_.clear();
   for (const BinderFact& fact : adopted) observe(fact, now);
+  trim_heap("restore");  // the file's records, read in chunks and moved from
   return Ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/heap.hpp"
 #include "daemon/loop.hpp"
 #include "scheduler/what_if.hpp"
 
@@ -67,6 +68,7 @@ void Estimator::run_once() {
     for (auto& [id, at] : w.starts) starts[id] = at;
   }
   copy.reset();
+  if (!starts.empty()) trim_heap("estimates");  // the engine's copy: a Job per pending job
   const auto t2 = clock::now();
   const double copy_s = std::chrono::duration<double>(t1 - t0).count();
   const double what_if_s = std::chrono::duration<double>(t2 - t1).count();

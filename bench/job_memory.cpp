@@ -1,0 +1,159 @@
+// job_memory: what gpuqd keeps per pending job, by part (issue [5/7]; BENCHMARKS.md "Memory per
+// pending job, by part"). The same jobs as daemon_bench's restart run (one one-pod job of 1-4
+// GPUs, a 4-word command, queue "team"), held the way gpuqd holds them after a restart: in the
+// engine (scheduler/engine.hpp's Job, its spec's heap, the engine's indexes), in the Core
+// (daemon/core.hpp's unfinished_: a storage::JobRecord per job, by id) and in the start-time
+// estimates (daemon/estimates.hpp: an entry per pending job). Each part is measured as the bytes
+// glibc's allocator has handed out (mallinfo2: uordblks + hblkhd) before and after it is built,
+// so it is exact for this process's heap and leaves out what RSS adds (freed memory not given
+// back, pages touched). One thread: everything is in the main arena, which mallinfo2 reports.
+//
+//   build/bench/job_memory --jobs 1000000
+#include <malloc.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "scheduler/engine.hpp"
+#include "storage/store.hpp"
+
+namespace {
+
+using namespace gpuq;
+
+long in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<long>(m.uordblks + m.hblkhd);
+}
+
+storage::JobRecord record(long i) {  // daemon_bench's restart job i
+  storage::JobRecord r;
+  r.spec.id = JobId("p" + std::to_string(i));
+  r.spec.queue = QueueName("team");
+  r.spec.submitted_at = 1'700'000'000 + i / 1000;
+  PodSet s;
+  s.name = "main";
+  s.per_pod[kGpu] = 1000 * (1 + i % 4);
+  r.spec.pod_sets.push_back(s);
+  r.run.command = {"python", "train.py", "--step", std::to_string(i)};
+  r.number = static_cast<std::uint64_t>(i + 1);
+  return r;
+}
+
+struct Row {
+  const char* part;
+  double bytes;  // per job
+  const char* what;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"job_memory: bytes per pending job, by part"};
+  long jobs = 1'000'000;
+  app.add_option("--jobs", jobs, "pending jobs")->check(CLI::Range(1L, 20'000'000L));
+  CLI11_PARSE(app, argc, argv);
+  const auto n = static_cast<double>(jobs);
+  std::vector<Row> rows;
+
+  // The records, as the store's load hands them to the Core (kept, for the parts below).
+  std::vector<storage::JobRecord> loaded;
+  loaded.reserve(static_cast<std::size_t>(jobs));
+  for (long i = 0; i < jobs; ++i) loaded.push_back(record(i));
+
+  // The engine, with daemon_bench's queue and nodes.
+  Engine engine;
+  QueueSpec q;
+  q.name = QueueName("team");
+  FlavorQuota fq;
+  fq.flavor = "h100";
+  fq.resources.emplace_back(kGpu, ResourceQuota{64'000, {}, {}});
+  q.quotas.push_back(fq);
+  if (auto r = engine.apply_queue(q); !r) return std::fprintf(stderr, "%s\n", r.error().c_str()), 1;
+  for (int k = 0; k < 2; ++k) {
+    NodeSpec node;
+    node.name = "n" + std::to_string(k);
+    node.flavor = "h100";
+    node.capacity[kGpu] = 8000;
+    node.capacity[kCpu] = 128'000;
+    if (auto r = engine.upsert_node(node, 0); !r) return std::fprintf(stderr, "%s\n", r.error().c_str()), 1;
+  }
+  long before = in_use();
+  engine.reserve_jobs(static_cast<std::size_t>(jobs));
+  const long slots = in_use() - before;
+  before = in_use();
+  for (const storage::JobRecord& r : loaded)
+    if (auto s = engine.submit(r.spec, 0); !s) return std::fprintf(stderr, "%s\n", s.error().c_str()), 1;
+  (void)engine.take_events();
+  const long engine_jobs = in_use() - before;
+  {  // the specs' own heap (pod sets, strings past the small-string buffer), measured apart
+    before = in_use();
+    std::vector<JobSpec> specs;
+    specs.reserve(static_cast<std::size_t>(jobs));
+    const long vec = in_use() - before;
+    for (const storage::JobRecord& r : loaded) specs.push_back(r.spec);
+    const double heap = static_cast<double>(in_use() - before - vec) / n;
+    rows.push_back({"engine: Job slots", static_cast<double>(slots) / n,
+                    "scheduler/engine.hpp Job (sizeof), the jobs_ vector reserved at start"});
+    rows.push_back({"engine: the spec's heap", heap, "JobSpec's pod sets and long strings"});
+    rows.push_back({"engine: indexes", static_cast<double>(engine_jobs) / n - heap,
+                    "by id, the queue's order and by request, candidates, counts"});
+  }
+  // The engine's first cycle (waits recorded, nothing more admitted than fits).
+  before = in_use();
+  (void)engine.schedule(0);
+  (void)engine.take_events();
+  rows.push_back({"engine: after a cycle", static_cast<double>(in_use() - before) / n,
+                  "what the first schedule() adds"});
+
+  // The Core's unfinished_ map (daemon/core.hpp).
+  before = in_use();
+  std::unordered_map<std::string, storage::JobRecord> unfinished;
+  unfinished.reserve(static_cast<std::size_t>(jobs));
+  const long buckets = in_use() - before;
+  before = in_use();
+  long record_heap = 0;
+  {
+    const long b0 = in_use();
+    std::vector<storage::JobRecord> copy;
+    copy.reserve(static_cast<std::size_t>(jobs));
+    const long vec = in_use() - b0;
+    for (const storage::JobRecord& r : loaded) copy.push_back(r);
+    record_heap = in_use() - b0 - vec;
+  }
+  before = in_use();
+  for (const storage::JobRecord& r : loaded) unfinished.emplace(r.spec.id.value, r);
+  const long nodes = in_use() - before;
+  rows.push_back({"Core: JobRecord", static_cast<double>(sizeof(storage::JobRecord)),
+                  "storage/store.hpp JobRecord (sizeof): spec, run, notify, state"});
+  rows.push_back({"Core: the record's heap", static_cast<double>(record_heap) / n,
+                  "its spec's pod sets and the command's vector"});
+  rows.push_back({"Core: the map", static_cast<double>(buckets + nodes - record_heap) / n -
+                                       static_cast<double>(sizeof(storage::JobRecord)),
+                  "unordered_map by id: node, key, buckets"});
+
+  // The start-time estimates (daemon/estimates.hpp's starts_), one entry per pending job.
+  before = in_use();
+  {
+    std::unordered_map<std::string, std::optional<Time>> starts;
+    for (const storage::JobRecord& r : loaded) starts.emplace(r.spec.id.value, std::nullopt);
+    rows.push_back({"estimates", static_cast<double>(in_use() - before) / n,
+                    "daemon/estimates.hpp: the last estimate of each pending job, by id"});
+  }
+
+  double total = 0;
+  std::printf("%ld pending jobs; sizeof: Job %zu, JobSpec %zu, PodSet %zu, WaitReason %zu, JobRecord %zu\n",
+              jobs, sizeof(Job), sizeof(JobSpec), sizeof(PodSet), sizeof(WaitReason), sizeof(storage::JobRecord));
+  std::printf("| part | bytes per job | what |\n|---|---|---|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %.0f | %s |\n", r.part, r.bytes, r.what);
+    total += r.bytes;
+  }
+  std::printf("| total | %.0f | |\n", total);
+  return 0;
+}
