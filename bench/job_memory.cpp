@@ -2,7 +2,7 @@
 // pending job, by part"). The same jobs as daemon_bench's restart run (one one-pod job of 1-4
 // GPUs, a 4-word command, queue "team"), held the way gpuqd holds them after a restart: in the
 // engine (scheduler/engine.hpp's Job, its spec's heap, the engine's indexes), in the Core
-// (daemon/core.hpp's unfinished_: a storage::JobRecord per job, by id) and in the start-time
+// (daemon/core.hpp's packed_: each pending job's record packed into a string, by id) and in the start-time
 // estimates (daemon/estimates.hpp: an entry per pending job). Each part is measured as the bytes
 // glibc's allocator has handed out (mallinfo2: uordblks + hblkhd) before and after it is built,
 // so it is exact for this process's heap and leaves out what RSS adds (freed memory not given
@@ -20,6 +20,9 @@
 #include <CLI/CLI.hpp>
 
 #include "scheduler/engine.hpp"
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "storage/codec.hpp"
 #include "storage/store.hpp"
 
 namespace {
@@ -111,31 +114,28 @@ int main(int argc, char** argv) {
   rows.push_back({"engine: after a cycle", static_cast<double>(in_use() - before) / n,
                   "what the first schedule() adds"});
 
-  // The Core's unfinished_ map (daemon/core.hpp).
-  before = in_use();
-  std::unordered_map<std::string, storage::JobRecord> unfinished;
-  unfinished.reserve(static_cast<std::size_t>(jobs));
-  const long buckets = in_use() - before;
-  before = in_use();
-  long record_heap = 0;
+  // The Core's pending records at rest (daemon/core.hpp packed_: storage::pack_job's string by id).
   {
-    const long b0 = in_use();
-    std::vector<storage::JobRecord> copy;
-    copy.reserve(static_cast<std::size_t>(jobs));
-    const long vec = in_use() - b0;
-    for (const storage::JobRecord& r : loaded) copy.push_back(r);
-    record_heap = in_use() - b0 - vec;
+    ResourceNames names;
+    before = in_use();
+    boost::unordered_flat_map<std::string, std::string> packed;
+    packed.reserve(static_cast<std::size_t>(jobs));
+    const long table = in_use() - before;
+    long text = 0;
+    for (const storage::JobRecord& r : loaded) {
+      std::string p = storage::pack_job(r, names);
+      text += static_cast<long>(p.capacity() > 15 ? p.capacity() + 1 : 0);
+      packed.emplace(r.spec.id.value, std::move(p));
+    }
+    const long all = in_use() - before;
+    rows.push_back({"Core: the packed record", static_cast<double>(all - table) / n,
+                    "storage::pack_job's string (its row's columns and body), from the heap"});
+    rows.push_back({"Core: the map", static_cast<double>(table) / n,
+                    "boost::unordered_flat_map by id (two strings a slot, reserved at start)"});
+    std::printf("packed record: %.0f bytes of text on average\n", static_cast<double>(text) / n);
   }
-  before = in_use();
-  for (const storage::JobRecord& r : loaded) unfinished.emplace(r.spec.id.value, r);
-  const long nodes = in_use() - before;
-  rows.push_back({"Core: JobRecord", static_cast<double>(sizeof(storage::JobRecord)),
-                  "storage/store.hpp JobRecord (sizeof): spec, run, notify, state"});
-  rows.push_back({"Core: the record's heap", static_cast<double>(record_heap) / n,
-                  "its spec's pod sets and the command's vector"});
-  rows.push_back({"Core: the map", static_cast<double>(buckets + nodes - record_heap) / n -
-                                       static_cast<double>(sizeof(storage::JobRecord)),
-                  "unordered_map by id: node, key, buckets"});
+  std::printf("a whole JobRecord, as a job the turn touches holds it: %zu bytes and its heap\n",
+              sizeof(storage::JobRecord));
 
   // The start-time estimates (daemon/estimates.hpp's starts_), one entry per pending job.
   before = in_use();

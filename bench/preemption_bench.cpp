@@ -177,11 +177,11 @@ class Bench {
     const Job* job = e.job(spec.id);
     if (job == nullptr || job->state != JobState::kPending) fail(std::string(s.name) + ": preemptor state");
     if (victims > 0) {
-      if (!job->reserved || job->waiting_on.size() != victims)
+      if (!job->reserved || job->preemption->waiting_on.size() != victims)
         fail(std::string(s.name) + ": victims chosen but no booking");
       if (s.must_find_nothing) fail(std::string(s.name) + ": found victims where none can make room");
       ++res.found;
-    } else if (!job->wait.preemption_found_nothing) {
+    } else if (!job->wait->preemption_found_nothing) {
       fail(std::string(s.name) + ": no victims, but the search did not run");
     }
     sum.add(static_cast<std::int64_t>(victims));

@@ -44,7 +44,7 @@ void Core::observe(const BinderFact& fact, Time now) {
     return;
   }
   if (const auto* done = std::get_if<JobFinished>(&fact))
-    if (auto it = unfinished_.find(done->job.value); it != unfinished_.end()) it->second.exit_code = done->exit_code;
+    if (storage::JobRecord* rec = live(done->job.value)) rec->exit_code = done->exit_code;
   // Its last fact about the job (not a start or a refused stop): what the binder keeps can go once on disk.
   if (const JobId* job = job_of(fact);
       job && !std::holds_alternative<JobStarted>(fact) && !std::holds_alternative<StopRefused>(fact))
@@ -68,18 +68,18 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
     binder_->stop_now(JobId(id));
     return Ok();
   }
-  if (unfinished_.count(id) == 0 && arrays_.count(id) > 0) {  // a whole array: its unfinished members
+  if (!is_live(id) && arrays_.count(id) > 0) {  // a whole array: its unfinished members
     std::vector<std::string>& members = arrays_[id];
-    std::erase_if(members, [&](const std::string& m) { return unfinished_.count(m) == 0 && !stopping(JobId(m)); });
+    std::erase_if(members, [&](const std::string& m) { return !is_live(m) && !stopping(JobId(m)); });
     if (members.empty()) {
       arrays_.erase(id);
       return Error{"array \"" + id + "\" already ended (all its members did)", ErrorCode::kFailedPrecondition};
     }
     for (const std::string& m : std::vector<std::string>(members))
-      if (unfinished_.count(m) > 0 || force) (void)cancel(m, now, force, reason);
+      if (is_live(m) || force) (void)cancel(m, now, force, reason);
     return Ok();
   }
-  if (unfinished_.count(id) == 0) {
+  if (!is_live(id)) {
     if (restoring(id))
       return Error{"job \"" + id + "\" is being restored: gpuqd has just started and waits for the cluster to list "
                    "its pods; try again in a moment",
@@ -180,8 +180,7 @@ void Core::bind(const std::vector<Decision>& decisions, Time now) {
   bind_now_ = now;
   for (const Decision& d : decisions) {
     if (const auto* a = std::get_if<Admission>(&d)) {
-      auto it = unfinished_.find(a->job.value);
-      if (it != unfinished_.end()) binder_->bind(*a, it->second);
+      if (const storage::JobRecord* rec = live(a->job.value)) binder_->bind(*a, *rec);
     } else {
       const auto& p = std::get<Preemption>(d);
       binder_->preempting(p);
@@ -211,9 +210,9 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     if (job && ev.to == JobState::kAdmitted) {
       metrics_.admitted(job->spec.queue.value, static_cast<double>(ev.at - job->spec.submitted_at));
     } else if (job && ev.to == JobState::kPreempting) {
-      const Job* by = engine_->job(job->preempted_by);
+      const Job* by = engine_->job(job->preemption->preempted_by);
       metrics_.preempted(job->spec.queue.value, by ? by->spec.queue.value : std::string(),
-                         to_string(job->preempt_reason));
+                         to_string(job->preemption->preempt_reason));
     } else if (job && is_finished(ev.to)) {
       metrics_.finished(job->spec.queue.value, to_string(ev.to));
     }
@@ -222,9 +221,9 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
   }
   for (const std::string& id : changed) {
     const Job* j = engine_->job(JobId(id));
-    auto it = unfinished_.find(id);
-    if (j == nullptr || it == unfinished_.end()) continue;
-    storage::JobRecord& rec = it->second;
+    storage::JobRecord* live_rec = j == nullptr ? nullptr : live(id);
+    if (live_rec == nullptr) continue;
+    storage::JobRecord& rec = *live_rec;
     refresh(rec, *j);
     if (is_finished(j->state)) {
       if (rec.finished_at == 0) {  // it ends now: those waiting for it are looked at, its array counts down
@@ -242,8 +241,8 @@ void Core::refresh(storage::JobRecord& rec, const Job& j) const {
   rec.state = j.state;
   rec.attempts = j.attempts;
   rec.preemptions = j.preemptions;
-  rec.preempted_by = j.preempted_by.value;
-  rec.reason = j.end_reason;
+  rec.preempted_by = j.preemption->preempted_by.value;
+  rec.reason = *j.end_reason;
   rec.held = j.held;
   rec.retried = j.retried;
   if (j.holds_resources()) {
@@ -367,9 +366,9 @@ void Core::notify(const storage::Batch& batch) {
     if (e.from && *e.from == e.to) continue;  // a note (the idle warning), not a transition
     const auto event = notify_event(e.to);
     if (!event) continue;
-    auto rec = unfinished_.find(e.job);  // finished jobs of this batch are still here
-    if (rec == unfinished_.end()) continue;
-    const storage::JobRecord& r = rec->second;
+    const storage::JobRecord* rec = live(e.job);  // finished jobs of this batch are still here
+    if (rec == nullptr) continue;
+    const storage::JobRecord& r = *rec;
     const auto q = queue_specs_.find(r.spec.queue.value);
     // The job's own URL and its queue's, once each.
     std::vector<const std::string*> urls;
@@ -418,11 +417,13 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   for (const auto& rec : batch.jobs) {
     if (!is_finished(rec.state)) continue;
     unfinished_.erase(rec.spec.id.value);
+    packed_.erase(rec.spec.id.value);
     if (!engine_->forget(rec.spec.id))
       if (const Job* live = engine_->job(rec.spec.id); live != nullptr && live->draining &&
           std::find(forget_later_.begin(), forget_later_.end(), rec.spec.id) == forget_later_.end())
         forget_later_.push_back(rec.spec.id);  // once, however often it is written while it stops
   }
+  pack_idle();
 }
 
 Core::TurnResult Core::end_turn(Time now) {
@@ -440,7 +441,7 @@ std::string Core::reason(const storage::JobRecord& r) const {
 }
 
 Result<storage::JobRecord> Core::job(const std::string& id) {
-  if (auto it = unfinished_.find(id); it != unfinished_.end()) return it->second;
+  if (const storage::JobRecord* rec = live(id)) return *rec;
   auto on_disk = store_->job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   if (!on_disk.value()) return Error{"job \"" + id + "\" does not exist", ErrorCode::kNotFound};

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include "binder/binder.hpp"
 #include "daemon/estimates.hpp"
 #include "daemon/metrics.hpp"
@@ -325,7 +327,23 @@ class Core {
   // Queues whose Queue object is gone (or that no object names) but that still hold jobs: they
   // take no new ones and go once the engine lets them (retried at each status report).
   std::set<std::string> queues_going_;
-  std::unordered_map<std::string, storage::JobRecord> unfinished_;  // by id
+  // The unfinished jobs' records, by id, in one of two maps. unfinished_: whole records, of the
+  // jobs that hold a placement or that this turn touched. packed_: the rest, the pending jobs at
+  // rest (most of them, a million at a large site), each as storage::pack_job's string (about
+  // 130 bytes, where a JobRecord is 1,200 with its heap: BENCHMARKS.md, Memory per pending job).
+  // Code that reads or changes a record goes through live(), which unpacks it into unfinished_;
+  // committed() packs the touched ones that are still pending once the turn is written (a packed
+  // record is then what the state file holds, so Jobs.List's rows stand for it as they are).
+  std::unordered_map<std::string, storage::JobRecord> unfinished_;
+  boost::unordered_flat_map<std::string, std::string> packed_;
+  std::vector<std::string> unpacked_;  // put in unfinished_ this turn: packed again if pending
+  storage::JobRecord* live(const std::string& id);  // nullptr: not an unfinished job
+  bool is_live(const std::string& id) const { return unfinished_.count(id) > 0 || packed_.count(id) > 0; }
+  std::size_t live_count() const { return unfinished_.size() + packed_.size(); }
+  // A record put in unfinished_ (submitted, restored, reported by a source): packed at the
+  // turn's end if it is pending then.
+  storage::JobRecord& enter_live(storage::JobRecord rec);
+  void pack_idle();  // committed(): the touched records that are pending again go to packed_
   // Array id -> its members' ids, for arrays submitted since start or with members unfinished at
   // start (cancel and dependencies by the array's id; no job may take the id).
   std::unordered_map<std::string, std::vector<std::string>> arrays_;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/heap.hpp"
+#include "storage/codec.hpp"
 
 namespace gpuq::daemon {
 
@@ -27,7 +28,7 @@ Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
   if (!rebuilt) return Error{rebuilt.error(), rebuilt.code()};
   const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   spdlog::info("event=state_loaded file={} unfinished_jobs={} open_s={:.2f} load_and_rebuild_s={:.2f}",
-               config.state_file, core->unfinished_.size(), seconds(t0, t1),
+               config.state_file, core->live_count(), seconds(t0, t1),
                seconds(t1, std::chrono::steady_clock::now()));
   return core;
 }
@@ -42,6 +43,8 @@ Result<void> Core::rebuild(Time now) {
   queue_specs_.clear();
   node_specs_.clear();
   unfinished_.clear();
+  packed_.clear();
+  unpacked_.clear();
   forget_later_.clear();
   stale_.clear();
   deferred_.clear();
@@ -60,7 +63,7 @@ Result<void> Core::rebuild(Time now) {
         if (auto r = apply_start_specs(meta, config_queues, config_nodes, now); !r) return r;
         keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
         engine_->reserve_jobs(meta.unfinished_count);
-        unfinished_.reserve(meta.unfinished_count);
+        packed_.reserve(meta.unfinished_count);
         last_event_seq_ = meta.last_event_seq;
         last_job_number_ = meta.last_job_number;
         return Ok();
@@ -180,7 +183,10 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
     ++array_unfinished_[rec.spec.array_id];
   }
   std::string id = rec.spec.id.value;
-  unfinished_.emplace(std::move(id), std::move(rec));
+  if (rec.state == JobState::kPending)  // at rest: packed (Core::live unpacks it when used)
+    packed_.emplace(std::move(id), storage::pack_job(rec, *names_));
+  else
+    unfinished_.emplace(std::move(id), std::move(rec));
 }
 
 // A job of the state file a source binder's gpuqd has not restored yet (until the source's first

@@ -38,8 +38,8 @@ const char* wanted(AfterKind kind) {
 }  // namespace
 
 Result<DependencyView> Core::dependency_state(const std::string& id) {
-  if (const Job* j = engine_->job(JobId(id))) return DependencyView{j->state, j->end_reason};
-  if (auto it = unfinished_.find(id); it != unfinished_.end()) return DependencyView{it->second.state, it->second.reason};
+  if (const Job* j = engine_->job(JobId(id))) return DependencyView{j->state, *j->end_reason};
+  if (const storage::JobRecord* rec = live(id)) return DependencyView{rec->state, rec->reason};
   auto on_disk = store_->job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
   if (!on_disk.value()) return DependencyView{};

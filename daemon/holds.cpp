@@ -29,13 +29,13 @@ Result<void> Core::hold_or_release(const std::string& id, Time now, const std::s
   auto one = [&](const std::string& job) {
     return hold ? engine_->hold(JobId(job), now, "held by " + by) : engine_->release_hold(JobId(job), now, "released by " + by);
   };
-  if (unfinished_.count(id) > 0) return one(id);
+  if (is_live(id)) return one(id);
   const auto* members = array_members(id);
   if (members == nullptr) return not_live(*store_, id, restoring(id));
   bool any = false;
   for (const std::string& m : *members)
     if (const Job* j = engine_->job(JobId(m));
-        j && unfinished_.count(m) > 0 && j->state == JobState::kPending && j->held != hold)
+        j && is_live(m) && j->state == JobState::kPending && j->held != hold)
       any = one(m).ok() || any;
   if (!any)
     return Error{"array \"" + id + "\" has no " + (hold ? "pending member to hold" : "held member to release"),
@@ -53,9 +53,9 @@ Result<void> Core::release(const std::string& id, Time now, const std::string& b
 
 Result<void> Core::update(const std::string& id, const JobChange& change, Time now, const std::string& by,
                           bool beyond_guardrails) {
-  auto it = unfinished_.find(id);
-  if (it == unfinished_.end()) return not_live(*store_, id, restoring(id));
-  storage::JobRecord& rec = it->second;
+  storage::JobRecord* live_rec = live(id);
+  if (live_rec == nullptr) return not_live(*store_, id, restoring(id));
+  storage::JobRecord& rec = *live_rec;
   if (!change.priority && !change.max_runtime && !change.queue)
     return Error{"nothing to update: give --priority, --max-runtime or --queue", ErrorCode::kInvalidArgument};
   // The job as it would be, checked as a submission to its (new) queue.

@@ -46,7 +46,7 @@ void Core::observe_source(binder::SourceFact fact, Time now) {
 void Core::source_arrived(binder::JobArrived& a, Time now) {
   JobSpec& spec = a.sub.job;
   const std::string id = spec.id.value;
-  if (unfinished_.count(id) > 0) return;  // reported again (a relist)
+  if (is_live(id)) return;  // reported again (a relist)
   auto stale = stale_.extract(id);
   if (stale.empty()) {
     auto on_disk = store_->has_job(id);
@@ -112,11 +112,11 @@ void Core::source_arrived(binder::JobArrived& a, Time now) {
   rec.run = std::move(a.sub.run);
   rec.priority_text = std::move(a.sub.priority);
   if (!a.nodes.empty()) rec.state = JobState::kRunning;
-  unfinished_.emplace(id, std::move(rec));  // written with the turn (its event)
+  enter_live(std::move(rec));  // written with the turn (its event)
 }
 
 void Core::source_withdrawn(const binder::JobWithdrawn& w, Time now) {
-  if (unfinished_.count(w.job.value) == 0) return;
+  if (!is_live(w.job.value)) return;
   // A cancelled job whose pods were stopped has ended already (or is ending) as cancelled.
   if (const Job* job = engine_->job(w.job); !job || is_finished(job->state) || job->draining) return;
   if (auto r = cancel(w.job.value, now, /*force=*/false, w.reason); !r)

@@ -11,7 +11,7 @@ namespace gpuq::daemon {
 // Whether `id` is free: no unfinished job, no array and no job on disk has it. on_disk_too false:
 // the caller knows that no job on disk has it.
 Result<bool> Core::id_free(const std::string& id, bool on_disk_too) {
-  if (unfinished_.count(id) > 0 || arrays_.count(id) > 0 || engine_->job(JobId(id))) return false;
+  if (is_live(id) || arrays_.count(id) > 0 || engine_->job(JobId(id))) return false;
   if (!on_disk_too) return true;
   auto on_disk = store_->has_job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
@@ -93,8 +93,7 @@ std::optional<std::string> Core::held_at_submission(const Submission& sub) {
 storage::JobRecord& Core::enter(storage::JobRecord rec, const std::vector<Awaited>& awaited, Time now) {
   if (!awaited.empty()) wait_for(rec.spec.id.value, awaited, now, /*quiet=*/false);
   rec.number = ++last_job_number_;
-  std::string key = rec.spec.id.value;
-  return unfinished_.emplace(std::move(key), std::move(rec)).first->second;
+  return enter_live(std::move(rec));
 }
 
 storage::JobRecord Core::record_of(Submission sub) {

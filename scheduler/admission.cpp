@@ -187,7 +187,7 @@ std::vector<Decision> Engine::schedule(Time now) {
   // Preemptors whose victims have all stopped are admitted where they were booked, first.
   std::vector<std::uint32_t> ready;
   for (std::uint32_t j : reserved_)
-    if (jobs_[j].waiting_on.empty()) ready.push_back(j);
+    if (jobs_[j].preemption->waiting_on.empty()) ready.push_back(j);
   for (std::uint32_t j : ready) admit_booked(j, now, out);
   if (history_.enabled()) {
     // Usage is constant within a cycle, so bringing every history up to `now` here keeps the
@@ -336,7 +336,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     // Slurm's QOS MaxJobsPerUser); StrictFIFO still keeps the order of those that may run.
     if (at_run_limit(jobs_[j])) {
       drop_claim(j);  // held by its owner's jobs, not by room
-      WaitReason& wait = jobs_[j].wait;
+      WaitReason& wait = jobs_[j].wait.mut();
       wait = {};
       wait.cycle = cycle_;
       wait.user_limit = true;
@@ -349,7 +349,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
     if (const KeptFailure* kept = kept_failure(j, now)) {
       outcome = kept->outcome;
       jobs_[j].wait = kept->wait;
-      jobs_[j].wait.cycle = cycle_;
+      jobs_[j].wait.mut().cycle = cycle_;
       ++last_cycle_.kept;
     } else {
       const std::uint64_t before = raw_stamp();
@@ -429,13 +429,13 @@ void Engine::keep_failure(std::uint32_t j, AdmitOutcome outcome) {
     kept_failures_.erase(j);
     return;
   }
-  kept_failures_[j] = KeptFailure{world_stamp(), search_limit_.until, outcome, jobs_[j].wait};
+  kept_failures_[j] = KeptFailure{world_stamp(), search_limit_.until, outcome, *jobs_[j].wait};
 }
 
 Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
   Job& job = jobs_[j];
   WaitReason scratch;  // a dry run (commit=false) leaves the job's reason alone
-  WaitReason& wait = commit ? job.wait : scratch;
+  WaitReason& wait = commit ? job.wait.mut() : scratch;
   wait.kept = 0;
   wait.flavors_tried = 0;
   wait.preemption_found_nothing = false;

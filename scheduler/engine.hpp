@@ -24,6 +24,7 @@
 #include "scheduler/model.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/quota.hpp"
+#include "scheduler/rare.hpp"
 #include "spec/result.hpp"
 #include "scheduler/topology.hpp"
 #include "scheduler/usage_history.hpp"
@@ -72,6 +73,27 @@ struct WaitReason {
   }
 };
 
+// What a job has only while it takes part in a preemption, as a preemptor (waiting_on) or as a
+// victim (the rest): out of line in Job (Rare), as most jobs never do.
+struct JobPreemption {
+  // As a preemptor: while Job::reserved, the victims it waits for.
+  std::vector<std::uint32_t> waiting_on;
+  // As a victim, while Preempting: its quota is already released, `slots` hold only what its
+  // preemptors did not need (so nothing else lands where it still runs), and preemptors wait.
+  std::vector<std::uint32_t> preemptors;
+  JobId preempted_by;
+  PreemptReason preempt_reason = PreemptReason::kInQueue;
+  Time preempted_at = 0;  // in memory only: 0 after a restart
+  // While Preempting: where it ran and in which state, to run on there if its stop is refused
+  // (StopRefused); after a refusal, no victim before this time.
+  std::vector<PodSlot> slots_before;
+  JobState state_before = JobState::kRunning;
+  Time unevictable_until = 0;
+};
+
+// One job as the engine keeps it. A pending job is most of them (a million at a large site), so
+// what only some jobs use is out of line (Rare): the reasons of a job a cycle tried, the
+// preemption fields, the end reason, what a dependent job waits for.
 struct Job {
   JobSpec spec;
   JobState state = JobState::kPending;
@@ -91,33 +113,23 @@ struct Job {
   std::int32_t attempts = 0;     // times requeued after losing its place
   std::int32_t preemptions = 0;  // times preempted
   std::int32_t retried = 0;      // failed runs requeued (JobSpec::retries)
-  WaitReason wait;
-  std::string end_reason;
+  Rare<WaitReason> wait;         // written when a cycle tries it (explain derives it otherwise)
+  Rare<std::string> end_reason;
   // Cancelled (or ended) while its processes still run: its slots stay taken until the binder
   // says they are gone (EngineConfig::stops_confirmed). Holds no quota and is no victim.
   bool draining = false;
   // As a preemptor: while `reserved`, it is still Pending but its quota is charged and its
-  // placement (slots, flavor) booked; it is admitted there once every job in waiting_on stopped.
+  // placement (slots, flavor) booked; it is admitted there once every job in
+  // preemption->waiting_on stopped.
   bool reserved = false;
-  std::vector<std::uint32_t> waiting_on;
   // Held (Engine::hold): Pending, counted as pending, but out of its queue's order until released:
   // by a user (held), or by its front end while it waits for other jobs to end (dependent, with
   // what it waits for in waiting_for). Either keeps it out until both are released.
   bool held = false;
   bool dependent = false;
-  std::string waiting_for;
+  Rare<std::string> waiting_for;
   bool off_order() const { return held || dependent; }
-  // As a victim, while Preempting: its quota is already released, `slots` hold only what its
-  // preemptors did not need (so nothing else lands where it still runs), and preemptors wait.
-  std::vector<std::uint32_t> preemptors;
-  JobId preempted_by;
-  PreemptReason preempt_reason = PreemptReason::kInQueue;
-  Time preempted_at = 0;  // in memory only: 0 after a restart
-  // While Preempting: where it ran and in which state, to run on there if its stop is refused
-  // (StopRefused); after a refusal, no victim before this time.
-  std::vector<PodSlot> slots_before;
-  JobState state_before = JobState::kRunning;
-  Time unevictable_until = 0;
+  Rare<JobPreemption> preemption;
 
   // Admitted, Running or Preempting: it holds slots on the nodes (quota too, unless Preempting).
   bool holds_resources() const {

@@ -258,9 +258,9 @@ std::string Engine::pending_reason(const Job& job) const {
   const QueueRec& q = queues_[job.queue];
   if (job.state != JobState::kPending) return to_string(job.state);
   if (job.held) return "held: not scheduled until released (gpuq release " + job.spec.id.value + ")";
-  if (job.dependent) return job.waiting_for;
+  if (job.dependent) return *job.waiting_for;
   if (job.reserved) {
-    const std::size_t n = job.waiting_on.size();
+    const std::size_t n = job.preemption->waiting_on.size();
     return "waiting for " + std::to_string(n) + " preempted job" + (n == 1 ? "" : "s") + " to stop";
   }
   if (at_run_limit(job)) return run_limit_reason(job);
@@ -272,8 +272,8 @@ std::string Engine::pending_reason(const Job& job) const {
       return "waiting behind " + jobs_[head->job].spec.id.value + " (StrictFIFO)";
   }
   WaitReason reached_or_derived;
-  const WaitReason* wp = &job.wait;
-  if (job.pending_since < cycle_ && job.wait.cycle < cycle_) {
+  const WaitReason* wp = &*job.wait;
+  if (job.pending_since < cycle_ && job.wait->cycle < cycle_) {
     // The last cycle left this job's queue before reaching it, because none of the queue's jobs
     // could fit. Say what stops it now: its quota where that does, else room on the nodes.
     for (FlavorId f : job.candidates) {

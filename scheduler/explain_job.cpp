@@ -31,12 +31,12 @@ JobExplanation Engine::explain(const Job& job) const {
   e.reason = pending_reason(job);
   e.preemptions = job.preemptions;
   e.attempts = job.attempts;
-  if (!job.preempted_by.empty()) {
+  if (!job.preemption->preempted_by.empty()) {
     JobExplanation::Preempted p;
-    p.by = job.preempted_by.value;
-    if (const Job* by = this->job(job.preempted_by)) p.by_queue = by->spec.queue.value;
-    p.reason = job.preempt_reason;
-    p.at = job.preempted_at;
+    p.by = job.preemption->preempted_by.value;
+    if (const Job* by = this->job(job.preemption->preempted_by)) p.by_queue = by->spec.queue.value;
+    p.reason = job.preemption->preempt_reason;
+    p.at = job.preemption->preempted_at;
     e.preempted = p;
   }
   const QueueRec& q = queues_[job.queue];

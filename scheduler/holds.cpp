@@ -39,7 +39,7 @@ Result<void> Engine::release_hold(const JobId& id, Time now, std::string reason,
   bool& flag = kind == HoldKind::kUser ? job.held : job.dependent;
   if (!flag) return Error{"job \"" + id.value + "\" is not held", ErrorCode::kFailedPrecondition};
   flag = false;
-  if (kind == HoldKind::kDependency) job.waiting_for.clear();
+  if (kind == HoldKind::kDependency) job.waiting_for.reset();
   if (!job.off_order()) {
     ++epoch_;  // kept failures (admission.cpp) are tried again
     drop_hold(job);

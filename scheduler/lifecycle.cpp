@@ -71,8 +71,8 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     // Stopped as asked, or ended by itself meanwhile: either way it was preempted, and goes
     // back to its place in the queue.
     release(job, now);
-    requeue(it->second, now, "preempted by " + job.preempted_by.value + " (" +
-                                 to_string(job.preempt_reason) + ")");
+    requeue(it->second, now, "preempted by " + job.preemption->preempted_by.value + " (" +
+                                 to_string(job.preemption->preempt_reason) + ")");
     return Ok();
   }
   if (std::holds_alternative<JobStopped>(fact))
@@ -96,7 +96,7 @@ void Engine::lose_job(std::uint32_t j, Time now, const std::string& reason) {
   const bool was_preempting = job.state == JobState::kPreempting;
   release(job, now);
   if (was_preempting)
-    requeue(j, now, "preempted by " + job.preempted_by.value + " (" + to_string(job.preempt_reason) + "); " +
+    requeue(j, now, "preempted by " + job.preemption->preempted_by.value + " (" + to_string(job.preemption->preempt_reason) + "); " +
                         reason);
   else if (job.spec.on_node_loss == NodeLossPolicy::kRequeue)
     requeue(j, now, reason);
@@ -156,7 +156,7 @@ void Engine::admit(std::uint32_t j, FlavorId f, std::vector<PodSlot> slots, Time
   job.admitted_at = now;
   job.admitted_cycle = cycle_;
   job.state = JobState::kAdmitted;
-  job.wait = {};
+  job.wait.reset();
   if (f != kNoFlavor) quota_.add(job.queue, f, job.total);
   queues_[job.queue].usage_all_flavors += job.total;
   ++queues_[job.queue].admitted;

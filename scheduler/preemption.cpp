@@ -179,8 +179,8 @@ class Engine::QueueRun final : public preemption::Run {
         limit_.until = std::min(limit_.until, vj.admitted_at + min_runtime_);
         continue;
       }
-      if (now_ < vj.unevictable_until) {
-        limit_.until = std::min(limit_.until, vj.unevictable_until);
+      if (now_ < vj.preemption->unevictable_until) {
+        limit_.until = std::min(limit_.until, vj.preemption->unevictable_until);
         continue;
       }
       preemption::Candidate c = e_.describe_candidate(v, false);
@@ -241,7 +241,7 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
   if (auto it = preemption_failed_.find(memo);
       it != preemption_failed_.end() && job.spec.priority <= it->second.priority) {
     search_limit_ = it->second.limit;
-    job.wait.preemption_found_nothing = true;
+    job.wait.mut().preemption_found_nothing = true;
     return false;
   }
   preemption::Preemptor p;
@@ -295,7 +295,7 @@ bool Engine::try_preempt(std::uint32_t j, Time now, std::vector<Decision>& out) 
     it->second.priority = std::max(it->second.priority, job.spec.priority);
     it->second.limit.merge(search_limit_);
   }
-  job.wait.preemption_found_nothing = true;
+  job.wait.mut().preemption_found_nothing = true;
   return false;
 }
 
@@ -310,8 +310,8 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
     const std::uint32_t v = targets[i].victim.job;
     Job& victim = jobs_[v];
     if (!targets[i].victim.preempting) {
-      victim.slots_before = victim.slots;
-      victim.state_before = victim.state;
+      victim.preemption.mut().slots_before = victim.slots;
+      victim.preemption.mut().state_before = victim.state;
     }
     held[i] = std::move(victim.slots);
     victim.slots.clear();
@@ -326,18 +326,18 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
       preempting_.insert(v);
       const JobState from = victim.state;
       victim.state = JobState::kPreempting;
-      victim.preempted_by = job.spec.id;
-      victim.preempt_reason = targets[i].reason;
-      victim.preempted_at = now;
+      victim.preemption.mut().preempted_by = job.spec.id;
+      victim.preemption.mut().preempt_reason = targets[i].reason;
+      victim.preemption.mut().preempted_at = now;
       emit(victim, from, now,
            std::string("preempted by ") + job.spec.id.value + " (" + to_string(targets[i].reason) + ")");
       // Never longer than its queue allows now (maxGracePeriod), also for a job submitted before.
       out.emplace_back(Preemption{victim.spec.id, victim.spec.queue, job.spec.id, targets[i].reason,
                                   victim_grace(victim)});
     }
-    if (std::find(victim.preemptors.begin(), victim.preemptors.end(), j) == victim.preemptors.end())
-      victim.preemptors.push_back(j);
-    job.waiting_on.push_back(v);
+    if (std::find(victim.preemption->preemptors.begin(), victim.preemption->preemptors.end(), j) == victim.preemption->preemptors.end())
+      victim.preemption.mut().preemptors.push_back(j);
+    job.preemption.mut().waiting_on.push_back(v);
   }
 
   // The booking: the preemptor's quota and placement, exactly as the search found them.
@@ -355,7 +355,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
   job.flavor = f;
   job.slots = std::move(slots);
   job.reserved = true;
-  job.wait = {};
+  job.wait.reset();
   reserved_.insert(j);
 
   for (std::size_t i = 0; i < targets.size(); ++i)
@@ -404,12 +404,12 @@ void Engine::victim_stopped(std::uint32_t v, Time /*now*/) {
   Job& victim = jobs_[v];
   for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
   victim.slots.clear();
-  victim.slots_before.clear();
+  victim.preemption.mut().slots_before.clear();
   victim.flavor = kNoFlavor;
   active_.erase({admission_seq_[v], v});
   preempting_.erase(v);
-  for (std::uint32_t p : victim.preemptors) std::erase(jobs_[p].waiting_on, v);
-  victim.preemptors.clear();
+  for (std::uint32_t p : victim.preemption->preemptors) std::erase(jobs_[p].preemption.mut().waiting_on, v);
+  victim.preemption.mut().preemptors.clear();
 }
 
 // A victim whose stop was refused (binder.hpp: StopRefused) runs on where it ran: its preemptors
@@ -426,18 +426,18 @@ Result<void> Engine::stop_refused(std::uint32_t v, const StopRefused& fact, Time
     return Error{cannot + "the quota it held went to other jobs", ErrorCode::kFailedPrecondition};
   // Its preemptors give their bookings back; each of their victims, this one included, holds
   // again what of its room is free (drop_reservation).
-  const std::vector<std::uint32_t> preemptors = victim.preemptors;
+  const std::vector<std::uint32_t> preemptors = victim.preemption->preemptors;
   for (std::uint32_t p : preemptors)
     if (jobs_[p].reserved) {
       drop_reservation(p, now);
       add_pending(p);
     }
-  if (!config_.quota_only && !same_room(victim.slots, victim.slots_before))
+  if (!config_.quota_only && !same_room(victim.slots, victim.preemption->slots_before))
     return Error{cannot + "some of the room it held went to other jobs; it goes on stopping",
                  ErrorCode::kFailedPrecondition};
   for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
-  victim.slots = std::move(victim.slots_before);  // as it was placed, pod by pod
-  victim.slots_before.clear();
+  victim.slots = std::move(victim.preemption->slots_before);  // as it was placed, pod by pod
+  victim.preemption.mut().slots_before.clear();
   for (const PodSlot& s : victim.slots) cluster_.retake(s);
   history_.advance(victim.queue, queues_[victim.queue].usage_all_flavors, now);
   if (victim.flavor != kNoFlavor) quota_.add(victim.queue, victim.flavor, victim.total);
@@ -446,10 +446,10 @@ Result<void> Engine::stop_refused(std::uint32_t v, const StopRefused& fact, Time
   queues_[victim.queue].holding.insert(holding_key(v));
   count_owner(victim, 0, +1);
   preempting_.erase(v);
-  victim.state = victim.state_before;
-  victim.unevictable_until = now + std::max<Time>(fact.retry_after, 0);
-  const std::string by = victim.preempted_by.value;
-  victim.preempted_by = JobId();
+  victim.state = victim.preemption->state_before;
+  victim.preemption.mut().unevictable_until = now + std::max<Time>(fact.retry_after, 0);
+  const std::string by = victim.preemption->preempted_by.value;
+  victim.preemption.mut().preempted_by = JobId();
   emit(victim, JobState::kPreempting, now, "not preempted by " + by + ": " + fact.reason);
   preemption_failed_.clear();
   return Ok();
@@ -461,7 +461,7 @@ bool Engine::quota_lost(std::uint32_t v) {
   const Job& victim = jobs_[v];
   if (victim.flavor == kNoFlavor) return false;
   std::vector<const Job*> booked;
-  for (std::uint32_t p : victim.preemptors)
+  for (std::uint32_t p : victim.preemption->preemptors)
     if (jobs_[p].reserved && jobs_[p].flavor != kNoFlavor) booked.push_back(&jobs_[p]);
   for (const Job* p : booked) quota_.remove(p->queue, p->flavor, p->total);
   const bool lost = quota_.check(victim.queue, victim.flavor, victim.total).has_value();
@@ -493,14 +493,14 @@ void Engine::drop_reservation(std::uint32_t j, Time now) {
   queues_[job.queue].usage_all_flavors -= job.total;
   job.flavor = kNoFlavor;
   // Its victims still run where they ran: what of their room is free again is theirs again.
-  for (std::uint32_t v : job.waiting_on) {
+  for (std::uint32_t v : job.preemption->waiting_on) {
     Job& victim = jobs_[v];
-    std::erase(victim.preemptors, j);
-    if (victim.state != JobState::kPreempting || victim.slots_before.empty()) continue;
+    std::erase(victim.preemption.mut().preemptors, j);
+    if (victim.state != JobState::kPreempting || victim.preemption->slots_before.empty()) continue;
     for (auto it = victim.slots.rbegin(); it != victim.slots.rend(); ++it) cluster_.release(*it);
-    victim.slots = retake_residual(victim.slots_before);
+    victim.slots = retake_residual(victim.preemption->slots_before);
   }
-  job.waiting_on.clear();
+  job.preemption.mut().waiting_on.clear();
   job.reserved = false;
   reserved_.erase(j);
   count_owner(job, 0, -1);

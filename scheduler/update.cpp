@@ -42,7 +42,7 @@ Result<void> Engine::update(const JobId& id, const JobUpdate& u, Time now, std::
   job.spec = std::move(spec);
   job.queue = moved.queue;
   job.candidates = std::move(moved.candidates);
-  job.wait = {};
+  job.wait.reset();
   if (job.off_order()) {
     count_owner(job, +1, 0);
     ++queues_[job.queue].held;

@@ -27,6 +27,13 @@ Result<NodeSpec> decode_node(std::string_view json, ResourceNames& names);
 std::string encode_job_body(const JobRecord& j, const ResourceNames& names);
 Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceInterner& names);
 
+// A whole job record as one string: its row's columns, then its body. For a front end that keeps
+// many records at rest in memory (gpuqd's pending jobs, about 130 bytes each instead of a
+// JobRecord's 1,200: daemon/core.hpp). unpack_job reads what pack_job wrote; what a row does not
+// store (GpuUse's idle stretch) is not kept either. Not a stored format.
+std::string pack_job(const JobRecord& j, const ResourceNames& names);
+Result<void> unpack_job(std::string_view packed, JobRecord& j, ResourceInterner& names);
+
 // A usage history row's averages (usage_history.average): {"gpu":1500.25,"cpu":0.5}, by resource
 // name. Decoding checks the form only (an object of numbers); whether the names and values make
 // sense is the daemon's to judge.

@@ -92,6 +92,7 @@ class Reader {
   }
   bool at_end() const { return pos_ == in_.size(); }
   void skip(std::size_t n) { pos_ += n; }
+  std::size_t offset() const { return pos_; }
 
  private:
   std::string_view in_;
@@ -350,6 +351,37 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
     return fail(e.why);
   }
   return Ok();
+}
+
+std::string pack_job(const JobRecord& j, const ResourceNames& names) {
+  std::string out;
+  Writer w(out);
+  for (std::int64_t v : {static_cast<std::int64_t>(j.number), std::int64_t{state_code(j.state)},
+                         std::int64_t{j.spec.priority}, j.spec.submitted_at, j.admitted_at, j.finished_at,
+                         std::int64_t{j.attempts}, std::int64_t{j.preemptions}, std::int64_t{j.exit_code},
+                         j.gpu_use.samples, j.gpu_use.util_sum, j.gpu_use.memory_peak_mib})
+    w.num(v);
+  for (std::string_view t : {std::string_view(j.spec.id.value), std::string_view(j.spec.queue.value),
+                             std::string_view(j.spec.owner), std::string_view(j.spec.name),
+                             std::string_view(j.priority_text), std::string_view(j.flavor),
+                             std::string_view(j.preempted_by), std::string_view(j.reason)})
+    w.str(t);
+  out += encode_job_body(j, names);
+  out.shrink_to_fit();
+  return out;
+}
+
+Result<void> unpack_job(std::string_view packed, JobRecord& j, ResourceInterner& names) {
+  RowView row;
+  try {
+    Reader r(packed);
+    for (auto& v : row.ints) v = r.num();
+    for (int c = 0; c + 1 < kJobTextColumns; ++c) row.texts[static_cast<std::size_t>(c)] = r.str();
+    row.texts[kJobTextColumns - 1] = packed.substr(r.offset());
+  } catch (const BadBody& e) {
+    return Error{std::string("a packed job record: ") + e.why, ErrorCode::kFailedPrecondition};
+  }
+  return decode_job(row, j, names);
 }
 
 }  // namespace gpuq::storage

@@ -325,7 +325,7 @@ TEST_CASE("a forgotten job leaves the engine: its slot is used again, so memory 
   REQUIRE(e.submit(job("fresh", "a", res(gpus(1))), 2000).ok());
   const Job* fresh = e.job(JobId("fresh"));
   CHECK(fresh->attempts == 0);
-  CHECK(fresh->end_reason.empty());
+  CHECK(fresh->end_reason->empty());
   CHECK(fresh->state == JobState::kPending);
 }
 

@@ -122,15 +122,15 @@ void check_links(const Engine& e, Tracker& t, const std::vector<const Job*>& js,
     if (j.reserved) {
       REQUIRE(j.state == JobState::kPending);
       // After schedule(), a booking whose victims all stopped has been admitted.
-      REQUIRE_FALSE(j.waiting_on.empty());
+      REQUIRE_FALSE(j.preemption->waiting_on.empty());
       if (!e.config().quota_only || !e.quotas().queue(j.queue).unlimited) REQUIRE(j.flavor != kNoFlavor);
-      for (std::uint32_t v : j.waiting_on) {
+      for (std::uint32_t v : j.preemption->waiting_on) {
         REQUIRE(v < t.ids.size());
         const Job& victim = *js[v];
         CAPTURE(t.ids[v]);
         REQUIRE(victim.state == JobState::kPreempting);
         REQUIRE(victim.flavor == j.flavor);
-        REQUIRE(std::count(victim.preemptors.begin(), victim.preemptors.end(), i) == 1);
+        REQUIRE(std::count(victim.preemption->preemptors.begin(), victim.preemption->preemptors.end(), i) == 1);
       }
       auto it = t.booked.find(id);
       if (it == t.booked.end()) {
@@ -139,7 +139,7 @@ void check_links(const Engine& e, Tracker& t, const std::vector<const Job*>& js,
         t.booked[id] = Tracker::Booking{j.flavor, j.slots};
         ++g_stats.bookings;
         if (preemptors_now.count(id) == 0) ++g_stats.silent_bookings;
-        if (j.waiting_on.size() > 1) ++g_stats.multi_victim;
+        if (j.preemption->waiting_on.size() > 1) ++g_stats.multi_victim;
       } else {
         // 4. A booking stays exactly as it was made while it waits.
         CAPTURE(describe_slots(it->second.slots));
@@ -148,15 +148,15 @@ void check_links(const Engine& e, Tracker& t, const std::vector<const Job*>& js,
         REQUIRE(same_slots(j.slots, it->second.slots));
       }
     } else {
-      GPUQ_REQUIRE_EACH(j.waiting_on.empty());
+      GPUQ_REQUIRE_EACH(j.preemption->waiting_on.empty());
       GPUQ_REQUIRE_EACH(t.booked.count(id) == 0);
     }
     if (j.state == JobState::kPreempting) {
-      for (std::uint32_t p : j.preemptors) {
+      for (std::uint32_t p : j.preemption->preemptors) {
         REQUIRE(p < t.ids.size());
         const Job& by = *js[p];
         REQUIRE(by.reserved);
-        REQUIRE(std::count(by.waiting_on.begin(), by.waiting_on.end(), i) == 1);
+        REQUIRE(std::count(by.preemption->waiting_on.begin(), by.preemption->waiting_on.end(), i) == 1);
       }
       // Its residual is part of what it held when admitted: per GPU and per node.
       const auto& before = t.placed[id];
@@ -176,7 +176,7 @@ void check_links(const Engine& e, Tracker& t, const std::vector<const Job*>& js,
       for (const auto& [n, r] : node_now) REQUIRE(r.fits_in(node_then[n]));
       if (!j.slots.empty() && !same_slots(j.slots, before)) ++g_stats.split_residuals;
     } else {
-      GPUQ_REQUIRE_EACH(j.preemptors.empty());
+      GPUQ_REQUIRE_EACH(j.preemption->preemptors.empty());
     }
     // Preemptions counted by the engine: one per Preemption decision, once the victim stopped.
     if (j.preemptions == 0 && j.state != JobState::kPreempting) {
@@ -249,7 +249,7 @@ std::string run(std::uint64_t seed, bool check) {
             // Its stop is refused: it runs on, its preemptors give their bookings up; or, where
             // its room went elsewhere meanwhile, the refusal is refused and it goes on stopping.
             std::vector<std::string> by;
-            for (std::uint32_t p : j.preemptors) by.push_back(t.ids[p]);
+            for (std::uint32_t p : j.preemption->preemptors) by.push_back(t.ids[p]);
             auto r = e.observe(StopRefused{JobId(id), "refused", w.pick(0, 3)}, now);
             refused_for.insert(by.begin(), by.end());  // bookings dropped (unless the quota was gone)
             if (r.ok()) {
@@ -333,7 +333,7 @@ std::string run(std::uint64_t seed, bool check) {
           continue;
         }
         REQUIRE(same_slots(j.slots, it->second.slots));
-        if (j.waiting_on.empty()) expect_admitted.insert(id);
+        if (j.preemption->waiting_on.empty()) expect_admitted.insert(id);
         ++it;
       }
       for (std::size_t i = 0; i < t.ids.size(); ++i) {
@@ -426,7 +426,7 @@ std::string run(std::uint64_t seed, bool check) {
       CAPTURE(p->by.value);
       const Job& by = get(e, p->by.value);
       REQUIRE(by.reserved);
-      REQUIRE(std::count(by.waiting_on.begin(), by.waiting_on.end(), t.index.at(p->job.value)) == 1);
+      REQUIRE(std::count(by.preemption->waiting_on.begin(), by.preemption->waiting_on.end(), t.index.at(p->job.value)) == 1);
     }
     check_links(e, t, js, reserved_before, preemptors_now);
 

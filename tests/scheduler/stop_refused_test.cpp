@@ -38,7 +38,7 @@ TEST_CASE("a refused stop: the victim runs on as it was and the preemptor takes 
   REQUIRE(e.observe(StopRefused{JobId("a"), "budget pdb-a allows no disruption", 30}, 11).ok());
   const Job* a = e.job(JobId("a"));
   CHECK(a->state == JobState::kRunning);
-  CHECK(a->preempted_by.value.empty());
+  CHECK(a->preemption->preempted_by.value.empty());
   CHECK(a->slots.size() == a_slots.size());
   CHECK(a->slots.front().gpus == a_slots.front().gpus);
   CHECK(e.quotas().usage(q, 0)[kGpu] == gpus(8));  // a and b again, no booking

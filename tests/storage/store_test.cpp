@@ -1,6 +1,9 @@
 // The SQLite store against real files in a temporary directory: round trips, upserts, failed
 // commits.
+#include <mutex>
+
 #include "storage/codec.hpp"
+#include "storage/job_rows.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;
@@ -307,4 +310,54 @@ TEST_CASE("a queue's kubernetes block and maxRetries are kept in its row; a row 
   auto partial = decode_queue(old_row.substr(0, old_row.size() - 1) + R"(,"kubernetes":{"namespace":"ml"}})", names);
   REQUIRE_MESSAGE(partial.ok(), partial.error());
   CHECK(partial->kubernetes == QueueKubernetes{"ml", "", {}, ""});
+}
+
+// gpuqd keeps its pending jobs' records packed (daemon/core.hpp packed_): every field a row
+// stores comes back, also what only the body's extras hold.
+TEST_CASE("pack_job and unpack_job give back every stored field of a record") {
+  ResourceNames names;
+  JobRecord full = make_full_job(names);
+  full.spec.expected_runtime = 600;
+  full.spec.retries = 2;
+  full.spec.array_id = "sweep";
+  full.spec.array_index = 41;
+  full.spec.array_throttle = 4;
+  full.spec.singleton = true;
+  full.run.tty = true;
+  full.run.tty_size = "40x120";
+  full.notify = {"http://hooks.example/a", {"started", "failed"}};
+  full.held = true;
+  full.retried = 1;
+  full.after = {{AfterKind::kOk, "prep"}, {AfterKind::kNotOk, "other_3"}};
+  full.gpu_use.samples = 12;
+  full.gpu_use.util_sum = 900;
+  full.gpu_use.memory_peak_mib = 70000;
+  full.finished_at = 0;
+  const std::string packed = pack_job(full, names);
+  std::mutex mu;
+  ResourceInterner interner(names, mu);
+  JobRecord back;
+  REQUIRE(unpack_job(packed, back, interner).ok());
+  check_same(back, full);
+  CHECK(back.spec.expected_runtime == full.spec.expected_runtime);
+  CHECK(back.spec.retries == 2);
+  CHECK(back.spec.array_id == "sweep");
+  CHECK(back.spec.array_index == 41);
+  CHECK(back.spec.array_throttle == 4);
+  CHECK(back.spec.singleton);
+  CHECK(back.run.tty);
+  CHECK(back.run.tty_size == "40x120");
+  CHECK(back.notify == full.notify);
+  CHECK(back.held);
+  CHECK(back.retried == 1);
+  CHECK(back.after == full.after);
+  CHECK(back.gpu_use.samples == 12);
+  CHECK(back.gpu_use.util_sum == 900);
+  CHECK(back.gpu_use.memory_peak_mib == 70000);
+  CHECK(pack_job(back, names) == packed);  // and packs the same again
+
+  // A damaged string is refused, not half read.
+  JobRecord bad;
+  CHECK_FALSE(unpack_job(packed.substr(0, 20), bad, interner).ok());
+  CHECK_FALSE(unpack_job("x" + packed, bad, interner).ok());
 }
