@@ -24,7 +24,7 @@
 #include "scheduler/model.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/quota.hpp"
-#include "scheduler/rare.hpp"
+#include "spec/rare.hpp"
 #include "spec/result.hpp"
 #include "scheduler/topology.hpp"
 #include "scheduler/usage_history.hpp"

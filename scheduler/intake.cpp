@@ -51,7 +51,7 @@ std::uint64_t shape_of(const JobSpec& spec) {
   for (const PodSet& s : spec.pod_sets) {
     h = mix(h, static_cast<std::uint64_t>(s.count));
     for (Quantity q : s.per_pod.v) h = mix(h, static_cast<std::uint64_t>(q));
-    if (!s.where.empty()) h = mix(h, s.where);
+    if (!s.where->empty()) h = mix(h, s.where);
   }
   return h;
 }
@@ -79,7 +79,7 @@ Result<Job> Engine::make_job(JobSpec spec) const {
   }
   job.shape = shape_of(spec);
   job.constrained = std::any_of(spec.pod_sets.begin(), spec.pod_sets.end(),
-                                [](const PodSet& s) { return !s.where.empty(); });
+                                [](const PodSet& s) { return !s.where->empty(); });
   for (const PodSet& s : spec.pod_sets)
     if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))
       job.smallest_gpu_pod = s.per_pod[kGpu];

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "spec/rare.hpp"
 #include "spec/resources.hpp"
 
 namespace gpuq {
@@ -248,9 +249,10 @@ struct PodSet {
   std::string name;
   std::int32_t count = 1;
   ResourceVec per_pod;
-  // The nodes its pods may go on. `{}`: PodSet{name, count, per_pod} stays a complete
-  // initializer (-Wmissing-field-initializers).
-  NodeConstraints where{};
+  // The nodes its pods may go on (empty: any), out of line (spec/rare.hpp): most pod sets have
+  // none, and a million pending jobs each hold one. `{}`: PodSet{name, count, per_pod} stays a
+  // complete initializer (-Wmissing-field-initializers).
+  Rare<NodeConstraints> where{};
 };
 
 struct JobSpec {

@@ -421,7 +421,7 @@ PodSet read_pod_set(yaml::Node n, Path& at, ResourceNames& names) {
   PodSet s;
   for_each_key(n, at, {"name", "count", "resources", "nodeSelector", "affinity", "tolerations"},
                [&](std::string_view key, yaml::Node v) {
-                 if (read_constraint(key, v, at, s.where)) return;
+                 if (read_constraint(key, v, at, s.where.mut())) return;
                  if (key == "name") {
                    s.name = string_of(v, at);
                  } else if (key == "count") {
@@ -435,6 +435,7 @@ PodSet read_pod_set(yaml::Node n, Path& at, ResourceNames& names) {
                  }
                });
   require(n, at, {"resources"});
+  if (s.where->empty()) s.where.reset();  // none: nothing allocated (spec/rare.hpp)
   return s;
 }
 
@@ -541,8 +542,11 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
   if (keys.id_required) require(n, at, {"id"});
   require(n, at, {"queue", "pods"});
   if (!job_where.empty())
-    for (PodSet& s : j.pod_sets) s.where = merged(job_where, std::move(s.where));
-  for (PodSet& s : j.pod_sets) require_gpu_models(s.where, gpu_models);
+    for (PodSet& s : j.pod_sets) s.where = merged(job_where, NodeConstraints(*s.where));
+  for (PodSet& s : j.pod_sets) {
+    require_gpu_models(s.where.mut(), gpu_models);
+    if (s.where->empty()) s.where.reset();
+  }
   located(n, at, [&] {
     validate(j, at, names);
     validate(sub.run, at);

@@ -190,7 +190,7 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   }
   const bool extras = !extra.empty();
   const bool constrained = extras || std::any_of(j.spec.pod_sets.begin(), j.spec.pod_sets.end(),
-                                                 [](const PodSet& p) { return !p.where.empty(); });
+                                                 [](const PodSet& p) { return !p.where->empty(); });
   std::string out(extras ? kTagWithExtras : constrained ? kTagWithConstraints : kTag);
   out.reserve(256);
   Writer w(out);
@@ -293,7 +293,11 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
       p.gpu_milli = r.num();
     }
     if (constrained)
-      for (auto& p : j.spec.pod_sets) read_constraints(r, p.where);
+      for (auto& p : j.spec.pod_sets) {
+        NodeConstraints where;
+        read_constraints(r, where);
+        if (!where.empty()) p.where = std::move(where);  // none: nothing allocated (spec/rare.hpp)
+      }
     if (extras)
       for (std::size_t n = r.count(); n > 0; --n) {
         const auto name = r.str();

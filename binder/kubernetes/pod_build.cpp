@@ -120,21 +120,23 @@ Result<void> prepare_submission(Submission& sub, const QueueSpec& queue, Resourc
       return Error{"queue \"" + q + "\": " + e.what(), ErrorCode::kFailedPrecondition};
     }
     for (PodSet& s : sub.job.pod_sets) {
-      for (const auto& [key, value] : where.node_selector) s.where.node_selector[key] = value;
+      if (where.empty()) break;
+      NodeConstraints& w = s.where.mut();
+      for (const auto& [key, value] : where.node_selector) w.node_selector[key] = value;
       if (!where.affinity.empty()) {
-        if (s.where.affinity.empty()) {
-          s.where.affinity = where.affinity;
+        if (w.affinity.empty()) {
+          w.affinity = where.affinity;
         } else {  // both must hold: each of the job's terms ANDed with each of the template's
           std::vector<std::vector<NodeRequirement>> terms;
-          for (const auto& a : s.where.affinity)
+          for (const auto& a : w.affinity)
             for (const auto& b : where.affinity) {
               terms.push_back(a);
               terms.back().insert(terms.back().end(), b.begin(), b.end());
             }
-          s.where.affinity = std::move(terms);
+          w.affinity = std::move(terms);
         }
       }
-      s.where.tolerations.insert(s.where.tolerations.end(), where.tolerations.begin(), where.tolerations.end());
+      w.tolerations.insert(w.tolerations.end(), where.tolerations.begin(), where.tolerations.end());
     }
   }
   if (pods != 0)

@@ -75,7 +75,7 @@ TEST_CASE("prepare_submission: the queue's namespace, the image within allowedIm
 TEST_CASE("prepare_submission: the template's node selector and tolerations join every pod set's; each pod takes a pods slot") {
   QueueKubernetes k{"ml", "img", {}, R"({"spec":{"nodeSelector":{"pool":"a100"},"tolerations":[{"key":"gpu","operator":"Exists"}]}})"};
   Submission s = job_of(1000);
-  s.job.pod_sets[0].where.node_selector["zone"] = "b";
+  s.job.pod_sets[0].where.mut().node_selector["zone"] = "b";
   const ResourceId pods = 5;
   REQUIRE(prepare_submission(s, queue_with(k), pods));
   const NodeConstraints& w = s.job.pod_sets[0].where;

@@ -141,7 +141,7 @@ TEST_CASE("a job of pods: equal pods share a pod set, in a stable order; the hig
   CHECK(s.job.pod_sets[0].per_pod[kGpu] == 1000);
   CHECK(s.job.pod_sets[0].per_pod[3] == 1);  // one "pods"
   CHECK(s.job.pod_sets[1].count == 1);
-  CHECK(s.job.pod_sets[1].where.node_selector.at("zone") == "a");
+  CHECK(s.job.pod_sets[1].where->node_selector.at("zone") == "a");
   CHECK(s.job.pod_sets[2].count == 1);
   CHECK(order == std::vector<std::string>{"ml/w-0", "ml/w-1", "ml/ps", "ml/w-2"});
 }

@@ -99,8 +99,8 @@ JobSpec random_job(Rng& w, int id, int queues, Time now) {
                                 res(gpu, cores(w.pick(0, 16)), gib(w.pick(0, 32)))});
     // Node constraints on some pod sets, so victims on nodes a preemptor may not use occur.
     if (w.chance(15))
-      j.pod_sets.back().where.node_selector = {{"zone", "z" + std::to_string(w.pick(0, 1))}};
-    if (w.chance(10)) j.pod_sets.back().where.tolerations = {{"gpu", true, "", std::nullopt}};
+      j.pod_sets.back().where.mut().node_selector = {{"zone", "z" + std::to_string(w.pick(0, 1))}};
+    if (w.chance(10)) j.pod_sets.back().where.mut().tolerations = {{"gpu", true, "", std::nullopt}};
   }
   if (j.pod_sets[0].per_pod.is_zero()) j.pod_sets[0].per_pod[kCpu] = cores(1);
   j.preemptible = !w.chance(10);

@@ -231,13 +231,13 @@ TEST_CASE("trace openb: one pod per job, times, qos as tenant, gpu_spec as the m
   CHECK(brief(jobs[1]) == "p3 [] @70 +1 main x1 0 1000 1048576");            // at least one second
   CHECK(brief(jobs[2]) == "p1 [LS] @100 +950 main x1 500 4000 1073741824");  // from scheduled
   // gpu_spec: a required affinity on the node's GPU model label; none without it.
-  const auto& where = jobs[0].pod_sets[0].where;
+  const gpuq::NodeConstraints& where = *jobs[0].pod_sets[0].where;
   REQUIRE(where.affinity.size() == 1);
   REQUIRE(where.affinity[0].size() == 1);
   CHECK(where.affinity[0][0].key == gpuq::kGpuModelLabel);
   CHECK(where.affinity[0][0].op == gpuq::LabelOperator::kIn);
   CHECK(where.affinity[0][0].values == std::vector<std::string>{"V100M16", "V100M32"});
-  CHECK(jobs[2].pod_sets[0].where.empty());
+  CHECK(jobs[2].pod_sets[0].where->empty());
 }
 
 TEST_CASE("trace openb: a pod without its times is refused, or skipped and counted") {

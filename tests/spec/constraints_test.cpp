@@ -284,7 +284,7 @@ TEST_CASE("Kubernetes' own affinity shape reads the same terms") {
         - {}
 )",
                     &s) == "(accepted)");
-  const auto& terms = s.job.pod_sets[0].where.affinity;
+  const auto& terms = s.job.pod_sets[0].where->affinity;
   REQUIRE(terms.size() == 2);
   CHECK(terms[0] == std::vector<NodeRequirement>{req("zone", LabelOperator::kIn, {"z1"}),
                                                  req("gen", LabelOperator::kLt, {"5"})});

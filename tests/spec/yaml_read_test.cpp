@@ -109,11 +109,11 @@ TEST_CASE("gpuModels: the GPU models a job accepts, a required affinity on the m
       "    affinity: [[{key: zone, operator: In, values: [x]}], [{key: zone, operator: In, values: [y]}]]\n");
   const Submission s = read_job(doc.root(), at, names, keys);
   const NodeRequirement model{kGpuModelLabel, LabelOperator::kIn, {"V100M16", "V100M32"}};
-  REQUIRE(s.job.pod_sets[0].where.affinity.size() == 1);
-  CHECK(s.job.pod_sets[0].where.affinity[0] == std::vector<NodeRequirement>{model});
+  REQUIRE(s.job.pod_sets[0].where->affinity.size() == 1);
+  CHECK(s.job.pod_sets[0].where->affinity[0] == std::vector<NodeRequirement>{model});
   // Each of a pod set's own terms gets it: the model holds whichever term matches.
-  REQUIRE(s.job.pod_sets[1].where.affinity.size() == 2);
-  for (const auto& term : s.job.pod_sets[1].where.affinity) {
+  REQUIRE(s.job.pod_sets[1].where->affinity.size() == 2);
+  for (const auto& term : s.job.pod_sets[1].where->affinity) {
     REQUIRE(term.size() == 2);
     CHECK(term[1] == model);
   }

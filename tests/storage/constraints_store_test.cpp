@@ -35,8 +35,8 @@ TEST_CASE(
   ResourceNames names;
   const JobRecord plain = make_job(1);
   JobRecord constrained = make_job(2);
-  constrained.spec.pod_sets[0].where.node_selector = {{"zone", "z1"}};
-  constrained.spec.pod_sets[0].where.tolerations = {{"gpu", true, "", TaintEffect::kNoExecute}};
+  constrained.spec.pod_sets[0].where.mut().node_selector = {{"zone", "z1"}};
+  constrained.spec.pod_sets[0].where.mut().tolerations = {{"gpu", true, "", TaintEffect::kNoExecute}};
   {
     auto store = open_ok(path, names);
     Batch b;
@@ -59,7 +59,7 @@ TEST_CASE(
   CHECK(loaded->nodes[0].taints.empty());
   REQUIRE(loaded->unfinished.size() == 2);
   check_same(loaded->unfinished[0], plain);
-  CHECK(loaded->unfinished[0].spec.pod_sets[0].where.empty());
+  CHECK(loaded->unfinished[0].spec.pod_sets[0].where->empty());
   check_same(loaded->unfinished[1], constrained);
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("a stored body with an unknown operator or effect is refused, naming t
   const auto path = dir.file("state.db");
   ResourceNames names;
   JobRecord j = make_job(1);
-  j.spec.pod_sets[0].where.affinity = {{{"gen", LabelOperator::kGt, {"3"}}}};
+  j.spec.pod_sets[0].where.mut().affinity = {{{"gen", LabelOperator::kGt, {"3"}}}};
   {
     auto store = open_ok(path, names);
     Batch b;
@@ -92,7 +92,7 @@ TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs t
   expects.notify = NotifySpec{"http://hooks.example/a?token=x;y", {"started", "failed"}};
   JobRecord both = make_job(2);
   both.spec.expected_runtime = 60;
-  both.spec.pod_sets[0].where.node_selector = {{"zone", "z1"}};
+  both.spec.pod_sets[0].where.mut().node_selector = {{"zone", "z1"}};
   const JobRecord plain = make_job(3);
   {
     auto store = open_ok(path, names);
@@ -111,7 +111,7 @@ TEST_CASE("a job's expected runtime is kept in a \"j3;\" body, which only jobs t
   CHECK(loaded->unfinished[0].notify == expects.notify);
   CHECK(loaded->unfinished[1].notify.empty());
   CHECK(loaded->unfinished[1].spec.expected_runtime == 60);
-  CHECK(loaded->unfinished[1].spec.pod_sets[0].where.node_selector.at("zone") == "z1");
+  CHECK(loaded->unfinished[1].spec.pod_sets[0].where->node_selector.at("zone") == "z1");
   CHECK_FALSE(loaded->unfinished[2].spec.expected_runtime);
 }
 

@@ -163,12 +163,12 @@ inline JobRecord make_full_job(ResourceNames& names) {
   workers.per_pod[kGpu] = 4000;
   workers.per_pod[*names.intern("rdma/hca")] = 1;
   // The launcher has no node constraints, the workers every kind (any bytes in a value).
-  workers.where.node_selector = {{"zone", "a"}, {"gpuq.io/pool", "x:y;1"}};
-  workers.where.affinity = {
+  workers.where.mut().node_selector = {{"zone", "a"}, {"gpuq.io/pool", "x:y;1"}};
+  workers.where.mut().affinity = {
       {{"gen", LabelOperator::kGt, {"3"}}, {"rack", LabelOperator::kNotIn, {"r1", "r2"}}},
       {},
       {{"big", LabelOperator::kExists, {}}}};
-  workers.where.tolerations = {{"nvidia.com/gpu", false, "broken", TaintEffect::kNoSchedule},
+  workers.where.mut().tolerations = {{"nvidia.com/gpu", false, "broken", TaintEffect::kNoSchedule},
                                {"", true, "", std::nullopt}};
   j.spec.pod_sets = {launcher, workers};
   j.spec.flavors = {"h100", "a100"};
