@@ -2,8 +2,8 @@
 // pending job, by part"). The same jobs as daemon_bench's restart run (one one-pod job of 1-4
 // GPUs, a 4-word command, queue "team"), held the way gpuqd holds them after a restart: in the
 // engine (scheduler/engine.hpp's Job, its spec's heap, the engine's indexes), in the Core
-// (daemon/core.hpp's packed_: each pending job's record packed into a string, by id) and in the start-time
-// estimates (daemon/estimates.hpp: an entry per pending job). Each part is measured as the bytes
+// (daemon/core.hpp's packed_: each pending job's record packed into a string, by id) and in the
+// start-time estimates (daemon/estimates.hpp: an entry per engine slot). Each part is measured as the bytes
 // glibc's allocator has handed out (mallinfo2: uordblks + hblkhd) before and after it is built,
 // so it is exact for this process's heap and leaves out what RSS adds (freed memory not given
 // back, pages touched). One thread: everything is in the main arena, which mallinfo2 reports.
@@ -19,9 +19,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "daemon/estimates.hpp"
+#include "daemon/packed_jobs.hpp"
 #include "scheduler/engine.hpp"
-#include <boost/unordered/unordered_flat_map.hpp>
-
 #include "storage/codec.hpp"
 #include "storage/store.hpp"
 
@@ -118,32 +118,31 @@ int main(int argc, char** argv) {
   {
     ResourceNames names;
     before = in_use();
-    boost::unordered_flat_map<std::string, std::string> packed;
+    daemon::PackedJobs packed;
     packed.reserve(static_cast<std::size_t>(jobs));
     const long table = in_use() - before;
     long text = 0;
     for (const storage::JobRecord& r : loaded) {
-      std::string p = storage::pack_job(r, names);
-      text += static_cast<long>(p.capacity() > 15 ? p.capacity() + 1 : 0);
-      packed.emplace(r.spec.id.value, std::move(p));
+      const std::string p = storage::pack_job(r, names);
+      text += static_cast<long>(p.size());
+      packed.put(r.spec.id.value, p);
     }
     const long all = in_use() - before;
     rows.push_back({"Core: the packed record", static_cast<double>(all - table) / n,
-                    "storage::pack_job's string (its row's columns and body), from the heap"});
-    rows.push_back({"Core: the map", static_cast<double>(table) / n,
-                    "boost::unordered_flat_map by id (two strings a slot, reserved at start)"});
+                    "storage::pack_job's text and the id, one allocation (daemon/packed_jobs.hpp)"});
+    rows.push_back({"Core: the table", static_cast<double>(table) / n,
+                    "an open-addressing set of pointers by id, reserved at start"});
     std::printf("packed record: %.0f bytes of text on average\n", static_cast<double>(text) / n);
   }
   std::printf("a whole JobRecord, as a job the turn touches holds it: %zu bytes and its heap\n",
               sizeof(storage::JobRecord));
 
-  // The start-time estimates (daemon/estimates.hpp's starts_), one entry per pending job.
+  // The start-time estimates (daemon/estimates.hpp): a slot's order and start, by engine slot.
   before = in_use();
   {
-    std::unordered_map<std::string, std::optional<Time>> starts;
-    for (const storage::JobRecord& r : loaded) starts.emplace(r.spec.id.value, std::nullopt);
+    std::vector<daemon::Estimates::Slot> by_slot(engine.job_slots());
     rows.push_back({"estimates", static_cast<double>(in_use() - before) / n,
-                    "daemon/estimates.hpp: the last estimate of each pending job, by id"});
+                    "daemon/estimates.hpp: each pending job's last estimate, by its engine slot"});
   }
 
   double total = 0;

@@ -15,12 +15,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
-
 #include "binder/binder.hpp"
 #include "daemon/estimates.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
+#include "daemon/packed_jobs.hpp"
 #include "daemon/submit_limits.hpp"
 #include "scheduler/engine.hpp"
 #include "storage/store.hpp"
@@ -221,6 +220,7 @@ class Core {
   Metrics& metrics() { return metrics_; }
   // The last start-time estimates (thread-safe; daemon/estimates.hpp computes them).
   Estimates& estimates() { return estimates_; }
+  std::uint64_t engine_generation() const { return engine_generation_; }  // rebuilds so far
   const Estimates& estimates() const { return estimates_; }
   // `watched`: whether anyone takes them now (an array's members' events are made for the sink
   // only then); none: always.
@@ -312,6 +312,7 @@ class Core {
   std::unique_ptr<ResourceNames> names_;
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<Engine> engine_;
+  std::uint64_t engine_generation_ = 0;
   std::unique_ptr<binder::Binder> binder_;  // the none binder reports its facts at bind_now_
   Time bind_now_ = 0;
   std::function<void(const BinderFact&)> fact_post_;  // set before the binder's thread starts
@@ -329,16 +330,16 @@ class Core {
   std::set<std::string> queues_going_;
   // The unfinished jobs' records, by id, in one of two maps. unfinished_: whole records, of the
   // jobs that hold a placement or that this turn touched. packed_: the rest, the pending jobs at
-  // rest (most of them, a million at a large site), each as storage::pack_job's string (about
-  // 130 bytes, where a JobRecord is 1,200 with its heap: BENCHMARKS.md, Memory per pending job).
+  // rest (most of them, a million at a large site), each as storage::pack_job's string
+  // (daemon/packed_jobs.hpp: about 200 bytes, where a JobRecord is 1,200 with its heap).
   // Code that reads or changes a record goes through live(), which unpacks it into unfinished_;
   // committed() packs the touched ones that are still pending once the turn is written (a packed
   // record is then what the state file holds, so Jobs.List's rows stand for it as they are).
   std::unordered_map<std::string, storage::JobRecord> unfinished_;
-  boost::unordered_flat_map<std::string, std::string> packed_;
+  PackedJobs packed_;
   std::vector<std::string> unpacked_;  // put in unfinished_ this turn: packed again if pending
   storage::JobRecord* live(const std::string& id);  // nullptr: not an unfinished job
-  bool is_live(const std::string& id) const { return unfinished_.count(id) > 0 || packed_.count(id) > 0; }
+  bool is_live(const std::string& id) const { return unfinished_.count(id) > 0 || packed_.contains(id); }
   std::size_t live_count() const { return unfinished_.size() + packed_.size(); }
   // A record put in unfinished_ (submitted, restored, reported by a source): packed at the
   // turn's end if it is pending then.

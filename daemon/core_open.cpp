@@ -39,6 +39,7 @@ Result<std::unique_ptr<Core>> Core::open(const CoreConfig& config, Time now) {
 // is recomputed by the engine.
 Result<void> Core::rebuild(Time now) {
   engine_ = std::make_unique<Engine>(config_.engine);
+  ++engine_generation_;  // the estimates of the old one no longer apply (Estimates::of)
   sync_names();
   queue_specs_.clear();
   node_specs_.clear();
@@ -184,7 +185,7 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
   }
   std::string id = rec.spec.id.value;
   if (rec.state == JobState::kPending)  // at rest: packed (Core::live unpacks it when used)
-    packed_.emplace(std::move(id), storage::pack_job(rec, *names_));
+    packed_.put(id, storage::pack_job(rec, *names_));
   else
     unfinished_.emplace(std::move(id), std::move(rec));
 }

@@ -10,16 +10,18 @@
 
 namespace gpuq::daemon {
 
-std::optional<Estimates::Estimate> Estimates::of(const std::string& job) const {
+std::optional<Estimates::Estimate> Estimates::of(std::uint32_t slot, std::uint64_t order,
+                                                 std::uint64_t engine) const {
   std::lock_guard lock(mu_);
-  auto it = starts_.find(job);
-  if (it == starts_.end()) return std::nullopt;
-  return Estimate{it->second, computed_at_};
+  if (engine != engine_ || slot >= by_slot_.size() || by_slot_[slot].order != order) return std::nullopt;
+  const Time start = by_slot_[slot].start;
+  return Estimate{start == kNoStart ? std::nullopt : std::optional<Time>(start), computed_at_};
 }
 
-void Estimates::publish(std::unordered_map<std::string, std::optional<Time>> starts, Time computed_at) {
+void Estimates::publish(std::vector<Slot> by_slot, Time computed_at, std::uint64_t engine) {
   std::lock_guard lock(mu_);
-  starts_ = std::move(starts);
+  engine_ = engine;
+  by_slot_ = std::move(by_slot);
   computed_at_ = computed_at;
 }
 
@@ -51,9 +53,11 @@ void Estimator::run_once() {
   using clock = std::chrono::steady_clock;
   std::optional<Engine> copy;
   Time now = 0;
+  std::uint64_t engine = 0;
   const auto t0 = clock::now();
   loop_.run_sync([&](Core& c) {
     now = Loop::now();
+    engine = c.engine_generation();
     // Nothing pending: nothing to estimate, and no copy made on the engine thread.
     const Engine& e = c.engine();
     std::size_t pending = e.reserved_jobs().size();
@@ -61,20 +65,25 @@ void Estimator::run_once() {
     if (pending > 0) copy.emplace(e);
   });
   const auto t1 = clock::now();
-  std::unordered_map<std::string, std::optional<Time>> starts;
+  std::vector<Estimates::Slot> by_slot;
+  std::size_t pending = 0;
   if (copy) {
-    for (const Job* j : copy->pending_in_submission_order()) starts.emplace(j->spec.id.value, std::nullopt);
+    by_slot.resize(copy->job_slots());
+    for (const Job* j : copy->pending_in_submission_order()) {
+      by_slot[copy->slot_of(*j)].order = j->order;
+      ++pending;
+    }
     WhatIfResult w = estimate_starts(std::move(*copy), now);
-    for (auto& [id, at] : w.starts) starts[id] = at;
+    for (const auto& [slot, at] : w.slot_starts) by_slot[slot].start = at;
   }
   copy.reset();
-  if (!starts.empty()) trim_heap("estimates");  // the engine's copy: a Job per pending job
+  if (pending > 0) trim_heap("estimates");  // the engine's copy: a Job per pending job
   const auto t2 = clock::now();
   const double copy_s = std::chrono::duration<double>(t1 - t0).count();
   const double what_if_s = std::chrono::duration<double>(t2 - t1).count();
   metrics_.estimate(copy_s, what_if_s);
-  spdlog::debug("event=start_estimates pending={} copy_s={:.4f} what_if_s={:.4f}", starts.size(), copy_s, what_if_s);
-  out_.publish(std::move(starts), now);
+  spdlog::debug("event=start_estimates pending={} copy_s={:.4f} what_if_s={:.4f}", pending, copy_s, what_if_s);
+  out_.publish(std::move(by_slot), now, engine);
 }
 
 }  // namespace gpuq::daemon

@@ -8,7 +8,8 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <cstdint>
+#include <vector>
 
 #include "spec/types.hpp"
 
@@ -24,14 +25,24 @@ class Estimates {
     std::optional<Time> start;  // nullopt: not admitted within the horizon (or never, as known)
     Time computed_at = 0;
   };
-  // nullopt: the job was not pending when the last estimates were computed.
-  std::optional<Estimate> of(const std::string& job) const;
-  void publish(std::unordered_map<std::string, std::optional<Time>> starts, Time computed_at);
+  // By the job's engine slot and order (Engine::slot_of, Job::order), which a copy of the engine
+  // keeps: 16 bytes a pending job, not a map by id (BENCHMARKS.md, Memory per pending job).
+  // `engine`: which engine the slot is of (Core::engine_generation: a rebuilt engine reuses slots
+  // and orders). nullopt: the job was not pending when the last estimates were computed.
+  std::optional<Estimate> of(std::uint32_t slot, std::uint64_t order, std::uint64_t engine) const;
+  struct Slot {
+    std::uint64_t order = kNoOrder;  // the pending job's; kNoOrder: none there
+    Time start = kNoStart;
+  };
+  static constexpr std::uint64_t kNoOrder = UINT64_MAX;
+  static constexpr Time kNoStart = INT64_MIN;  // pending, and not admitted within the horizon
+  void publish(std::vector<Slot> by_slot, Time computed_at, std::uint64_t engine);
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::optional<Time>> starts_;
+  std::vector<Slot> by_slot_;
   Time computed_at_ = 0;
+  std::uint64_t engine_ = 0;
 };
 
 class Estimator {

@@ -13,17 +13,17 @@ namespace gpuq::daemon {
 
 storage::JobRecord* Core::live(const std::string& id) {
   if (auto it = unfinished_.find(id); it != unfinished_.end()) return &it->second;
-  auto packed = packed_.find(id);
-  if (packed == packed_.end()) return nullptr;
+  const auto packed = packed_.find(id);
+  if (!packed) return nullptr;
   storage::JobRecord rec;
   std::mutex mu;  // the interner's, for names met on other threads; this one is the only one here
   storage::ResourceInterner interner(*names_, mu);
-  if (auto r = storage::unpack_job(packed->second, rec, interner); !r) {
+  if (auto r = storage::unpack_job(*packed, rec, interner); !r) {
     // pack_job wrote it in this process: a failure is a bug, and the record cannot be trusted.
     spdlog::critical("event=unpack_failed job={} error=\"{}\"", id, r.error());
     std::abort();
   }
-  packed_.erase(packed);
+  packed_.erase(id);
   return &enter_live(std::move(rec));
 }
 
@@ -39,7 +39,7 @@ void Core::pack_idle() {
     if (it == unfinished_.end() || it->second.state != JobState::kPending) continue;
     const Job* j = engine_->job(it->second.spec.id);
     if (j == nullptr || j->state != JobState::kPending || j->reserved) continue;
-    packed_.insert_or_assign(id, storage::pack_job(it->second, *names_));
+    packed_.put(id, storage::pack_job(it->second, *names_));
     unfinished_.erase(it);
   }
   unpacked_.clear();

@@ -485,12 +485,12 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
 }
 
 bool Engine::admissible_now(const JobId& id) {
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end() || jobs_[it->second].state != JobState::kPending ||
-      jobs_[it->second].reserved || at_run_limit(jobs_[it->second]))
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob || jobs_[it].state != JobState::kPending ||
+      jobs_[it].reserved || at_run_limit(jobs_[it]))
     return false;
   rebuild_topology_if_needed();
-  return try_admit(it->second, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;
+  return try_admit(it, 0, /*commit=*/false) == AdmitOutcome::kAdmitted;
 }
 
 Admission Engine::describe_admission(const Job& job) const {

@@ -22,9 +22,9 @@ namespace gpuq {
 
 std::vector<std::string> Engine::claimed_nodes(const JobId& id) const {
   std::vector<std::string> out;
-  auto j = job_ids_.find(id.value);
-  if (j == job_ids_.end()) return out;
-  if (auto it = claims_.find(j->second); it != claims_.end())
+  const std::uint32_t j = find_job(id.value);
+  if (j == kNoJob) return out;
+  if (auto it = claims_.find(j); it != claims_.end())
     for (NodeIdx n : it->second) out.push_back(cluster_.node(n).name);
   return out;
 }

@@ -21,6 +21,7 @@
 #include "scheduler/cluster.hpp"
 #include "scheduler/explanation.hpp"
 #include "scheduler/fragmentation.hpp"
+#include "scheduler/job_index.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/quota.hpp"
@@ -102,19 +103,17 @@ struct Job {
   ResourceVec total;        // sum over pods
   std::uint64_t shape = 0;  // hash of the pod sets, for the per-cycle placement memo
   Quantity smallest_gpu_pod = 0;  // milli-GPU of its smallest pod that asks for GPUs; 0: none
-  bool constrained = false;       // some pod set has node constraints (PodSet::where)
   std::uint64_t pending_since = 0;  // cycles that had run when it last became pending
   std::vector<FlavorId> candidates;  // flavors to try, in order
   std::uint64_t request = 0;         // while pending: Engine::request_hash, its by_request key
-  FlavorId flavor = kNoFlavor;       // while admitted
   std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
   Time admitted_at = 0;
   std::uint64_t admitted_cycle = 0;  // the schedule() call that admitted it
   std::int32_t attempts = 0;     // times requeued after losing its place
   std::int32_t preemptions = 0;  // times preempted
   std::int32_t retried = 0;      // failed runs requeued (JobSpec::retries)
-  Rare<WaitReason> wait;         // written when a cycle tries it (explain derives it otherwise)
-  Rare<std::string> end_reason;
+  FlavorId flavor = kNoFlavor;   // while admitted
+  bool constrained = false;      // some pod set has node constraints (PodSet::where)
   // Cancelled (or ended) while its processes still run: its slots stay taken until the binder
   // says they are gone (EngineConfig::stops_confirmed). Holds no quota and is no victim.
   bool draining = false;
@@ -127,6 +126,8 @@ struct Job {
   // what it waits for in waiting_for). Either keeps it out until both are released.
   bool held = false;
   bool dependent = false;
+  Rare<WaitReason> wait;         // written when a cycle tries it (explain derives it otherwise)
+  Rare<std::string> end_reason;
   Rare<std::string> waiting_for;
   bool off_order() const { return held || dependent; }
   Rare<JobPreemption> preemption;
@@ -198,6 +199,10 @@ class Engine {
   // (draining: ask again once they have).
   bool forget(const JobId& id);
   std::size_t job_slots() const { return jobs_.size(); }  // live and free, for tests
+  // Where a job is kept (< job_slots()): the same while it lives, and in a copy of the engine
+  // (a per-job table beside the engine, as the start-time estimates are, keyed with Job::order,
+  // which no other job shares, to tell a slot's later job apart).
+  std::uint32_t slot_of(const Job& job) const { return static_cast<std::uint32_t>(&job - jobs_.data()); }
   // `reason`: the job's end reason (a front end's policy may say why it cancelled it); `to`:
   // Cancelled, or Failed for a job its front end fails (a dependency that can never be met).
   Result<void> cancel(const JobId& id, Time now, std::string reason = "cancelled",
@@ -279,12 +284,20 @@ class Engine {
   std::vector<const Job*> holding_jobs() const;
 
  private:
+  // A queue's order: priority, then submission time, order and slot. The members are laid out
+  // for size (24 bytes, so a set's node is 56 and takes a 64-byte block, not 80: two per pending
+  // job); the comparison keeps that order.
   struct PendingKey {
-    std::int32_t neg_priority;
+    PendingKey(std::int32_t neg_priority_, Time submitted_, std::uint64_t order_, std::uint32_t job_)
+        : submitted(submitted_), order(order_), neg_priority(neg_priority_), job(job_) {}
     Time submitted;
     std::uint64_t order;
+    std::int32_t neg_priority;
     std::uint32_t job;
-    auto operator<=>(const PendingKey&) const = default;
+    auto operator<=>(const PendingKey& o) const {
+      return std::tie(neg_priority, submitted, order, job) <=> std::tie(o.neg_priority, o.submitted, o.order, o.job);
+    }
+    bool operator==(const PendingKey&) const = default;
   };
   // (priority, -admitted_at, id, job): the victim order in a queue (Kueue's: lower priority, most
   // recently admitted, then the workload's UID).
@@ -445,7 +458,14 @@ class Engine {
 
   std::vector<Job> jobs_;
   std::vector<std::uint32_t> free_jobs_;  // slots of forgotten jobs, used again (last freed first)
-  boost::unordered_flat_map<std::string, std::uint32_t> job_ids_;  // open addressing: a million inserts at start-up
+  JobIndex job_ids_;  // by id (a table of the ids' hashes: scheduler/job_index.hpp)
+  static constexpr std::uint32_t kNoJob = JobIndex::kNone;
+  std::uint32_t find_job(std::string_view id) const {
+    return job_ids_.find(id, [this](std::uint32_t j) -> std::string_view { return jobs_[j].spec.id.value; });
+  }
+  bool forget_id(std::string_view id) {
+    return job_ids_.erase(id, [this](std::uint32_t j) -> std::string_view { return jobs_[j].spec.id.value; });
+  }
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
   std::set<std::uint32_t> preempting_;  // victims still stopping
   std::set<std::uint32_t> reserved_;    // preemptors holding a booking

@@ -9,9 +9,9 @@
 namespace gpuq {
 
 Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKind kind, bool quiet) {
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end()) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
-  Job& job = jobs_[it->second];
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
+  Job& job = jobs_[it];
   if (job.state != JobState::kPending)
     return Error{"job \"" + id.value + "\" is " + to_string(job.state) + "; only a pending job can be held",
                  ErrorCode::kFailedPrecondition};
@@ -23,7 +23,7 @@ Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKin
                  "no longer be held: cancel it instead",
                  ErrorCode::kFailedPrecondition};
   if (!job.off_order()) {
-    remove_pending(it->second);
+    remove_pending(it);
     count_owner(job, +1, 0);  // still pending for its owner's limits
     ++queues_[job.queue].held;
   }
@@ -33,9 +33,9 @@ Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKin
 }
 
 Result<void> Engine::release_hold(const JobId& id, Time now, std::string reason, HoldKind kind) {
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end()) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
-  Job& job = jobs_[it->second];
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
+  Job& job = jobs_[it];
   bool& flag = kind == HoldKind::kUser ? job.held : job.dependent;
   if (!flag) return Error{"job \"" + id.value + "\" is not held", ErrorCode::kFailedPrecondition};
   flag = false;
@@ -43,7 +43,7 @@ Result<void> Engine::release_hold(const JobId& id, Time now, std::string reason,
   if (!job.off_order()) {
     ++epoch_;  // kept failures (admission.cpp) are tried again
     drop_hold(job);
-    add_pending(it->second);
+    add_pending(it);
   }
   emit(job, JobState::kPending, now, std::move(reason));
   return Ok();

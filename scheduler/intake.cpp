@@ -60,7 +60,7 @@ std::uint64_t shape_of(const JobSpec& spec) {
 
 Result<Job> Engine::make_job(JobSpec spec) const {
   if (auto v = validate_job(spec); !v) return Error{v.error(), v.code()};
-  if (job_ids_.count(spec.id.value))
+  if (find_job(spec.id.value) != kNoJob)
     return Error{"job \"" + spec.id.value + "\" already exists", ErrorCode::kAlreadyExists};
   auto q = queue_index(spec.queue);
   if (!q)
@@ -114,17 +114,16 @@ std::uint32_t Engine::store_job(Job job) {
     jobs_.push_back(std::move(job));
     admission_seq_.push_back(0);
   }
-  job_ids_.emplace(jobs_[j].spec.id.value, j);
+  job_ids_.insert(jobs_[j].spec.id.value, j);
   return j;
 }
 
 bool Engine::forget(const JobId& id) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end()) return false;
-  const std::uint32_t j = it->second;
+  const std::uint32_t j = find_job(id.value);
+  if (j == kNoJob) return false;
   if (!is_finished(jobs_[j].state) || jobs_[j].draining) return false;
-  job_ids_.erase(it);
+  forget_id(id.value);
   // Destroyed and made anew, so every string and vector gives its memory back (a move-assigned
   // string may keep its buffer).
   std::destroy_at(&jobs_[j]);
@@ -159,7 +158,7 @@ Result<void> Engine::submit(JobSpec spec, Time now, std::optional<std::string> h
 
 Result<void> Engine::submit_member(const Job& tmpl, JobId id, std::int32_t index, Time now,
                                    std::optional<std::string> hold) {
-  if (job_ids_.count(id.value))
+  if (find_job(id.value) != kNoJob)
     return Error{"job \"" + id.value + "\" already exists", ErrorCode::kAlreadyExists};
   Job job = tmpl;
   job.spec.id = std::move(id);
@@ -189,11 +188,11 @@ void Engine::enter_job(Job job, Time now, std::optional<std::string> hold) {
 }
 
 void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions, std::int32_t retried) {
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end()) return;
-  jobs_[it->second].attempts = attempts;
-  jobs_[it->second].preemptions = preemptions;
-  jobs_[it->second].retried = retried;
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob) return;
+  jobs_[it].attempts = attempts;
+  jobs_[it].preemptions = preemptions;
+  jobs_[it].retried = retried;
 }
 
 Result<void> Engine::restore_running(JobSpec spec, const RunningPlacement& where, Time now) {

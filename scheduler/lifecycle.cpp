@@ -8,27 +8,27 @@ namespace gpuq {
 
 Result<void> Engine::cancel(const JobId& id, Time now, std::string reason, JobState to) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end())
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob)
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
-  Job& job = jobs_[it->second];
+  Job& job = jobs_[it];
   if (job.state == JobState::kPending) {
     if (job.off_order())
       drop_hold(job);
     else if (job.reserved)
-      drop_reservation(it->second, now);  // its victims still stop, holding their room again
+      drop_reservation(it, now);  // its victims still stop, holding their room again
     else
-      remove_pending(it->second);
+      remove_pending(it);
   } else if (job.holds_resources()) {
     if (config_.stops_confirmed)
-      start_draining(it->second, now);
+      start_draining(it, now);
     else
       release(job, now);
   } else {
     return Error{"job \"" + id.value + "\" already ended (" + to_string(job.state) + ")",
                  ErrorCode::kFailedPrecondition};
   }
-  finish(it->second, to, now, std::move(reason));
+  finish(it, to, now, std::move(reason));
   return Ok();
 }
 
@@ -42,22 +42,22 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     return Ok();
   }
   const JobId& id = *job_of(fact);  // not NodeLost: handled above
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end())
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob)
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
-  Job& job = jobs_[it->second];
-  if (const auto* refused = std::get_if<StopRefused>(&fact)) return stop_refused(it->second, *refused, now);
+  Job& job = jobs_[it];
+  if (const auto* refused = std::get_if<StopRefused>(&fact)) return stop_refused(it, *refused, now);
   if (job.draining) {
     // Cancelled while it ran: whatever the binder says now, its processes are gone (unless it
     // only says they started, which a cancel can overtake).
-    if (!std::holds_alternative<JobStarted>(fact)) drained(it->second);
+    if (!std::holds_alternative<JobStarted>(fact)) drained(it);
     return Ok();
   }
   if (!job.holds_resources())
     return Error{"job \"" + id.value + "\" is " + to_string(job.state) + ", not admitted",
                  ErrorCode::kFailedPrecondition};
   if (const auto* lost = std::get_if<JobLost>(&fact)) {
-    lose_job(it->second, now, lost->reason);
+    lose_job(it, now, lost->reason);
     return Ok();
   }
   if (std::holds_alternative<JobStarted>(fact)) {
@@ -71,7 +71,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     // Stopped as asked, or ended by itself meanwhile: either way it was preempted, and goes
     // back to its place in the queue.
     release(job, now);
-    requeue(it->second, now, "preempted by " + job.preemption->preempted_by.value + " (" +
+    requeue(it, now, "preempted by " + job.preemption->preempted_by.value + " (" +
                                  to_string(job.preemption->preempt_reason) + ")");
     return Ok();
   }
@@ -83,8 +83,8 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
   release(job, now);
   std::string reason = done.reason;
   if (reason.empty() && done.exit_code != 0) reason = "exit code " + std::to_string(done.exit_code);
-  if (done.exit_code != 0 && retry(it->second, now, reason)) return Ok();
-  finish(it->second, done.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed, now,
+  if (done.exit_code != 0 && retry(it, now, reason)) return Ok();
+  finish(it, done.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed, now,
          std::move(reason));
   return Ok();
 }
@@ -294,8 +294,8 @@ void Engine::remove_pending(std::uint32_t j) {
 }
 
 const Job* Engine::job(const JobId& id) const {
-  auto it = job_ids_.find(id.value);
-  return it == job_ids_.end() ? nullptr : &jobs_[it->second];
+  const std::uint32_t it = find_job(id.value);
+  return it == kNoJob ? nullptr : &jobs_[it];
 }
 
 std::vector<const Job*> Engine::pending_in_submission_order() const {
@@ -309,8 +309,9 @@ std::vector<const Job*> Engine::pending_in_submission_order() const {
 
 std::vector<const Job*> Engine::holding_jobs() const {
   std::vector<const Job*> out;
-  for (const auto& [id, j] : job_ids_)
+  job_ids_.for_each_slot([&](std::uint32_t j) {
     if (jobs_[j].holds_resources() || jobs_[j].draining) out.push_back(&jobs_[j]);
+  });
   std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->order < b->order; });
   return out;
 }

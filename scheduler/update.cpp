@@ -7,9 +7,9 @@
 namespace gpuq {
 
 Result<void> Engine::update(const JobId& id, const JobUpdate& u, Time now, std::string reason) {
-  auto it = job_ids_.find(id.value);
-  if (it == job_ids_.end()) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
-  const std::uint32_t j = it->second;
+  const std::uint32_t it = find_job(id.value);
+  if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
+  const std::uint32_t j = it;
   Job& job = jobs_[j];
   if (job.state != JobState::kPending)
     return Error{"job \"" + id.value + "\" is " + to_string(job.state) + "; only a pending job can be updated",

@@ -100,8 +100,12 @@ class Run {
       for (const Decision& d : decisions) {
         if (const auto* a = std::get_if<Admission>(&d)) {
           (void)e_.observe(JobStarted{a->job}, t);
-          if (waiting_.erase(a->job.value) > 0) out_.starts.emplace(a->job.value, t);
-          if (const Job* j = e_.job(a->job)) plan_end(*j, j->admitted_at);
+          const Job* j = e_.job(a->job);
+          if (waiting_.erase(a->job.value) > 0) {
+            out_.starts.emplace(a->job.value, t);
+            if (j) out_.slot_starts.emplace_back(e_.slot_of(*j), t);
+          }
+          if (j) plan_end(*j, j->admitted_at);
         } else if (const auto* p = std::get_if<Preemption>(&d)) {
           if (const Job* v = e_.job(p->job)) plan(t + p->grace_period, true, *v);
         }

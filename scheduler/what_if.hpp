@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "scheduler/engine.hpp"
 
@@ -32,6 +34,7 @@ std::optional<Time> expected_runtime(const Engine& engine, const Job& job, WhatI
 
 struct WhatIfResult {
   std::unordered_map<std::string, Time> starts;  // pending job id -> estimated admission time
+  std::vector<std::pair<std::uint32_t, Time>> slot_starts;  // the same by Engine::slot_of
   std::size_t pending = 0;  // pending jobs when it began (those without an entry: no estimate)
   std::size_t steps = 0;
 };

@@ -255,31 +255,31 @@ struct PodSet {
   Rare<NodeConstraints> where{};
 };
 
-struct JobSpec {
+struct JobSpec {  // members laid out for size: a million pending jobs each hold one
   JobId id;
   QueueName queue;
   std::string owner;
   std::string name;
-  std::int32_t priority = 0;
-  Time submitted_at = 0;
+  // A member of a job array (gpuq submit --array): the array's id, its index, and how many of
+  // the array's members may hold resources at once (0: no cap; Slurm's %N), which admission
+  // honours as it does maxRunningJobsPerUser.
+  std::string array_id;
   std::vector<PodSet> pod_sets;
   std::vector<std::string> flavors;  // accepted flavors; empty: any the queue has
   std::optional<Time> max_runtime;
   // How long it expects to run (<= max_runtime): only for start-time estimates, never enforced.
   std::optional<Time> expected_runtime;
-  bool preemptible = true;
+  Time submitted_at = 0;
   Time grace_period = 30;
-  bool exclusive = false;  // no other queue's pods on the nodes this job uses
-  NodeLossPolicy on_node_loss = NodeLossPolicy::kRequeue;
+  std::int32_t priority = 0;
   // Times a failed run (non-zero exit, or its node lost with on_node_loss Fail) is requeued
   // before the job fails (gpuq submit --retries); preemption uses none of them.
   std::int32_t retries = 0;
-  // A member of a job array (gpuq submit --array): the array's id, its index, and how many of
-  // the array's members may hold resources at once (0: no cap; Slurm's %N), which admission
-  // honours as it does maxRunningJobsPerUser.
-  std::string array_id;
   std::int32_t array_index = -1;
   std::int32_t array_throttle = 0;
+  NodeLossPolicy on_node_loss = NodeLossPolicy::kRequeue;
+  bool preemptible = true;
+  bool exclusive = false;  // no other queue's pods on the nodes this job uses
   // Admitted only while no other job of the same owner and name holds resources (Slurm's
   // --dependency=singleton).
   bool singleton = false;
