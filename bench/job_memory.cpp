@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
                     "scheduler/engine.hpp Job (sizeof), the jobs_ vector reserved at start"});
     rows.push_back({"engine: the spec's heap", heap, "JobSpec's pod sets and long strings"});
     rows.push_back({"engine: indexes", static_cast<double>(engine_jobs) / n - heap,
-                    "by id, the queue's order and by request, candidates, counts"});
+                    "the queue's order and by request (a set node each), counts"});
   }
   // The engine's first cycle (waits recorded, nothing more admitted than fits).
   before = in_use();

@@ -75,7 +75,7 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
   rec.by_request.clear();
   for (const PendingKey& k : rec.pending) {
     Job& job = jobs_[k.job];
-    job.candidates = candidate_flavors(it->second, job.spec);
+    job.candidates = FlavorList(candidate_flavors(it->second, job.spec));
     job.request = request_hash(job);
     rec.by_request[job.request].insert(k);
   }

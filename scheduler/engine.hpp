@@ -20,6 +20,7 @@
 #include "preemption/victims.hpp"
 #include "scheduler/cluster.hpp"
 #include "scheduler/explanation.hpp"
+#include "scheduler/flavor_list.hpp"
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/job_index.hpp"
 #include "scheduler/model.hpp"
@@ -104,7 +105,7 @@ struct Job {
   std::uint64_t shape = 0;  // hash of the pod sets, for the per-cycle placement memo
   Quantity smallest_gpu_pod = 0;  // milli-GPU of its smallest pod that asks for GPUs; 0: none
   std::uint64_t pending_since = 0;  // cycles that had run when it last became pending
-  std::vector<FlavorId> candidates;  // flavors to try, in order
+  FlavorList candidates;  // flavors to try, in order (shared with the jobs that have the same)
   std::uint64_t request = 0;         // while pending: Engine::request_hash, its by_request key
   std::vector<PodSlot> slots;        // while admitted (empty in quota-only mode)
   Time admitted_at = 0;

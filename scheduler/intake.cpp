@@ -83,7 +83,7 @@ Result<Job> Engine::make_job(JobSpec spec) const {
   for (const PodSet& s : spec.pod_sets)
     if (s.per_pod[kGpu] > 0 && (job.smallest_gpu_pod == 0 || s.per_pod[kGpu] < job.smallest_gpu_pod))
       job.smallest_gpu_pod = s.per_pod[kGpu];
-  job.candidates = candidate_flavors(*q, spec);
+  job.candidates = FlavorList(candidate_flavors(*q, spec));
   job.spec = std::move(spec);
   return job;
 }

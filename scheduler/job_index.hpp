@@ -1,8 +1,9 @@
 #pragma once
-// Job id -> the engine's slot, for a million jobs: a table of the ids' 64-bit hashes (16 bytes a
+// Job id -> the engine's slot, for a million jobs: a table of the ids' 32-bit hashes (8 bytes a
 // slot) rather than of the ids themselves (a std::string of 32 bytes and more a slot). The ids
 // live in the jobs already; a lookup checks the slot's id, so two ids with the same hash are
-// still told apart (the second one goes to a small map of its own).
+// still told apart (the second one goes to a small map of its own: about a hundred of a million
+// ids do).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -13,7 +14,7 @@
 
 namespace gpuq {
 
-// `Hash` is the ids' 64-bit hash (a test gives one that collides on purpose).
+// `Hash` hashes an id (a test gives one that collides on purpose); its low 32 bits are kept.
 template <class Hash = std::hash<std::string_view>>
 class BasicJobIndex {
  public:
@@ -49,8 +50,8 @@ class BasicJobIndex {
   void reserve(std::size_t n) { by_hash_.reserve(n); }
 
  private:
-  static std::uint64_t hash(std::string_view id) { return Hash{}(id); }
-  boost::unordered_flat_map<std::uint64_t, std::uint32_t> by_hash_;
+  static std::uint32_t hash(std::string_view id) { return static_cast<std::uint32_t>(Hash{}(id)); }
+  boost::unordered_flat_map<std::uint32_t, std::uint32_t> by_hash_;
   std::unordered_map<std::string, std::uint32_t> collided_;
 };
 

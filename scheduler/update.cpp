@@ -28,7 +28,7 @@ Result<void> Engine::update(const JobId& id, const JobUpdate& u, Time now, std::
     auto q = queue_index(*u.queue);
     if (!q) return Error{"queue \"" + u.queue->value + "\" does not exist", ErrorCode::kNotFound};
     moved.queue = *q;
-    moved.candidates = candidate_flavors(*q, spec);
+    moved.candidates = FlavorList(candidate_flavors(*q, spec));
   }
   moved.spec = spec;
   if (auto why = never_fits(moved)) return Error{*why, ErrorCode::kRejected};
