@@ -423,13 +423,13 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
           std::find(forget_later_.begin(), forget_later_.end(), rec.spec.id) == forget_later_.end())
         forget_later_.push_back(rec.spec.id);  // once, however often it is written while it stops
   }
-  pack_idle();
 }
 
 Core::TurnResult Core::end_turn(Time now) {
   storage::Batch batch = close_turn(now);
   TurnResult r = write(batch);
   committed(batch, r, now);
+  pack_idle();
   return r;
 }
 

@@ -175,8 +175,12 @@ class Core {
   TurnResult write(const storage::Batch& batch);
   void notify(const storage::Batch& batch);  // the turn's notifications, once it is on disk
   void committed(const storage::Batch& batch, const TurnResult& result, Time now);
-  // The three in line (start-up).
+  // The three in line (start-up), then pack_idle().
   TurnResult end_turn(Time now);
+  // After a written turn, once its answers are on their way (daemon/loop.cpp): the records the
+  // turns touched that are pending are packed again (packed_ below). Off the answers' path:
+  // packing a 1,000-member array's records takes about 0.7 ms.
+  void pack_idle();
 
   // A binder's fact, in a turn on the engine thread (posted there by start_binder's `post`).
   void observe(const BinderFact& fact, Time now);
@@ -333,8 +337,9 @@ class Core {
   // rest (most of them, a million at a large site), each as storage::pack_job's string
   // (daemon/packed_jobs.hpp: about 200 bytes, where a JobRecord is 1,200 with its heap).
   // Code that reads or changes a record goes through live(), which unpacks it into unfinished_;
-  // committed() packs the touched ones that are still pending once the turn is written (a packed
-  // record is then what the state file holds, so Jobs.List's rows stand for it as they are).
+  // pack_idle() packs the touched ones that are still pending once the turn is written (a packed
+  // record is then what the state file holds, or what the turn being written will: Jobs.List's
+  // rows stand for it as they are).
   std::unordered_map<std::string, storage::JobRecord> unfinished_;
   PackedJobs packed_;
   std::vector<std::string> unpacked_;  // put in unfinished_ this turn: packed again if pending
@@ -344,7 +349,6 @@ class Core {
   // A record put in unfinished_ (submitted, restored, reported by a source): packed at the
   // turn's end if it is pending then.
   storage::JobRecord& enter_live(storage::JobRecord rec);
-  void pack_idle();  // committed(): the touched records that are pending again go to packed_
   // Array id -> its members' ids, for arrays submitted since start or with members unfinished at
   // start (cancel and dependencies by the array's id; no job may take the id).
   std::unordered_map<std::string, std::vector<std::string>> arrays_;

@@ -151,6 +151,11 @@ void Loop::written(const std::shared_ptr<storage::Batch>& batch, const Core::Tur
   boost::asio::post(reply_io_, [sends = std::move(sends), result]() mutable {
     for (Send& s : sends) s(result);
   });
+  // The pending records the turns touched, packed again once the answers are on their way. A
+  // turn started just above is being written: a record it changed is packed as it is in memory,
+  // and Jobs.List shows its stored row, the one before, until that write is in (as a list made
+  // before the change would).
+  core_.pack_idle();
 }
 
 TurnStats Loop::stats() const {
