@@ -2,8 +2,8 @@
 // Job id -> the engine's slot, for a million jobs: a table of the ids' 32-bit hashes (8 bytes a
 // slot) rather than of the ids themselves (a std::string of 32 bytes and more a slot). The ids
 // live in the jobs already; a lookup checks the slot's id, so two ids with the same hash are
-// still told apart (the second one goes to a small map of its own: about a hundred of a million
-// ids do).
+// still told apart (the second one goes to a small map of its own: by the birthday bound, about
+// a hundred of a million ids).
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -371,7 +371,6 @@ std::string pack_job(const JobRecord& j, const ResourceNames& names) {
                              std::string_view(j.preempted_by), std::string_view(j.reason)})
     w.str(t);
   out += encode_job_body(j, names);
-  out.shrink_to_fit();
   return out;
 }
 
