@@ -29,6 +29,7 @@
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
 #include "bench/proc_stats.hpp"
+#include "bench/restart_job.hpp"
 #include "storage/store.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
@@ -226,19 +227,7 @@ double restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
     const long batch = 10'000;
     for (long b = 0; b < jobs; b += batch) {
       gpuq::storage::Batch bt;
-      for (long i = b; i < std::min(jobs, b + batch); ++i) {
-        gpuq::storage::JobRecord r;
-        r.spec.id = gpuq::JobId("p" + std::to_string(i));
-        r.spec.queue = gpuq::QueueName("team");
-        r.spec.submitted_at = 1'700'000'000 + i / 1000;
-        gpuq::PodSet s;
-        s.name = "main";
-        s.per_pod[gpuq::kGpu] = 1000 * (1 + i % 4);
-        r.spec.pod_sets.push_back(s);
-        r.run.command = {"python", "train.py", "--step", std::to_string(i)};
-        r.number = static_cast<std::uint64_t>(i + 1);
-        bt.jobs.push_back(std::move(r));
-      }
+      for (long i = b; i < std::min(jobs, b + batch); ++i) bt.jobs.push_back(gpuq::bench::restart_job(i));
       if (auto c = (*store)->commit(bt); !c) {
         std::fprintf(stderr, "%s\n", c.error().c_str());
         std::exit(1);

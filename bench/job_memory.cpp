@@ -1,24 +1,23 @@
-// job_memory: what gpuqd keeps per pending job, by part (issue [5/7]; BENCHMARKS.md "Memory per
-// pending job, by part"). The same jobs as daemon_bench's restart run (one one-pod job of 1-4
-// GPUs, a 4-word command, queue "team"), held the way gpuqd holds them after a restart: in the
-// engine (scheduler/engine.hpp's Job, its spec's heap, the engine's indexes), in the Core
-// (daemon/core.hpp's packed_: each pending job's record packed into a string, by id) and in the
-// start-time estimates (daemon/estimates.hpp: an entry per engine slot). Each part is measured as the bytes
-// glibc's allocator has handed out (mallinfo2: uordblks + hblkhd) before and after it is built,
-// so it is exact for this process's heap and leaves out what RSS adds (freed memory not given
-// back, pages touched). One thread: everything is in the main arena, which mallinfo2 reports.
+// job_memory: what gpuqd keeps per pending job, by part (issue [5/7]; BENCHMARKS.md "Under 1,000
+// bytes a pending job"). The same jobs as daemon_bench's restart run (bench/restart_job.hpp), held
+// the way gpuqd holds them after a restart: in the engine (scheduler/engine.hpp's Job, its spec's
+// heap, the engine's indexes), in the Core (daemon/core.hpp's packed_: each pending job's record
+// packed into a string, by id) and in the start-time estimates (daemon/estimates.hpp: an entry per
+// engine slot). Each part is measured as the bytes glibc's allocator has handed out (mallinfo2:
+// uordblks + hblkhd) before and after it is built, so it is exact for this process's heap and
+// leaves out what RSS adds (freed memory not given back, pages touched). One thread: everything is
+// in the main arena, which mallinfo2 reports.
 //
 //   build/bench/job_memory --jobs 1000000
 #include <malloc.h>
 
 #include <cstdio>
-#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "bench/restart_job.hpp"
 #include "daemon/estimates.hpp"
 #include "daemon/packed_jobs.hpp"
 #include "scheduler/engine.hpp"
@@ -32,20 +31,6 @@ using namespace gpuq;
 long in_use() {
   const struct mallinfo2 m = mallinfo2();
   return static_cast<long>(m.uordblks + m.hblkhd);
-}
-
-storage::JobRecord record(long i) {  // daemon_bench's restart job i
-  storage::JobRecord r;
-  r.spec.id = JobId("p" + std::to_string(i));
-  r.spec.queue = QueueName("team");
-  r.spec.submitted_at = 1'700'000'000 + i / 1000;
-  PodSet s;
-  s.name = "main";
-  s.per_pod[kGpu] = 1000 * (1 + i % 4);
-  r.spec.pod_sets.push_back(s);
-  r.run.command = {"python", "train.py", "--step", std::to_string(i)};
-  r.number = static_cast<std::uint64_t>(i + 1);
-  return r;
 }
 
 struct Row {
@@ -67,7 +52,7 @@ int main(int argc, char** argv) {
   // The records, as the store's load hands them to the Core (kept, for the parts below).
   std::vector<storage::JobRecord> loaded;
   loaded.reserve(static_cast<std::size_t>(jobs));
-  for (long i = 0; i < jobs; ++i) loaded.push_back(record(i));
+  for (long i = 0; i < jobs; ++i) loaded.push_back(bench::restart_job(i));
 
   // The engine, with daemon_bench's queue and nodes.
   Engine engine;
