@@ -181,15 +181,47 @@ class Search {
     return classic_by_place();
   }
 
-  // Kueue's fairPreemptions (README.md, "Fair-sharing mode"). borrowWithinCohort does not
-  // apply here, as in Kueue.
+  // Kueue's fairPreemptions (README.md, "Fair-sharing mode"); where that finds nothing and the
+  // preemptor needs room on nodes, the same again with one place's candidates first, as in
+  // classic(). borrowWithinCohort does not apply here, as in Kueue.
   std::vector<Target> fair() {
-    for (const Candidate& c : stopping_)
+    if (auto t = fair_with(stopping_, buffers_); !t.empty()) return t;
+    return by_place([&](const std::vector<Candidate>& first) {
+      std::vector<Candidate> stopping;
+      std::map<std::uint32_t, std::vector<Candidate>> by_queue;
+      for (const Candidate& c : first)
+        (c.preempting ? stopping : by_queue[c.queue]).push_back(c);
+      std::vector<VectorRun> runs;
+      runs.reserve(by_queue.size());
+      for (auto& [queue, list] : by_queue) runs.emplace_back(queue, std::move(list));
+      std::vector<Buffer> buffers;
+      buffers.reserve(runs.size());
+      for (VectorRun& r : runs) buffers.emplace_back(&r);
+      return fair_with(stopping, buffers);
+    });
+  }
+
+ private:
+  // One queue's candidates as the fair search walks them.
+  struct Group {
+    Buffer* buffer;
+    std::uint32_t queue;
+    std::size_t next = 0;
+    bool dropped = false;
+    const Candidate* head() { return buffer->at(next); }
+    void pop() { ++next; }
+  };
+
+  // The fair search over these candidates: the jobs already stopping, then each queue's run
+  // (buffers in queue index order).
+  std::vector<Target> fair_with(const std::vector<Candidate>& stopping, std::vector<Buffer>& buffers) {
+    targets_.clear();
+    for (const Candidate& c : stopping)
       if (take(c, PreemptReason::kInQueue)) return finish(true);
 
     // The first strategy: each queue's candidates in order; those that fail wait for the second.
     std::vector<Group> groups;
-    for (Buffer& b : buffers_) groups.push_back(Group{&b, b.queue()});
+    for (Buffer& b : buffers) groups.push_back(Group{&b, b.queue()});
     std::vector<std::vector<Candidate>> retry(groups.size());
     while (Group* g = pick(groups)) {
       const auto gi = static_cast<std::size_t>(g - groups.data());
@@ -238,17 +270,6 @@ class Search {
     return finish(false);
   }
 
- private:
-  // One queue's candidates as the fair search walks them.
-  struct Group {
-    Buffer* buffer;
-    std::uint32_t queue;
-    std::size_t next = 0;
-    bool dropped = false;
-    const Candidate* head() { return buffer->at(next); }
-    void pop() { ++next; }
-  };
-
   bool from_other_queue(const Candidate& c) const { return c.queue != p_.queue && !c.preempting; }
 
   // The classic search's attempts, each over the candidates make(with_others) gives.
@@ -276,14 +297,25 @@ class Search {
     return minimal(order, true, std::nullopt, false);
   }
 
+  std::vector<Target> classic_by_place() {
+    return by_place([&](const std::vector<Candidate>& first) {
+      return classic_with([&](bool with_others) { return ListOrder(first, p_.queue, with_others); });
+    });
+  }
+
   // Taken in the victim order, the candidates the quota lets go may free room on different
   // nodes and none on the node the preemptor needs (team-a borrows a node and a half: its last
   // two jobs admitted run on two nodes, and once they are taken it borrows no more). So, place
-  // by place in the order the candidates first name them, the search runs again with that
-  // place's candidates first, each group still in the victim order. The first that fits wins;
-  // at most kPlaces places and kCandidates candidates are tried (the search is deterministic,
-  // and a failed one is not repeated while nothing changes: the engine keeps its answer).
-  std::vector<Target> classic_by_place() {
+  // by place in the order the candidates first name them, `attempt` runs the search again over
+  // the candidates with that place's first among those of their priority: the order changes
+  // only where the victim order was decided by admission time and name. (Moving a place's
+  // higher-priority job before a lower-priority one elsewhere lets a queue lose more than it
+  // borrowed, and with fair sharing that went in circles: a reclaim took a job that came back
+  // by fair share and preempted its preemptor.) The first that fits wins; at most kPlaces
+  // places and kCandidates candidates are tried (the search is deterministic, and a failed one
+  // is not repeated while nothing changes: the engine keeps its answer).
+  template <class Attempt>
+  std::vector<Target> by_place(Attempt attempt) {
     constexpr std::size_t kCandidates = 256, kPlaces = 16;
     std::vector<Candidate> all;
     {
@@ -300,13 +332,24 @@ class Search {
         if (places.size() < kPlaces && std::find(places.begin(), places.end(), pl) == places.end()) places.push_back(pl);
     }
     if (places.size() < 2) return {};  // one place: the same order as the first search
+    // The victim order's bands, in which `all` already is: stopping first, then other queues'
+    // jobs, then the preemptor's own; each by priority.
+    auto band = [&](const Candidate& c) {
+      return std::make_tuple(!c.preempting, c.queue == p_.queue, c.priority);
+    };
     for (std::uint32_t pl : places) {
-      std::vector<Candidate> first, rest;
-      for (std::size_t i = 0; i < all.size(); ++i)
-        (std::find(where[i].begin(), where[i].end(), pl) != where[i].end() ? first : rest).push_back(all[i]);
-      first.insert(first.end(), rest.begin(), rest.end());
-      if (auto t = classic_with([&](bool with_others) { return ListOrder(first, p_.queue, with_others); }); !t.empty())
-        return t;
+      std::vector<Candidate> first;
+      first.reserve(all.size());
+      for (std::size_t b = 0; b < all.size();) {  // band by band: its place's candidates first
+        std::size_t e = b;
+        while (e < all.size() && band(all[e]) == band(all[b])) ++e;
+        for (const bool on_place : {true, false})
+          for (std::size_t i = b; i < e; ++i)
+            if ((std::find(where[i].begin(), where[i].end(), pl) != where[i].end()) == on_place)
+              first.push_back(all[i]);
+        b = e;
+      }
+      if (auto t = attempt(first); !t.empty()) return t;
     }
     return {};
   }

@@ -227,8 +227,13 @@ TEST_CASE("a reclaim whose victims in the victim order free room on different no
   // node's 8 GPUs back. In the victim order (newest first, then by name) quota lets go of two
   // jobs on different nodes (after two, team-a borrows no more): the search tries again with
   // one node's jobs first, and takes a-2 and a-3, or a-0 and a-1, not something that frees
-  // 4 + 4 GPUs on two nodes. The first attempt's failure is not kept as the answer.
-  Engine e;
+  // 4 + 4 GPUs on two nodes. The first attempt's failure is not kept as the answer. The same
+  // with fair sharing on (deploy/kubernetes's configuration), where the queues' shares order
+  // the search: a second boundary between a-0's and a-1's admissions made this fail there.
+  EngineConfig config;
+  SUBCASE("classic") {}
+  SUBCASE("fair sharing") { config.fair_sharing.enabled = true; }
+  Engine e(config);
   for (const char* n : {"team-a", "team-b"}) {
     QueueSpec q = queue(n, "all", "h100", {{kGpu, gpus(8)}});
     q.preemption.reclaim_within_cohort = ReclaimPolicy::kAny;
