@@ -468,9 +468,31 @@ class Engine {
     return job_ids_.erase(id, [this](std::uint32_t j) -> std::string_view { return jobs_[j].spec.id.value; });
   }
   std::set<std::pair<std::uint64_t, std::uint32_t>> active_;  // (admission seq, job) holding resources
-  std::set<std::uint32_t> preempting_;  // victims still stopping
-  std::set<std::uint32_t> reserved_;    // preemptors holding a booking
-  std::set<std::uint32_t> draining_;    // cancelled, processes still stopping (stops_confirmed)
+  // Slots walked in the jobs' submission order (Job::order, fixed for a job's life), so that
+  // what a walk decides never depends on which slot a job was given.
+  class SlotsByOrder {
+   public:
+    void insert(const Job& job, std::uint32_t j) { s_.emplace(job.order, j); }
+    void erase(const Job& job, std::uint32_t j) { s_.erase({job.order, j}); }
+    bool contains(const Job& job, std::uint32_t j) const { return s_.count({job.order, j}) > 0; }
+    struct iterator {
+      std::set<std::pair<std::uint64_t, std::uint32_t>>::const_iterator it;
+      std::uint32_t operator*() const { return it->second; }
+      iterator& operator++() {
+        ++it;
+        return *this;
+      }
+      bool operator!=(const iterator& o) const { return it != o.it; }
+    };
+    iterator begin() const { return {s_.begin()}; }
+    iterator end() const { return {s_.end()}; }
+
+   private:
+    std::set<std::pair<std::uint64_t, std::uint32_t>> s_;
+  };
+  SlotsByOrder preempting_;  // victims still stopping
+  SlotsByOrder reserved_;    // preemptors holding a booking
+  SlotsByOrder draining_;    // cancelled, processes still stopping (stops_confirmed)
   // Node reservations: the nodes claimed for each claimant, and by node the claimant (kNoClaim).
   std::map<std::uint32_t, std::vector<NodeIdx>> claims_;
   std::vector<std::uint32_t> claimed_by_;

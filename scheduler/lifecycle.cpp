@@ -200,17 +200,17 @@ void Engine::start_draining(std::uint32_t j, Time now) {
   Job& job = jobs_[j];
   if (job.state != JobState::kPreempting) release_quota(job, now);
   job.draining = true;
-  draining_.insert(j);
+  draining_.insert(jobs_[j], j);
 }
 
 void Engine::drained(std::uint32_t j) {
   Job& job = jobs_[j];
-  if (preempting_.count(j) > 0)
+  if (preempting_.contains(jobs_[j], j))
     victim_stopped(j, 0);  // its residual slots go and its preemptors stop waiting on it
   else
     release_slots(job);
   job.draining = false;
-  draining_.erase(j);
+  draining_.erase(jobs_[j], j);
 }
 
 void Engine::requeue(std::uint32_t j, Time now, const std::string& reason) {

@@ -323,7 +323,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
       --queues_[victim.queue].admitted;
       queues_[victim.queue].holding.erase(holding_key(v));
       count_owner(victim, 0, -1);
-      preempting_.insert(v);
+      preempting_.insert(victim, v);
       const JobState from = victim.state;
       victim.state = JobState::kPreempting;
       victim.preemption.mut().preempted_by = job.spec.id;
@@ -356,7 +356,7 @@ void Engine::commit_preemption(std::uint32_t j, FlavorId f,
   job.slots = std::move(slots);
   job.reserved = true;
   job.wait.reset();
-  reserved_.insert(j);
+  reserved_.insert(job, j);
 
   for (std::size_t i = 0; i < targets.size(); ++i)
     jobs_[targets[i].victim.job].slots = retake_residual(held[i]);
@@ -407,7 +407,7 @@ void Engine::victim_stopped(std::uint32_t v, Time /*now*/) {
   victim.preemption.mut().slots_before.clear();
   victim.flavor = kNoFlavor;
   active_.erase({admission_seq_[v], v});
-  preempting_.erase(v);
+  preempting_.erase(jobs_[v], v);
   for (std::uint32_t p : victim.preemption->preemptors) std::erase(jobs_[p].preemption.mut().waiting_on, v);
   victim.preemption.mut().preemptors.clear();
 }
@@ -445,7 +445,7 @@ Result<void> Engine::stop_refused(std::uint32_t v, const StopRefused& fact, Time
   ++queues_[victim.queue].admitted;
   queues_[victim.queue].holding.insert(holding_key(v));
   count_owner(victim, 0, +1);
-  preempting_.erase(v);
+  preempting_.erase(jobs_[v], v);
   victim.state = victim.preemption->state_before;
   victim.preemption.mut().unevictable_until = now + std::max<Time>(fact.retry_after, 0);
   const std::string by = victim.preemption->preempted_by.value;
@@ -502,7 +502,7 @@ void Engine::drop_reservation(std::uint32_t j, Time now) {
   }
   job.preemption.mut().waiting_on.clear();
   job.reserved = false;
-  reserved_.erase(j);
+  reserved_.erase(jobs_[j], j);
   count_owner(job, 0, -1);
 }
 
@@ -511,7 +511,7 @@ void Engine::admit_booked(std::uint32_t j, Time now, std::vector<Decision>& out)
   Job& job = jobs_[j];
   ++epoch_;  // a victim candidate from the next cycle on; quota and nodes do not change
   job.reserved = false;
-  reserved_.erase(j);
+  reserved_.erase(jobs_[j], j);
   job.admitted_at = now;
   job.admitted_cycle = cycle_;
   job.state = JobState::kAdmitted;
