@@ -31,6 +31,7 @@ struct Engine::HeadKey {
   drf::Share share;
   std::int32_t neg_priority = 0;
   Time submitted = 0;
+  std::uint32_t job = UINT32_MAX;  // where the job is kept; for a view (a copy), `id` instead
   const std::string* id = nullptr;
 };
 
@@ -39,7 +40,10 @@ bool Engine::HeadKeyLess::operator()(const HeadKey& a, const HeadKey& b) const {
   if (a.share != b.share) return a.share < b.share;  // weight 0 and borrowing: last
   if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
   if (a.submitted != b.submitted) return a.submitted < b.submitted;
-  return *a.id < *b.id;
+  auto id = [&](const HeadKey& k) -> const std::string& {
+    return k.job != UINT32_MAX ? (*jobs)[k.job].spec.id.value : *k.id;
+  };
+  return id(a) < id(b);
 }
 
 // The classic DRF share of a queue without quotas (usage over the whole cluster's capacity), per
@@ -84,7 +88,8 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   HeadKey key;
   key.neg_priority = -job.spec.priority;
   key.submitted = job.spec.submitted_at;
-  key.id = &job.spec.id.value;
+  key.job = stored_slot(job);
+  if (key.job == kNoJob) key.id = &job.spec.id.value;
   const auto& qq = quota_.queue(q);
   // The rest depends on the queue, the job's total and flavors and the quota book alone (and the
   // usage history, fixed within a cycle): the same request at the same quota version has it.
@@ -126,7 +131,7 @@ Engine::HeadKey Engine::head_key(QueueIdx q, const Job& job) const {
   if (quota_.within_nominal(q, chosen, job.total)) key.tier = 0;
   key.share = quota_.borrowing_share(q, chosen, &job.total);
   if (history_.enabled()) key.share = key.share.plus(history_share(q));
-  if (use_memo) key_memo_[memo] = KeyMemo{static_cast<std::uint32_t>(&job - jobs_.data()), quota_.version(), key.tier, key.share};
+  if (use_memo && key.job != kNoJob) key_memo_[memo] = KeyMemo{key.job, quota_.version(), key.tier, key.share};
   return key;
 }
 
@@ -156,7 +161,7 @@ void Engine::explain_order(const Job& job, JobExplanation& e) const {
       ++e.cycle_queues;
     } else if (!o.pending.empty()) {
       ++e.cycle_queues;
-      if (HeadKeyLess{}(head_key(other, jobs_[o.pending.begin()->job]), key)) ++e.cycle_rank;
+      if (HeadKeyLess{&jobs_}(head_key(other, jobs_[o.pending.begin()->job]), key)) ++e.cycle_rank;
     }
   }
 }
@@ -246,7 +251,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
   key_memo_.clear();
   failed_requests_.clear();
   ++last_cycle_.passes;
-  drf::IndexedHeap<HeadKey, HeadKeyLess> order;
+  drf::IndexedHeap<HeadKey, HeadKeyLess> order(HeadKeyLess{&jobs_});
   std::vector<std::set<PendingKey>::iterator> cursor(queues_.size());
   // The quota version each key was computed at. A queue with quotas has a key that depends only
   // on its job and the quota book, so while the version is unchanged the key is still exact and
@@ -290,7 +295,7 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
       for (; next != rec.pending.end() && is_repeat(jobs_[next->job]); ++next) {
         Job& job = jobs_[next->job];
         job.wait = jobs_[failed_requests_.at(job.request)].wait;
-        ++last_cycle_.passed_over;
+        last_cycle_.passed_over += weight(next->job);  // a block: each of its members
       }
       return next;
     }
@@ -318,16 +323,33 @@ bool Engine::run_pass(Time now, std::vector<Decision>& out) {
   while (!order.empty()) {
     const QueueIdx q = order.top();
     auto it = cursor[q];
-    const std::uint32_t j = it->job;
+    std::uint32_t j = it->job;
     // Other queues' admissions since this key was computed may have used up the cohort pool
     // its flavor choice relied on (a lazy update): a key that got worse goes back into the
     // heap; one that is as good or better is still the first.
     if (quota_.queue(q).unlimited || keyed_at[q] != quota_.version()) {
-      if (HeadKey fresh = head_key(q, jobs_[j]); HeadKeyLess{}(order.key(q), fresh)) {
+      if (HeadKey fresh = head_key(q, jobs_[j]); HeadKeyLess{&jobs_}(order.key(q), fresh)) {
         keyed_at[q] = quota_.version();
         order.set(q, fresh);
         continue;
       }
+    }
+    // An array's block: each of its members would be passed over alike (a running-job limit
+    // is the same for all of them, and passing over changes nothing else), so the block is, at
+    // once; otherwise its first member becomes a job of its own and is decided as one.
+    if (const std::uint32_t w = weight(j); w > 1) {
+      if (at_run_limit(jobs_[j])) {
+        last_cycle_.decisions += w;
+        WaitReason& wait = jobs_[j].wait.mut();
+        wait = {};
+        wait.cycle = cycle_;
+        wait.user_limit = true;
+        advance(q, next_viable(q, *it));
+        continue;
+      }
+      j = split(j, blocks_.at(j).unsplit.front().first);
+      it = cursor[q] = queues_[q].pending.find(pending_key(j));
+      order.set(q, head_key(q, jobs_[j]));  // the same key, read from the member
     }
     const PendingKey decided = *it;
     ++last_cycle_.decisions;
@@ -485,7 +507,9 @@ Engine::AdmitOutcome Engine::try_admit(std::uint32_t j, Time now, bool commit) {
 }
 
 bool Engine::admissible_now(const JobId& id) {
-  const std::uint32_t it = find_job(id.value);
+  std::uint32_t it = find_job(id.value);
+  if (it == kNoJob)
+    if (auto b = in_block(id.value)) it = b->carrier;  // the same request as the member's
   if (it == kNoJob || jobs_[it].state != JobState::kPending ||
       jobs_[it].reserved || at_run_limit(jobs_[it]))
     return false;

@@ -84,7 +84,7 @@ Result<void> Engine::apply_queue(const QueueSpec& spec) {
 
 Engine::QueueJobCounts Engine::job_counts(QueueIdx q) const {
   QueueJobCounts c;
-  c.pending = queues_[q].pending.size() + queues_[q].held;
+  c.pending = pending_count(q);
   for (const HoldingKey& k : queues_[q].holding)
     ++(jobs_[std::get<3>(k)].state == JobState::kAdmitted ? c.admitted : c.running);
   for (std::uint32_t v : preempting_)
@@ -98,7 +98,7 @@ Result<void> Engine::remove_queue(const QueueName& name) {
   if (!q) return Error{"queue \"" + name.value + "\" does not exist", ErrorCode::kNotFound};
   const QueueRec& rec = queues_[*q];
   if (!rec.pending.empty() || rec.held > 0 || !rec.holding.empty() || rec.admitted > 0)
-    return Error{"queue \"" + name.value + "\" has " + std::to_string(rec.pending.size() + rec.held) + " pending and " +
+    return Error{"queue \"" + name.value + "\" has " + std::to_string(pending_count(*q)) + " pending and " +
                      std::to_string(rec.holding.size()) +
                      " admitted or running jobs; cancel them or wait for them to finish",
                  ErrorCode::kFailedPrecondition};

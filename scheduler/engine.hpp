@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,6 +50,10 @@ struct EngineConfig : SchedulingPolicy {
   // and failures kept across cycles while nothing they depend on changed. The same decisions and
   // events without them, only slower (tests compare the two).
   bool admission_memo = true;
+  // Job arrays kept as one pending entry while their members wait (submit_array; arrays.cpp):
+  // a member becomes a job of its own when a cycle decides it or a command names it. The same
+  // decisions and events either way (tests compare the two).
+  bool lazy_arrays = false;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -187,6 +192,13 @@ class Engine {
   Result<Job> array_template(JobSpec first) const;
   Result<void> submit_member(const Job& tmpl, JobId id, std::int32_t index, Time now,
                              std::optional<std::string> hold = std::nullopt);
+  // All of an array's members "<tmpl.spec.array_id>_<index>", indices sorted and distinct: the
+  // same jobs and events as submit_member of each in turn. With EngineConfig::lazy_arrays the
+  // members that wait are kept as one entry (a block, arrays.cpp): job() finds a member only
+  // once it is a job of its own; view() finds every one. Refused (nothing entered) when a
+  // member's id is in use.
+  Result<void> submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
+                            std::optional<std::string> hold = std::nullopt);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.
@@ -233,7 +245,14 @@ class Engine {
   std::vector<Event> take_events();
 
   // Queries.
+  // A job kept as a job of its own: an array's member that waits in its block is not (view()).
   const Job* job(const JobId& id) const;
+  // Any job, an array's member in its block too, as a copy: what job() would show of it if it
+  // were a job of its own (pending_reason and explain take it as they take a kept job).
+  std::optional<Job> view(const JobId& id) const;
+  // How many jobs a pending entry stands for: an array's block, its members that wait in it;
+  // any other job, 1.
+  std::uint32_t members_of(const Job& job) const;
   std::string pending_reason(const Job& job) const;
   // What `gpuq explain` shows of an unfinished job (scheduler/explain_job.cpp).
   JobExplanation explain(const Job& job) const;
@@ -248,7 +267,9 @@ class Engine {
   std::optional<QueueIdx> queue_index(const QueueName& name) const;
   const QueueSpec& queue_spec(QueueIdx q) const { return queues_[q].spec; }
   std::size_t queue_count() const { return queues_.size(); }  // removed ones included
-  std::size_t pending_count(QueueIdx q) const { return queues_[q].pending.size() + queues_[q].held; }
+  std::size_t pending_count(QueueIdx q) const {
+    return queues_[q].pending.size() + queues_[q].in_blocks + queues_[q].held;
+  }
   // A job owner's jobs in queue q: pending (a booked preemptor not counted, as pending_count),
   // and admitted or running (a booked preemptor counted: maxRunningJobsPerUser).
   struct OwnerJobs {
@@ -317,6 +338,8 @@ class Engine {
     std::map<Quantity, std::uint32_t> by_smallest_gpu_pod;
     std::uint32_t without_gpu = 0;
     std::uint32_t held = 0;  // pending jobs on hold (not in `pending`)
+    // Pending members in `pending` besides the one key of their array's block (weight - 1 each).
+    std::size_t in_blocks = 0;
     // Pending jobs with node constraints: one of them may find victims where a job before it
     // found none, so a queue that may preempt and holds any is not left early.
     std::uint32_t constrained = 0;
@@ -330,7 +353,10 @@ class Engine {
     std::uint32_t claimant = UINT32_MAX;
   };
   struct HeadKey;
+  // Ties are broken by the jobs' ids, read where the jobs are kept (a block's id changes as its
+  // members leave it, and a split may move the jobs).
   struct HeadKeyLess {
+    const std::vector<Job>* jobs;
     bool operator()(const HeadKey& a, const HeadKey& b) const;
   };
 
@@ -512,7 +538,41 @@ class Engine {
   std::vector<NodeConstraints> frag_where_;  // the shapes' constraint sets (intern_where)
   FragModel frag_;
   bool frag_dirty_ = false;
-  void count_shapes(const Job& job);
+  void count_shapes(const Job& job, std::size_t times = 1);
+
+  // Lazy arrays (arrays.cpp). A block is a pending job (its carrier) standing for the members
+  // of one array that wait unchanged: its spec, id, index and order are its lowest such
+  // member's, and the pending indexes count it with its weight (members_of). The carrier is not
+  // in job_ids_: a member's id is found through block_of_.
+  struct ArrayBlock {
+    std::shared_ptr<const std::vector<std::int32_t>> indices;  // every member's, by position
+    std::uint64_t first_order = 0;  // the order of the member at position 0
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> unsplit;  // positions [lo, hi), sorted
+    std::uint32_t count = 0;  // members in the block (always 2 or more)
+  };
+  boost::unordered_flat_map<std::uint32_t, ArrayBlock> blocks_;  // by carrier slot
+  std::unordered_map<std::string, std::uint32_t> block_of_;     // array id -> carrier slot
+  struct InBlock {
+    std::uint32_t carrier;
+    std::uint32_t pos;
+  };
+  std::optional<InBlock> in_block(std::string_view id) const;
+  // A job's slot; an array's member in its block is split out of it first (kNoJob: none).
+  std::uint32_t resolve(std::string_view id);
+  std::uint32_t split(std::uint32_t carrier, std::uint32_t pos);
+  Job member_of_block(std::uint32_t carrier, std::uint32_t pos) const;
+  // Of the members pending entry j stands for, how many come before `job` in its queue's order
+  // (j's key comes before job's).
+  std::size_t members_before(std::uint32_t j, const Job& job) const;
+  std::uint32_t weight(std::uint32_t j) const {
+    if (blocks_.empty()) return 1;
+    auto it = blocks_.find(j);
+    return it == blocks_.end() ? 1 : it->second.count;
+  }
+  // The slot of a job kept in jobs_; kNoJob for a view (a copy).
+  std::uint32_t stored_slot(const Job& job) const;
+  void index_pending(std::uint32_t j);
+  void unindex_pending(std::uint32_t j);
 
   // Per pass: (flavor, queue, shape) combinations that failed placement, so the same shape is not
   // searched for again while the pass only takes capacity. (A gang can still fit later in the

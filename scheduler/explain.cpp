@@ -268,7 +268,7 @@ std::string Engine::pending_reason(const Job& job) const {
     // The head that holds the queue: the first job whose owner is not at maxRunningJobsPerUser.
     auto head = q.pending.begin();
     while (head != q.pending.end() && at_run_limit(jobs_[head->job])) ++head;
-    if (head != q.pending.end() && head->job != static_cast<std::uint32_t>(&job - jobs_.data()))
+    if (head != q.pending.end() && jobs_[head->job].order != job.order)  // job may be a view
       return "waiting behind " + jobs_[head->job].spec.id.value + " (StrictFIFO)";
   }
   WaitReason reached_or_derived;
@@ -297,7 +297,7 @@ std::string Engine::pending_reason(const Job& job) const {
   if (w.flavors_tried > w.kept)
     out += "; and " + std::to_string(w.flavors_tried - w.kept) + " more flavors did not fit";
   if (w.preemption_found_nothing) out += "; no preemption its queue allows would make room";
-  if (auto c = claims_.find(static_cast<std::uint32_t>(&job - jobs_.data())); c != claims_.end()) {
+  if (auto c = claims_.find(stored_slot(job)); c != claims_.end()) {
     std::vector<std::string> names;
     for (NodeIdx n : c->second) names.push_back(cluster_.node(n).name);
     const bool one = names.size() == 1;

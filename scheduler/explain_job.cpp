@@ -1,6 +1,7 @@
 // Engine::explain: `gpuq explain JOB`, read from the engine's state as it stands. A walk over
 // the job's queue and flavors' nodes: only when a person asks, never in a cycle.
 #include <algorithm>
+#include <tuple>
 
 #include "scheduler/engine.hpp"
 
@@ -41,17 +42,19 @@ JobExplanation Engine::explain(const Job& job) const {
   }
   const QueueRec& q = queues_[job.queue];
   const auto& qq = quota_.queue(job.queue);
-  const std::uint32_t self = static_cast<std::uint32_t>(&job - jobs_.data());
-
   if (job.state == JobState::kPending) {
     if (job.reserved || job.off_order()) {  // held: in no order until released
       e.queue_position = e.queue_pending = 0;
     } else {
-      e.queue_pending = q.pending.size();
+      // The members before it (job may be a view of an array's member in its block: its place
+      // is among the block's members, by order).
+      e.queue_pending = q.pending.size() + q.in_blocks;
+      const auto me = std::make_tuple(-job.spec.priority, job.spec.submitted_at, job.order);
       for (const PendingKey& k : q.pending) {
-        ++e.queue_position;
-        if (k.job == self) break;
+        if (std::make_tuple(k.neg_priority, k.submitted, k.order) >= me) break;
+        e.queue_position += members_before(k.job, job);
       }
+      ++e.queue_position;
     }
   }
   if (job.state == JobState::kPending && !job.off_order() && (qq.unlimited || !job.candidates.empty())) {

@@ -9,7 +9,7 @@
 namespace gpuq {
 
 Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKind kind, bool quiet) {
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it];
   if (job.state != JobState::kPending)
@@ -33,7 +33,7 @@ Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKin
 }
 
 Result<void> Engine::release_hold(const JobId& id, Time now, std::string reason, HoldKind kind) {
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it];
   bool& flag = kind == HoldKind::kUser ? job.held : job.dependent;

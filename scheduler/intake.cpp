@@ -133,11 +133,11 @@ bool Engine::forget(const JobId& id) {
   return true;
 }
 
-void Engine::count_shapes(const Job& job) {
+void Engine::count_shapes(const Job& job, std::size_t times) {
   for (const PodSet& s : job.spec.pod_sets) {
     PodShape shape = shape_of(s.per_pod);
     shape.where = intern_where(frag_where_, s.where);  // e.g. the GPU models it accepts
-    shape_counts_[shape] += static_cast<std::size_t>(s.count);
+    shape_counts_[shape] += static_cast<std::size_t>(s.count) * times;
   }
   frag_dirty_ = true;
 }
@@ -188,7 +188,7 @@ void Engine::enter_job(Job job, Time now, std::optional<std::string> hold) {
 }
 
 void Engine::restore_counts(const JobId& id, std::int32_t attempts, std::int32_t preemptions, std::int32_t retried) {
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob) return;
   jobs_[it].attempts = attempts;
   jobs_[it].preemptions = preemptions;

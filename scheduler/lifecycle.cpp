@@ -8,7 +8,7 @@ namespace gpuq {
 
 Result<void> Engine::cancel(const JobId& id, Time now, std::string reason, JobState to) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob)
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it];
@@ -42,7 +42,7 @@ Result<void> Engine::observe(const BinderFact& fact, Time now) {
     return Ok();
   }
   const JobId& id = *job_of(fact);  // not NodeLost: handled above
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob)
     return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   Job& job = jobs_[it];
@@ -256,21 +256,40 @@ void count(std::map<Quantity, std::uint32_t>& m, Quantity key, int delta) {
 }
 }  // namespace
 
+void Engine::index_pending(std::uint32_t j) {
+  const Job& job = jobs_[j];
+  QueueRec& q = queues_[job.queue];
+  q.pending.insert(pending_key(j));
+  q.by_request[job.request].insert(pending_key(j));
+}
+
+void Engine::unindex_pending(std::uint32_t j) {
+  const Job& job = jobs_[j];
+  QueueRec& q = queues_[job.queue];
+  q.pending.erase(pending_key(j));
+  if (auto it = q.by_request.find(job.request); it != q.by_request.end()) {
+    it->second.erase(pending_key(j));
+    if (it->second.empty()) q.by_request.erase(it);
+  }
+}
+
+// An array's block (arrays.cpp) is counted with its weight: the members it stands for.
 void Engine::add_pending(std::uint32_t j) {
   Job& job = jobs_[j];
   QueueRec& q = queues_[job.queue];
-  q.pending.insert(pending_key(j));
   job.request = request_hash(job);
-  q.by_request[job.request].insert(pending_key(j));
-  count_owner(job, +1, 0);
+  index_pending(j);
+  const std::uint32_t w = weight(j);
+  q.in_blocks += w - 1;
+  count_owner(job, static_cast<int>(w), 0);
   job.pending_since = cycle_;
-  q.constrained += job.constrained ? 1 : 0;
+  q.constrained += job.constrained ? w : 0;
   if (job.smallest_gpu_pod == 0) {
-    ++q.without_gpu;
+    q.without_gpu += w;
     return;
   }
-  count(q.by_total_gpu, job.total[kGpu], +1);
-  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, +1);
+  count(q.by_total_gpu, job.total[kGpu], static_cast<int>(w));
+  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, static_cast<int>(w));
 }
 
 void Engine::remove_pending(std::uint32_t j) {
@@ -278,24 +297,39 @@ void Engine::remove_pending(std::uint32_t j) {
   kept_failures_.erase(j);
   drop_claim(j);
   QueueRec& q = queues_[job.queue];
-  q.pending.erase(pending_key(j));
-  if (auto it = q.by_request.find(job.request); it != q.by_request.end()) {
-    it->second.erase(pending_key(j));
-    if (it->second.empty()) q.by_request.erase(it);
-  }
-  count_owner(job, -1, 0);
-  q.constrained -= job.constrained ? 1 : 0;
+  unindex_pending(j);
+  const std::uint32_t w = weight(j);
+  q.in_blocks -= w - 1;
+  count_owner(job, -static_cast<int>(w), 0);
+  q.constrained -= job.constrained ? w : 0;
   if (job.smallest_gpu_pod == 0) {
-    --q.without_gpu;
+    q.without_gpu -= w;
     return;
   }
-  count(q.by_total_gpu, job.total[kGpu], -1);
-  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, -1);
+  count(q.by_total_gpu, job.total[kGpu], -static_cast<int>(w));
+  count(q.by_smallest_gpu_pod, job.smallest_gpu_pod, -static_cast<int>(w));
 }
 
 const Job* Engine::job(const JobId& id) const {
   const std::uint32_t it = find_job(id.value);
   return it == kNoJob ? nullptr : &jobs_[it];
+}
+
+std::optional<Job> Engine::view(const JobId& id) const {
+  if (const Job* j = job(id)) return *j;
+  if (auto b = in_block(id.value)) return member_of_block(b->carrier, b->pos);
+  return std::nullopt;
+}
+
+std::uint32_t Engine::stored_slot(const Job& job) const {
+  const std::less<const Job*> before;
+  if (jobs_.empty() || before(&job, jobs_.data()) || !before(&job, jobs_.data() + jobs_.size())) return kNoJob;
+  return static_cast<std::uint32_t>(&job - jobs_.data());
+}
+
+std::uint32_t Engine::members_of(const Job& job) const {
+  const std::uint32_t j = stored_slot(job);
+  return j == kNoJob ? 1 : weight(j);
 }
 
 std::vector<const Job*> Engine::pending_in_submission_order() const {
@@ -320,7 +354,10 @@ std::vector<Engine::Queued> Engine::pending_in_queue_order() const {
   std::vector<Queued> out;
   for (const QueueRec& q : queues_) {
     std::size_t position = 0;
-    for (const PendingKey& k : q.pending) out.push_back({&jobs_[k.job], ++position, q.pending.size()});
+    for (const PendingKey& k : q.pending) {
+      out.push_back({&jobs_[k.job], position + 1, q.pending.size() + q.in_blocks});
+      position += weight(k.job);  // a block, at its first member's place
+    }
   }
   for (std::uint32_t j : reserved_) out.push_back({&jobs_[j], 0, 0});
   return out;

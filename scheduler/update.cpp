@@ -7,7 +7,7 @@
 namespace gpuq {
 
 Result<void> Engine::update(const JobId& id, const JobUpdate& u, Time now, std::string reason) {
-  const std::uint32_t it = find_job(id.value);
+  const std::uint32_t it = resolve(id.value);
   if (it == kNoJob) return Error{"job \"" + id.value + "\" does not exist", ErrorCode::kNotFound};
   const std::uint32_t j = it;
   Job& job = jobs_[j];

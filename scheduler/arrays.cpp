@@ -1,0 +1,173 @@
+// Lazy job arrays (EngineConfig::lazy_arrays; daemon/LAZY_ARRAYS.md, stage 3). An array's
+// members that wait unchanged are one pending entry, a block: a job slot (the carrier) whose
+// spec, id, index and order are those of its lowest such member, counted in the queue's pending
+// indexes with its weight (how many members it stands for). A member becomes a job of its own
+// (split) when a cycle decides it (the block's first member, as the walk reaches the block) or a
+// command names it; a member never goes back. Splitting changes nothing anyone can see: the
+// member is exactly the job it would have been, with the order it got at submission, so the
+// walk meets the same jobs in the same order and the decisions and events are those of the
+// eager arrays (tests/scheduler/lazy_array_test.cpp compares the two).
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <string>
+
+#include "scheduler/engine.hpp"
+
+namespace gpuq {
+namespace {
+
+std::string member_id(const std::string& array, std::int32_t index) {
+  return array + "_" + std::to_string(index);
+}
+
+}  // namespace
+
+Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
+                                  std::optional<std::string> hold) {
+  const std::string& array = tmpl.spec.array_id;
+  for (std::int32_t index : indices) {
+    const std::string id = member_id(array, index);
+    if (find_job(id) != kNoJob || in_block(id))
+      return Error{"job \"" + id + "\" already exists", ErrorCode::kAlreadyExists};
+  }
+  if (!config_.lazy_arrays || indices.size() < 2 || block_of_.count(array) > 0) {
+    reserve_jobs(indices.size());
+    for (std::int32_t index : indices)
+      if (auto r = submit_member(tmpl, JobId(member_id(array, index)), index, now, hold); !r) return r;
+    return Ok();
+  }
+  const auto n = static_cast<std::uint32_t>(indices.size());
+  Job carrier = tmpl;
+  carrier.spec.id = JobId(member_id(array, indices.front()));
+  carrier.spec.array_index = indices.front();
+  const std::uint64_t first_order = next_order_;
+  const std::uint32_t c = store_job(std::move(carrier));  // takes first_order
+  next_order_ = first_order + n;
+  forget_id(jobs_[c].spec.id.value);  // a member's id is found through its block
+  if (config_.placement == PlacementPolicy::kFragAware) count_shapes(jobs_[c], n - 1);
+  ArrayBlock& b = blocks_[c];
+  b.indices = std::make_shared<const std::vector<std::int32_t>>(indices);
+  b.first_order = first_order;
+  b.unsplit = {{0, n}};
+  b.count = n;
+  block_of_[array] = c;
+  Job& job = jobs_[c];
+  if (!hold) {
+    add_pending(c);
+  } else {
+    // As enter_job's held path, for every member at once.
+    job.request = request_hash(job);
+    job.pending_since = cycle_;
+    count_owner(job, static_cast<int>(n), 0);
+    queues_[job.queue].held += n;
+    job.held = true;
+  }
+  // Each member's events, member by member, as submit_member of each would give them.
+  for (std::int32_t index : indices) {
+    const JobId id(member_id(array, index));
+    events_.push_back(Event{next_seq_++, now, id, std::nullopt, JobState::kPending, {}, {}});
+    if (hold) events_.push_back(Event{next_seq_++, now, id, JobState::kPending, JobState::kPending, *hold, {}});
+  }
+  return Ok();
+}
+
+std::optional<Engine::InBlock> Engine::in_block(std::string_view id) const {
+  if (block_of_.empty()) return std::nullopt;
+  const std::size_t cut = id.rfind('_');
+  if (cut == std::string_view::npos || cut + 1 == id.size()) return std::nullopt;
+  auto it = block_of_.find(std::string(id.substr(0, cut)));
+  if (it == block_of_.end()) return std::nullopt;
+  std::int32_t index = 0;
+  const char* first = id.data() + cut + 1;
+  const char* last = id.data() + id.size();
+  if (auto [end, ec] = std::from_chars(first, last, index); ec != std::errc() || end != last) return std::nullopt;
+  if (std::to_string(index) != id.substr(cut + 1)) return std::nullopt;  // "x_007" is not member 7
+  const ArrayBlock& b = blocks_.at(it->second);
+  auto at = std::lower_bound(b.indices->begin(), b.indices->end(), index);
+  if (at == b.indices->end() || *at != index) return std::nullopt;
+  const auto pos = static_cast<std::uint32_t>(at - b.indices->begin());
+  auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
+  if (r == b.unsplit.begin() || std::prev(r)->second <= pos) return std::nullopt;  // split already
+  return InBlock{it->second, pos};
+}
+
+std::uint32_t Engine::resolve(std::string_view id) {
+  if (const std::uint32_t j = find_job(id); j != kNoJob) return j;
+  if (auto b = in_block(id)) return split(b->carrier, b->pos);
+  return kNoJob;
+}
+
+Job Engine::member_of_block(std::uint32_t carrier, std::uint32_t pos) const {
+  const ArrayBlock& b = blocks_.at(carrier);
+  Job member = jobs_[carrier];
+  member.spec.id = JobId(member_id(member.spec.array_id, (*b.indices)[pos]));
+  member.spec.array_index = (*b.indices)[pos];
+  member.order = b.first_order + pos;
+  return member;
+}
+
+std::uint32_t Engine::split(std::uint32_t c, std::uint32_t pos) {
+  Job member = member_of_block(c, pos);
+  const bool in_order = !jobs_[c].off_order();  // a carrier is never booked (reserved)
+  if (in_order) unindex_pending(c);
+  {
+    ArrayBlock& b = blocks_.at(c);
+    auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
+    --r;  // the range holding pos
+    const std::pair<std::uint32_t, std::uint32_t> range = *r;
+    r = b.unsplit.erase(r);
+    if (pos + 1 < range.second) r = b.unsplit.insert(r, {pos + 1, range.second});
+    if (range.first < pos) b.unsplit.insert(r, {range.first, pos});
+    --b.count;
+    const std::uint32_t lowest = b.unsplit.front().first;
+    Job& job = jobs_[c];
+    job.spec.id = JobId(member_id(job.spec.array_id, (*b.indices)[lowest]));
+    job.spec.array_index = (*b.indices)[lowest];
+    job.order = b.first_order + lowest;
+  }
+  if (in_order) --queues_[jobs_[c].queue].in_blocks;  // one member moves to its own entry
+  if (blocks_.at(c).count == 1) {  // the last one is the carrier itself: an ordinary job now
+    blocks_.erase(c);
+    block_of_.erase(jobs_[c].spec.array_id);
+    job_ids_.insert(jobs_[c].spec.id.value, c);
+  }
+  // Stored as store_job does, with the order the member got at submission.
+  std::uint32_t m;
+  if (!free_jobs_.empty()) {
+    m = free_jobs_.back();
+    free_jobs_.pop_back();
+    jobs_[m] = std::move(member);
+    admission_seq_[m] = 0;
+  } else {
+    m = static_cast<std::uint32_t>(jobs_.size());
+    jobs_.push_back(std::move(member));
+    admission_seq_.push_back(0);
+  }
+  job_ids_.insert(jobs_[m].spec.id.value, m);
+  if (in_order) {
+    index_pending(c);
+    index_pending(m);
+  }
+  return m;
+}
+
+std::size_t Engine::members_before(std::uint32_t j, const Job& job) const {
+  const std::uint32_t w = weight(j);
+  const Job& entry = jobs_[j];
+  // Another array's members, or ones of another priority or time, are all before it (an
+  // array's members' orders are one range no other job's order falls in).
+  if (w == 1 || entry.spec.array_id != job.spec.array_id || entry.spec.priority != job.spec.priority ||
+      entry.spec.submitted_at != job.spec.submitted_at)
+    return w;
+  const ArrayBlock& b = blocks_.at(j);
+  std::size_t n = 0;
+  for (const auto& [lo, hi] : b.unsplit) {
+    const std::uint64_t from = b.first_order + lo, to = b.first_order + hi;  // [from, to)
+    if (from >= job.order) break;
+    n += static_cast<std::size_t>(std::min(to, job.order) - from);
+  }
+  return n;
+}
+
+}  // namespace gpuq
