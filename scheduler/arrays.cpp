@@ -107,31 +107,35 @@ Job Engine::member_of_block(std::uint32_t carrier, std::uint32_t pos) const {
   return member;
 }
 
+// Position pos leaves block c: the carrier takes the identity of the lowest member left, and
+// with one left it is that member, an ordinary job.
+void Engine::take_out(std::uint32_t c, std::uint32_t pos) {
+  ArrayBlock& b = blocks_.at(c);
+  auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
+  --r;  // the range holding pos
+  const std::pair<std::uint32_t, std::uint32_t> range = *r;
+  r = b.unsplit.erase(r);
+  if (pos + 1 < range.second) r = b.unsplit.insert(r, {pos + 1, range.second});
+  if (range.first < pos) b.unsplit.insert(r, {range.first, pos});
+  --b.count;
+  const std::uint32_t lowest = b.unsplit.front().first;
+  Job& job = jobs_[c];
+  job.spec.id = JobId(member_id(job.spec.array_id, (*b.indices)[lowest]));
+  job.spec.array_index = (*b.indices)[lowest];
+  job.order = b.first_order + lowest;
+  if (b.count == 1) {
+    blocks_.erase(c);
+    block_of_.erase(job.spec.array_id);
+    job_ids_.insert(job.spec.id.value, c);
+  }
+}
+
 std::uint32_t Engine::split(std::uint32_t c, std::uint32_t pos) {
   Job member = member_of_block(c, pos);
-  const bool in_order = !jobs_[c].off_order();  // a carrier is never booked (reserved)
+  const bool in_order = jobs_[c].state == JobState::kPending && !jobs_[c].off_order();  // never reserved
   if (in_order) unindex_pending(c);
-  {
-    ArrayBlock& b = blocks_.at(c);
-    auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
-    --r;  // the range holding pos
-    const std::pair<std::uint32_t, std::uint32_t> range = *r;
-    r = b.unsplit.erase(r);
-    if (pos + 1 < range.second) r = b.unsplit.insert(r, {pos + 1, range.second});
-    if (range.first < pos) b.unsplit.insert(r, {range.first, pos});
-    --b.count;
-    const std::uint32_t lowest = b.unsplit.front().first;
-    Job& job = jobs_[c];
-    job.spec.id = JobId(member_id(job.spec.array_id, (*b.indices)[lowest]));
-    job.spec.array_index = (*b.indices)[lowest];
-    job.order = b.first_order + lowest;
-  }
+  take_out(c, pos);
   if (in_order) --queues_[jobs_[c].queue].in_blocks;  // one member moves to its own entry
-  if (blocks_.at(c).count == 1) {  // the last one is the carrier itself: an ordinary job now
-    blocks_.erase(c);
-    block_of_.erase(jobs_[c].spec.array_id);
-    job_ids_.insert(jobs_[c].spec.id.value, c);
-  }
   // Stored as store_job does, with the order the member got at submission.
   std::uint32_t m;
   if (!free_jobs_.empty()) {
@@ -150,6 +154,79 @@ std::uint32_t Engine::split(std::uint32_t c, std::uint32_t pos) {
     index_pending(m);
   }
   return m;
+}
+
+const Job* Engine::entry(const JobId& id) const {
+  if (const Job* j = job(id)) return j;
+  if (auto b = in_block(id.value)) return &jobs_[b->carrier];
+  return nullptr;
+}
+
+bool Engine::array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
+                           const std::function<void(const JobId&)>& each) {
+  auto it = block_of_.find(array);
+  if (it == block_of_.end()) return false;
+  const std::uint32_t c = it->second;
+  // Copied: `each` commands members out of the block only, but may move the jobs.
+  const std::shared_ptr<const std::vector<std::int32_t>> indices = blocks_.at(c).indices;
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>> unsplit = blocks_.at(c).unsplit;
+  Job& job = jobs_[c];
+  // Whether the block's members take the command (all alike), and the block changed once.
+  bool takes = false;
+  if (job.state == JobState::kPending) {
+    const std::uint32_t w = weight(c);
+    QueueRec& q = queues_[job.queue];
+    switch (command) {
+      case ArrayCommand::kHold:
+        if ((takes = !job.held)) {
+          if (!job.off_order()) {
+            remove_pending(c);
+            count_owner(job, static_cast<int>(w), 0);
+            q.held += w;
+          }
+          job.held = true;
+        }
+        break;
+      case ArrayCommand::kRelease:
+        if ((takes = job.held)) {
+          job.held = false;
+          if (!job.off_order()) {
+            ++epoch_;  // kept failures (admission.cpp) are tried again
+            count_owner(job, -static_cast<int>(w), 0);
+            q.held -= w;
+            add_pending(c);
+          }
+        }
+        break;
+      case ArrayCommand::kCancel:
+        takes = true;
+        ++epoch_;
+        if (job.off_order()) {
+          count_owner(job, -static_cast<int>(w), 0);
+          q.held -= w;
+          job.held = job.dependent = false;
+        } else {
+          remove_pending(c);
+        }
+        job.state = JobState::kCancelled;
+        job.end_reason = reason;
+        break;
+    }
+  }
+  // The events, and the other members' commands, in member order.
+  const JobState to = jobs_[c].state;
+  auto range = unsplit.begin();
+  for (std::uint32_t pos = 0; pos < indices->size(); ++pos) {
+    while (range != unsplit.end() && range->second <= pos) ++range;
+    const bool in_block = range != unsplit.end() && range->first <= pos;
+    if (in_block && !takes) continue;
+    JobId id(member_id(array, (*indices)[pos]));
+    if (in_block)
+      events_.push_back(Event{next_seq_++, now, std::move(id), JobState::kPending, to, reason, {}});
+    else
+      each(id);
+  }
+  return true;
 }
 
 std::size_t Engine::members_before(std::uint32_t j, const Job& job) const {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -199,6 +200,15 @@ class Engine {
   // member's id is in use.
   Result<void> submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
                             std::optional<std::string> hold = std::nullopt);
+  // A command on every member of an array, as a front end's loop over its members in order
+  // would give it (hold or release: each pending member not held, or held; cancel: each
+  // unfinished one): the members in the array's block are changed at once, and for each other
+  // member, in member order, `each` is called to do what the loop would (so the events come in
+  // member order). False, calling nothing, when the array has no block: the front end loops.
+  // A cancelled block's members stay (Cancelled) until each is forgotten.
+  enum class ArrayCommand : std::uint8_t { kHold, kRelease, kCancel };
+  bool array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
+                     const std::function<void(const JobId&)>& each);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.
@@ -250,6 +260,9 @@ class Engine {
   // Any job, an array's member in its block too, as a copy: what job() would show of it if it
   // were a job of its own (pending_reason and explain take it as they take a kept job).
   std::optional<Job> view(const JobId& id) const;
+  // The job, or for an array's member in its block that block's entry: what the member shares
+  // with the block (state, holds, reasons, queue, owner, counts), but not its id, index or order.
+  const Job* entry(const JobId& id) const;
   // How many jobs a pending entry stands for: an array's block, its members that wait in it;
   // any other job, 1.
   std::uint32_t members_of(const Job& job) const;
@@ -560,6 +573,7 @@ class Engine {
   // A job's slot; an array's member in its block is split out of it first (kNoJob: none).
   std::uint32_t resolve(std::string_view id);
   std::uint32_t split(std::uint32_t carrier, std::uint32_t pos);
+  void take_out(std::uint32_t carrier, std::uint32_t pos);
   Job member_of_block(std::uint32_t carrier, std::uint32_t pos) const;
   // Of the members pending entry j stands for, how many come before `job` in its queue's order
   // (j's key comes before job's).

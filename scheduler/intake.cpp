@@ -121,7 +121,13 @@ std::uint32_t Engine::store_job(Job job) {
 bool Engine::forget(const JobId& id) {
   ++epoch_;  // kept failures (admission.cpp) are tried again
   const std::uint32_t j = find_job(id.value);
-  if (j == kNoJob) return false;
+  if (j == kNoJob) {
+    // An ended array's member in its block (array_command): it leaves the block.
+    auto b = in_block(id.value);
+    if (!b || !is_finished(jobs_[b->carrier].state)) return false;
+    take_out(b->carrier, b->pos);
+    return true;
+  }
   if (!is_finished(jobs_[j].state) || jobs_[j].draining) return false;
   forget_id(id.value);
   // Destroyed and made anew, so every string and vector gives its memory back (a move-assigned

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -85,7 +87,7 @@ std::string counts_text(const Engine& e) {
 
 // Over all runs: steps at which the lazy engine kept fewer job slots (members in blocks), and
 // the most it saved, so a test that never made a block cannot pass unnoticed.
-std::size_t g_steps_saving = 0, g_most_saved = 0;
+std::size_t g_steps_saving = 0, g_most_saved = 0, g_block_commands = 0;
 
 struct Run {
   explicit Run(std::uint64_t seed) : rng(seed) {}
@@ -133,7 +135,7 @@ void run(std::uint64_t seed) {
   }
 
   std::vector<JobId> ids;    // every job and member submitted
-  std::vector<JobId> arrays;  // every array's first member, for the whole-array checks
+  std::map<std::string, std::vector<JobId>> arrays;  // every array's members, in order
   int next = 0;
   Time now = 1;
   for (int step = 0; step < 60; ++step) {
@@ -165,8 +167,10 @@ void run(std::uint64_t seed) {
         });
         REQUIRE(a == b);
         if (a == "ok") {
-          for (std::int32_t i : indices) ids.push_back(JobId(spec.array_id + "_" + std::to_string(i)));
-          arrays.push_back(spec.id);
+          for (std::int32_t i : indices) {
+            ids.push_back(JobId(spec.array_id + "_" + std::to_string(i)));
+            arrays[spec.array_id].push_back(ids.back());
+          }
         }
         done = "array " + spec.array_id + " " + a;
       } else {
@@ -184,7 +188,33 @@ void run(std::uint64_t seed) {
       CHECK(eager.last_cycle().passed_over == lazy.last_cycle().passed_over);
       CHECK(eager.last_cycle().admitted == lazy.last_cycle().admitted);
       CHECK(eager.last_cycle().kept == lazy.last_cycle().kept);
-    } else if (what < 58) {
+    } else if (what < 66 && !arrays.empty()) {
+      // A command on a whole array: the eager engine's members one by one, as gpuqd's Core
+      // loops over them; the lazy one's block at once and the rest through `each`.
+      auto a_it = arrays.begin();
+      std::advance(a_it, r.pick(static_cast<int>(arrays.size())));
+      const std::string& array = a_it->first;
+      const auto command = static_cast<Engine::ArrayCommand>(r.pick(3));
+      auto one = [&](Engine& e, const JobId& m) {
+        const auto v = e.view(m);
+        if (!v) return;
+        if (command == Engine::ArrayCommand::kCancel) {
+          if (!is_finished(v->state)) (void)e.cancel(m, now, "cancelled by ann");
+        } else if (v->state == JobState::kPending && v->held != (command == Engine::ArrayCommand::kHold)) {
+          (void)(command == Engine::ArrayCommand::kHold ? e.hold(m, now, "held by ann")
+                                                         : e.release_hold(m, now, "released by ann"));
+        }
+      };
+      const char* reason = command == Engine::ArrayCommand::kCancel ? "cancelled by ann"
+                           : command == Engine::ArrayCommand::kHold ? "held by ann"
+                                                                    : "released by ann";
+      for (const JobId& m : a_it->second) one(eager, m);
+      if (lazy.array_command(array, command, now, reason, [&](const JobId& m) { one(lazy, m); }))
+        ++g_block_commands;
+      else
+        for (const JobId& m : a_it->second) one(lazy, m);
+      done = "array command " + std::to_string(static_cast<int>(command)) + " on " + array;
+    } else if (what < 69) {
       const std::string n = "n" + std::to_string(r.pick(nodes));
       auto [a, b] = both([&](Engine& e) { return e.observe(NodeLost{n}, now).ok(); });
       REQUIRE(a == b);
@@ -233,6 +263,8 @@ TEST_CASE("lazy arrays: the same decisions, events, counts and answers as eager 
     CAPTURE(seed);
     run(static_cast<std::uint64_t>(seed));
   }
-  MESSAGE("steps with members in blocks: " << g_steps_saving << ", most slots saved: " << g_most_saved);
+  MESSAGE("steps with members in blocks: " << g_steps_saving << ", most slots saved: " << g_most_saved
+                                           << ", commands on a block: " << g_block_commands);
   CHECK(g_steps_saving > 0);
+  CHECK(g_block_commands > 0);
 }
