@@ -53,8 +53,9 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
     p->set_job(d.job);
   }
   if (r.state == JobState::kPending)
-    if (const Job* live = core.engine().job(r.spec.id); live != nullptr && live->state == JobState::kPending)
-      if (auto e = core.estimates().of(core.engine().slot_of(*live), live->order, core.engine_generation())) {
+    if (const Job* live = core.engine().entry(r.spec.id); live != nullptr && live->state == JobState::kPending)
+      if (auto e = core.estimates().of(core.engine().slot_of(*live), core.engine().order_of(r.spec.id).value_or(0),
+                                       core.engine_generation())) {
         j.set_estimated_start(e->start.value_or(0));
         j.set_estimate_computed_at(e->computed_at);
       }

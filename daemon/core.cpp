@@ -75,8 +75,13 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
       arrays_.erase(id);
       return Error{"array \"" + id + "\" already ended (all its members did)", ErrorCode::kFailedPrecondition};
     }
-    for (const std::string& m : std::vector<std::string>(members))
+    auto one = [&](const std::string& m) {
       if (is_live(m) || force) (void)cancel(m, now, force, reason);
+    };
+    // The members waiting in the array's engine block at once, the others one by one.
+    if (!engine_->array_command(id, Engine::ArrayCommand::kCancel, now, reason,
+                                [&](const JobId& m) { one(m.value); }))
+      for (const std::string& m : std::vector<std::string>(members)) one(m);
     return Ok();
   }
   if (!is_live(id)) {
@@ -200,7 +205,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
     e.to = ev.to;
     e.reason = ev.reason;
     e.flavor = ev.flavor;
-    const Job* job = engine_->job(ev.job);
+    const Job* job = engine_->entry(ev.job);  // an array's member in its block: its block's
     if (job) {
       e.queue = job->spec.queue.value;
       e.owner = job->spec.owner;
@@ -220,7 +225,7 @@ void Core::record_changes(const std::vector<Event>& events, Time now) {
                  ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
   }
   for (const std::string& id : changed) {
-    const Job* j = engine_->job(JobId(id));
+    const Job* j = engine_->entry(JobId(id));
     storage::JobRecord* live_rec = j == nullptr ? nullptr : live(id);
     if (live_rec == nullptr) continue;
     storage::JobRecord& rec = *live_rec;
@@ -412,7 +417,7 @@ void Core::committed(const storage::Batch& batch, const TurnResult& result, Time
   // jobs of this batch: one that ended in the turn running now is not written yet, and its
   // events still need it.
   std::erase_if(forget_later_, [&](const JobId& id) {
-    return engine_->forget(id) || engine_->job(id) == nullptr;
+    return engine_->forget(id) || engine_->entry(id) == nullptr;
   });
   for (const auto& rec : batch.jobs) {
     if (!is_finished(rec.state)) continue;
@@ -434,8 +439,10 @@ Core::TurnResult Core::end_turn(Time now) {
 }
 
 std::string Core::reason(const storage::JobRecord& r) const {
-  if (r.state == JobState::kPending)
+  if (r.state == JobState::kPending) {
     if (const Job* live = engine_->job(r.spec.id)) return engine_->pending_reason(*live);
+    if (auto member = engine_->view(r.spec.id)) return engine_->pending_reason(*member);  // in its array's block
+  }
   if (r.state == JobState::kPreempting) return "preempted by " + r.preempted_by;
   return r.reason;
 }
@@ -450,6 +457,7 @@ Result<storage::JobRecord> Core::job(const std::string& id) {
 
 Result<JobExplanation> Core::explain(const std::string& id) {
   if (const Job* j = engine_->job(JobId(id)); j != nullptr && !is_finished(j->state)) return engine_->explain(*j);
+  if (auto member = engine_->view(JobId(id)); member && !is_finished(member->state)) return engine_->explain(*member);
   auto rec = job(id);
   if (!rec) return Error{rec.error(), rec.code()};
   JobExplanation e;

@@ -38,7 +38,7 @@ const char* wanted(AfterKind kind) {
 }  // namespace
 
 Result<DependencyView> Core::dependency_state(const std::string& id) {
-  if (const Job* j = engine_->job(JobId(id))) return DependencyView{j->state, *j->end_reason};
+  if (const Job* j = engine_->entry(JobId(id))) return DependencyView{j->state, *j->end_reason};
   if (const storage::JobRecord* rec = live(id)) return DependencyView{rec->state, rec->reason};
   auto on_disk = store_->job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
@@ -139,7 +139,7 @@ bool Core::resolve_dependencies(Time now) {
       const std::vector<Awaited> waiting = std::move(it->second);
       dependents_.erase(it);
       for (const Awaited& w : waiting) {
-        const Job* job = engine_->job(JobId(w.job));
+        const Job* job = engine_->entry(JobId(w.job));
         auto left = awaiting_.find(w.job);
         if (job == nullptr || !job->dependent || left == awaiting_.end()) {  // ended (cancelled) or failed already
           if (left != awaiting_.end()) awaiting_.erase(left);

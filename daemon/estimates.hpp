@@ -36,11 +36,18 @@ class Estimates {
   };
   static constexpr std::uint64_t kNoOrder = UINT64_MAX;
   static constexpr Time kNoStart = INT64_MIN;  // pending, and not admitted within the horizon
-  void publish(std::vector<Slot> by_slot, Time computed_at, std::uint64_t engine);
+  // An array's members waiting in its engine block (no slot of their own): the blocks' orders
+  // as ranges [from, to), sorted, and the starts of those admitted, by order (sorted).
+  struct InBlocks {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> orders;
+    std::vector<std::pair<std::uint64_t, Time>> starts;
+  };
+  void publish(std::vector<Slot> by_slot, Time computed_at, std::uint64_t engine, InBlocks in_blocks = {});
 
  private:
   mutable std::mutex mu_;
   std::vector<Slot> by_slot_;
+  InBlocks in_blocks_;
   Time computed_at_ = 0;
   std::uint64_t engine_ = 0;
 };

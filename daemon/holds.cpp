@@ -33,10 +33,19 @@ Result<void> Core::hold_or_release(const std::string& id, Time now, const std::s
   const auto* members = array_members(id);
   if (members == nullptr) return not_live(*store_, id, restoring(id));
   bool any = false;
-  for (const std::string& m : *members)
+  auto each = [&](const std::string& m) {
     if (const Job* j = engine_->job(JobId(m));
         j && is_live(m) && j->state == JobState::kPending && j->held != hold)
       any = one(m).ok() || any;
+  };
+  // The members waiting in the array's engine block at once (when they take it), the others
+  // one by one, in member order.
+  if (auto took = engine_->array_command(id, hold ? Engine::ArrayCommand::kHold : Engine::ArrayCommand::kRelease,
+                                         now, (hold ? "held by " : "released by ") + by,
+                                         [&](const JobId& m) { each(m.value); }))
+    any = any || *took > 0;
+  else
+    for (const std::string& m : *members) each(m);
   if (!any)
     return Error{"array \"" + id + "\" has no " + (hold ? "pending member to hold" : "held member to release"),
                  ErrorCode::kFailedPrecondition};

@@ -37,7 +37,7 @@ void Core::pack_idle() {
   for (const std::string& id : unpacked_) {
     auto it = unfinished_.find(id);
     if (it == unfinished_.end() || it->second.state != JobState::kPending) continue;
-    const Job* j = engine_->job(it->second.spec.id);
+    const Job* j = engine_->entry(it->second.spec.id);
     if (j == nullptr || j->state != JobState::kPending || j->reserved) continue;
     packed_.put(id, storage::pack_job(it->second, *names_));
     unfinished_.erase(it);

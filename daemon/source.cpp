@@ -118,7 +118,7 @@ void Core::source_arrived(binder::JobArrived& a, Time now) {
 void Core::source_withdrawn(const binder::JobWithdrawn& w, Time now) {
   if (!is_live(w.job.value)) return;
   // A cancelled job whose pods were stopped has ended already (or is ending) as cancelled.
-  if (const Job* job = engine_->job(w.job); !job || is_finished(job->state) || job->draining) return;
+  if (const Job* job = engine_->entry(w.job); !job || is_finished(job->state) || job->draining) return;
   if (auto r = cancel(w.job.value, now, /*force=*/false, w.reason); !r)
     spdlog::warn("event=source_withdraw_failed job={} error=\"{}\"", w.job.value, r.error());
   else

@@ -11,7 +11,7 @@ namespace gpuq::daemon {
 // Whether `id` is free: no unfinished job, no array and no job on disk has it. on_disk_too false:
 // the caller knows that no job on disk has it.
 Result<bool> Core::id_free(const std::string& id, bool on_disk_too) {
-  if (is_live(id) || arrays_.count(id) > 0 || engine_->job(JobId(id))) return false;
+  if (is_live(id) || arrays_.count(id) > 0 || engine_->entry(JobId(id))) return false;
   if (!on_disk_too) return true;
   auto on_disk = store_->has_job(id);
   if (!on_disk) return Error{on_disk.error(), ErrorCode::kUnavailable};
@@ -168,20 +168,17 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   members.reserve(indices.size());
   std::vector<storage::JobRecord*> recs;
   recs.reserve(indices.size());
-  engine_->reserve_jobs(indices.size());
   // The turn's earlier events take their seqs first, so the array's follow them (record_array).
   record_changes(engine_->take_events(), now);
+  // All members or none (the engine keeps the waiting ones as one block: EngineConfig::lazy_arrays).
+  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold); !r) {
+    // Not expected (the ids were checked above).
+    spdlog::error("event=array_submit_failed array={} reason=\"{}\"", base, r.error());
+    arrays_.erase(base);
+    return Error{"array " + base + ": " + r.error(), r.code()};
+  }
   for (std::int32_t index : indices) {
     JobId id(base + "_" + std::to_string(index));
-    if (auto r = engine_->submit_member(tmpl.value(), id, index, now, hold); !r) {
-      // Not expected (the ids were checked above): those already in are cancelled, so the
-      // caller's error is the whole story and nothing runs.
-      spdlog::error("event=array_submit_failed array={} member={} reason=\"{}\"", base, index, r.error());
-      for (const std::string& m : members) (void)engine_->cancel(JobId(m), now, "array submit failed: " + r.error());
-      if (members.empty()) arrays_.erase(base);
-      else array_unfinished_[base] += members.size();  // each ends as its cancel is recorded
-      return Error{"array " + base + ": member " + std::to_string(index) + ": " + r.error(), r.code()};
-    }
     members.push_back(id.value);
     storage::JobRecord rec = members.size() < indices.size() ? rec_tmpl : std::move(rec_tmpl);
     rec.spec.id = std::move(id);
@@ -202,7 +199,7 @@ bool Core::record_array(const std::string& array, const std::vector<std::int32_t
   if (n < 2 || n != indices.size() || n != recs.size() || events.empty() || events.size() % n != 0) return false;
   const std::size_t k = events.size() / n;
   for (std::size_t p = 0; p < n; ++p) {
-    const Job* j = engine_->job(JobId(members[p]));
+    const Job* j = engine_->entry(JobId(members[p]));
     if (j == nullptr || j->state != JobState::kPending) return false;
     if (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]) return false;
     for (std::size_t t = 0; t < k; ++t) {

@@ -156,16 +156,32 @@ std::uint32_t Engine::split(std::uint32_t c, std::uint32_t pos) {
   return m;
 }
 
+std::optional<std::uint64_t> Engine::order_of(const JobId& id) const {
+  if (const Job* j = job(id)) return j->order;
+  if (auto b = in_block(id.value)) return blocks_.at(b->carrier).first_order + b->pos;
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Engine::block_orders(const Job& entry) const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  const std::uint32_t j = stored_slot(entry);
+  auto it = j == kNoJob ? blocks_.end() : blocks_.find(j);
+  if (it == blocks_.end()) return out;
+  for (const auto& [lo, hi] : it->second.unsplit) out.emplace_back(it->second.first_order + lo, it->second.first_order + hi);
+  return out;
+}
+
 const Job* Engine::entry(const JobId& id) const {
   if (const Job* j = job(id)) return j;
   if (auto b = in_block(id.value)) return &jobs_[b->carrier];
   return nullptr;
 }
 
-bool Engine::array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
-                           const std::function<void(const JobId&)>& each) {
+std::optional<std::size_t> Engine::array_command(const std::string& array, ArrayCommand command, Time now,
+                                                 const std::string& reason,
+                                                 const std::function<void(const JobId&)>& each) {
   auto it = block_of_.find(array);
-  if (it == block_of_.end()) return false;
+  if (it == block_of_.end()) return std::nullopt;
   const std::uint32_t c = it->second;
   // Copied: `each` commands members out of the block only, but may move the jobs.
   const std::shared_ptr<const std::vector<std::int32_t>> indices = blocks_.at(c).indices;
@@ -215,6 +231,7 @@ bool Engine::array_command(const std::string& array, ArrayCommand command, Time 
   }
   // The events, and the other members' commands, in member order.
   const JobState to = jobs_[c].state;
+  const std::size_t took = takes ? weight(c) : 0;
   auto range = unsplit.begin();
   for (std::uint32_t pos = 0; pos < indices->size(); ++pos) {
     while (range != unsplit.end() && range->second <= pos) ++range;
@@ -226,7 +243,7 @@ bool Engine::array_command(const std::string& array, ArrayCommand command, Time 
     else
       each(id);
   }
-  return true;
+  return took;
 }
 
 std::size_t Engine::members_before(std::uint32_t j, const Job& job) const {

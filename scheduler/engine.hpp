@@ -54,7 +54,7 @@ struct EngineConfig : SchedulingPolicy {
   // Job arrays kept as one pending entry while their members wait (submit_array; arrays.cpp):
   // a member becomes a job of its own when a cycle decides it or a command names it. The same
   // decisions and events either way (tests compare the two).
-  bool lazy_arrays = false;
+  bool lazy_arrays = true;
 };
 
 // Why a pending job is still waiting after the last cycle that looked at it: what stopped it on
@@ -204,10 +204,11 @@ class Engine {
   // would give it (hold or release: each pending member not held, or held; cancel: each
   // unfinished one): the members in the array's block are changed at once, and for each other
   // member, in member order, `each` is called to do what the loop would (so the events come in
-  // member order). False, calling nothing, when the array has no block: the front end loops.
-  // A cancelled block's members stay (Cancelled) until each is forgotten.
+  // member order). Returns how many of the block's members took it; nullopt, calling nothing,
+  // when the array has no block: the front end loops. A cancelled block's members stay
+  // (Cancelled) until each is forgotten.
   enum class ArrayCommand : std::uint8_t { kHold, kRelease, kCancel };
-  bool array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
+  std::optional<std::size_t> array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
                      const std::function<void(const JobId&)>& each);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
@@ -263,6 +264,11 @@ class Engine {
   // The job, or for an array's member in its block that block's entry: what the member shares
   // with the block (state, holds, reasons, queue, owner, counts), but not its id, index or order.
   const Job* entry(const JobId& id) const;
+  // A job's order (Job::order), an array's member in its block too; nullopt: no such job.
+  std::optional<std::uint64_t> order_of(const JobId& id) const;
+  // The orders of the members an array's block stands for, as ranges [from, to); empty for any
+  // other job.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> block_orders(const Job& entry) const;
   // How many jobs a pending entry stands for: an array's block, its members that wait in it;
   // any other job, 1.
   std::uint32_t members_of(const Job& job) const;

@@ -1,6 +1,8 @@
 #include "scheduler/what_if.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <unordered_set>
@@ -39,8 +41,16 @@ class Run {
   Run(Engine& e, Time now, const WhatIfOptions& o) : e_(e), now_(now), o_(o) {}
 
   WhatIfResult go() {
-    for (const Job* j : e_.pending_in_submission_order()) waiting_.insert(j->spec.id.value);
-    out_.pending = waiting_.size();
+    for (const Job* j : e_.pending_in_submission_order()) {
+      if (const std::uint32_t w = e_.members_of(*j); w > 1) {  // an array's block
+        for (const auto& r : e_.block_orders(*j)) in_blocks_.push_back(r);
+        in_blocks_left_ += w;
+      } else {
+        waiting_.insert(j->spec.id.value);
+      }
+    }
+    std::sort(in_blocks_.begin(), in_blocks_.end());
+    out_.pending = waiting_.size() + in_blocks_left_;
     for (const Job* j : e_.holding_jobs()) {
       if (j->draining || j->state == JobState::kPreempting)
         plan(now_ + (j->draining ? 0 : j->spec.grace_period), true, *j);
@@ -48,7 +58,7 @@ class Run {
         plan_end(*j, j->admitted_at);
     }
     cycle(now_);
-    while (!waiting_.empty() && !plan_.empty() && out_.steps < o_.max_steps) {
+    while ((!waiting_.empty() || in_blocks_left_ > 0) && !plan_.empty() && out_.steps < o_.max_steps) {
       const Time t = plan_.top().at;
       if (t > now_ + o_.horizon) break;
       while (!plan_.empty() && plan_.top().at == t) {
@@ -104,6 +114,10 @@ class Run {
           if (waiting_.erase(a->job.value) > 0) {
             out_.starts.emplace(a->job.value, t);
             if (j) out_.slot_starts.emplace_back(e_.slot_of(*j), t);
+          } else if (j && was_in_block(j->order) && started_.insert(j->order).second) {
+            out_.starts.emplace(a->job.value, t);
+            out_.order_starts.emplace_back(j->order, t);
+            --in_blocks_left_;
           }
           if (j) plan_end(*j, j->admitted_at);
         } else if (const auto* p = std::get_if<Preemption>(&d)) {
@@ -118,7 +132,17 @@ class Run {
   const Time now_;
   const WhatIfOptions& o_;
   WhatIfResult out_;
+  // Whether a job's order was one of a block's members' when the what-if began.
+  bool was_in_block(std::uint64_t order) const {
+    auto it = std::upper_bound(in_blocks_.begin(), in_blocks_.end(),
+                               std::make_pair(order, std::numeric_limits<std::uint64_t>::max()));
+    return it != in_blocks_.begin() && order < std::prev(it)->second;
+  }
+
   std::unordered_set<std::string> waiting_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> in_blocks_;  // orders [from, to), sorted
+  std::size_t in_blocks_left_ = 0;
+  std::unordered_set<std::uint64_t> started_;  // of those, the ones admitted
   std::priority_queue<Happening, std::vector<Happening>, std::greater<>> plan_;
   std::uint64_t seq_ = 0;
 };

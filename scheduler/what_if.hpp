@@ -35,6 +35,9 @@ std::optional<Time> expected_runtime(const Engine& engine, const Job& job, WhatI
 struct WhatIfResult {
   std::unordered_map<std::string, Time> starts;  // pending job id -> estimated admission time
   std::vector<std::pair<std::uint32_t, Time>> slot_starts;  // the same by Engine::slot_of
+  // An array's members that waited in its block (Engine::block_orders), by Job::order: they get
+  // slots of their own only as the what-if admits them, which the engine copied from has not.
+  std::vector<std::pair<std::uint64_t, Time>> order_starts;
   std::size_t pending = 0;  // pending jobs when it began (those without an entry: no estimate)
   std::size_t steps = 0;
 };

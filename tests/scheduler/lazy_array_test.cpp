@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "scheduler/what_if.hpp"
 #include "tests/support/builders.hpp"
 
 using namespace gpuq;
@@ -104,6 +105,7 @@ void run(std::uint64_t seed) {
   config.stops_confirmed = r.chance(30);
   config.fair_sharing.enabled = r.chance(25);
   config.quota_only = r.chance(15);
+  config.lazy_arrays = false;
   if (r.chance(20)) config.placement = PlacementPolicy::kFragAware;
   EngineConfig lazy_config = config;
   lazy_config.lazy_arrays = true;
@@ -244,6 +246,13 @@ void run(std::uint64_t seed) {
     }
     CAPTURE(done);
     REQUIRE(events_full(eager.take_events()) == events_full(lazy.take_events()));
+    if (step % 7 == 6) {  // start estimates: a what-if on a copy of each
+      WhatIfOptions o;
+      o.runtime_of = [](const Job& j) { return std::optional<Time>(10 + static_cast<Time>(j.order % 7)); };
+      const WhatIfResult a = estimate_starts(eager, now, o), b = estimate_starts(lazy, now, o);
+      REQUIRE(a.pending == b.pending);
+      REQUIRE(a.starts == b.starts);
+    }
     REQUIRE(counts_text(eager) == counts_text(lazy));
     for (const JobId& id : ids) REQUIRE(job_text(eager, id) == job_text(lazy, id));
     if (lazy.job_slots() < eager.job_slots()) {
