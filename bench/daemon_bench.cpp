@@ -5,6 +5,9 @@
 //     acknowledged submits per second and latency percentiles.
 //  2. Restart: a state file with --restart-jobs pending jobs (written through the Store, as a
 //     daemon would have), then the time from starting gpuqd to it serving, and its memory.
+//  3. Arrays (--array-members): held arrays of --array-size members submitted to a fresh gpuqd
+//     one after the other; each submit's time next to a single held job's, and the memory per
+//     member once settled.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -213,6 +216,21 @@ void apply_nodes(const std::string& gpuqd, const fs::path& dir, int labels, int 
 }
 
 // Returns the bytes per pending job (RSS over an empty gpuqd's, after the start).
+// RSS (KiB) sampled every 0.3 s until six samples in a row agree within 1% (at most 40 s):
+// the settled value and the highest seen.
+std::pair<long, long> settled_rss(int pid) {
+  long rss = 0, peak = 0;
+  int same = 0;
+  for (int i = 0; i < 133 && same < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const long now = gpuq::bench::status_kib(pid, "VmRSS:");
+    same = std::labs(now - rss) * 100 <= rss ? same + 1 : 0;
+    rss = now;
+    peak = std::max(peak, now);
+  }
+  return {rss, peak};
+}
+
 double restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   const fs::path state = dir / "restart.db";
   {
@@ -243,23 +261,58 @@ double restart(const std::string& gpuqd, const fs::path& dir, long jobs) {
   empty.stop(SIGTERM);
   GpuqdChild d = start(gpuqd, dir, state);
   // Once it has settled: the first turns after the start, the estimator's what-if on a copy of
-  // the engine among them (seconds at a million jobs), come and go. Sampled every 0.3 s until six
-  // samples in a row agree within 1% (at most 40 s); the highest sample is the peak.
-  long rss = 0, peak = 0;
-  int same = 0;
-  for (int i = 0; i < 133 && same < 5; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const long now = gpuq::bench::status_kib(d.pid, "VmRSS:");
-    same = std::labs(now - rss) * 100 <= rss ? same + 1 : 0;
-    rss = now;
-    peak = std::max(peak, now);
-  }
+  // the engine among them (seconds at a million jobs), come and go.
+  const auto [rss, peak] = settled_rss(d.pid);
   const auto per = [&](long kib) { return static_cast<double>(kib - rss_empty) * 1024.0 / static_cast<double>(jobs); };
   const double per_job = per(rss);
   std::printf("restart  %ld pending jobs: serving after %.2f s; RSS %.0f MiB (empty %.0f MiB): %.0f bytes per pending job; peak %.0f MiB (%.0f bytes per job)\n",
               jobs, d.start_seconds, rss / 1024.0, rss_empty / 1024.0, per_job, peak / 1024.0, per(peak));
   d.stop(SIGTERM);
   return per_job;
+}
+
+// `members` pending members in held arrays of `size`, submitted one array at a time to a fresh
+// gpuqd: the submit times (median and slowest) next to single held jobs', and the memory per
+// member once settled. Returns bytes per member.
+double arrays(const std::string& gpuqd, const fs::path& dir, long members, long size) {
+  GpuqdChild d = start(gpuqd, dir, dir / "arrays.db");
+  auto stub = v1::Jobs::NewStub(grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials()));
+  auto submit = [&](const std::string& id, long n) {
+    v1::SubmitJobRequest req;
+    req.mutable_spec()->set_id(id);
+    req.mutable_spec()->set_queue("team");
+    (*req.mutable_spec()->add_pod_sets()->mutable_resources())["gpu"] = "1";
+    req.mutable_spec()->add_command("true");
+    req.mutable_spec()->set_hold(true);
+    if (n > 0) req.mutable_spec()->set_array("0-" + std::to_string(n - 1));
+    v1::SubmitJobResponse resp;
+    grpc::ClientContext ctx;
+    const auto t0 = Clock::now();
+    const grpc::Status st = stub->Submit(&ctx, req, &resp);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (!st.ok()) {
+      std::fprintf(stderr, "submit %s: %s\n", id.c_str(), st.error_message().c_str());
+      std::exit(1);
+    }
+    return ms;
+  };
+  std::vector<double> single;
+  for (int i = 0; i < 20; ++i) single.push_back(submit("single-" + std::to_string(i), 0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long rss_before = settled_rss(d.pid).first;
+  std::vector<double> array;
+  const auto t0 = Clock::now();
+  for (long a = 0; a * size < members; ++a) array.push_back(submit("a" + std::to_string(a), std::min(size, members - a * size)));
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto [rss, peak] = settled_rss(d.pid);
+  const double per = static_cast<double>(rss - rss_before) * 1024.0 / static_cast<double>(members);
+  std::printf("arrays   %ld held members in arrays of %ld: submitted in %.2f s; an array's submit median %.1f ms, "
+              "slowest %.1f ms (one held job: median %.1f ms); RSS %.0f MiB (%.0f before): %.0f bytes per member; "
+              "peak %.0f MiB\n",
+              members, size, wall, pct(array, 0.5), pct(array, 1.0), pct(single, 0.5), rss / 1024.0, rss_before / 1024.0,
+              per, peak / 1024.0);
+  d.stop(SIGTERM);
+  return per;
 }
 
 // Memory that does not grow with history: `jobs` jobs submitted and cancelled (finished) through
@@ -388,6 +441,9 @@ int main(int argc, char** argv) {
                  "jobs to submit and cancel for the memory run (e.g. 1000000; 0: skip), then RSS with --churn-live "
                  "live jobs");
   app.add_option("--churn-live", churn_live, "unfinished jobs for the memory run's comparison");
+  long array_members = 0, array_size = 10'000;
+  app.add_option("--array-members", array_members, "held array members for the arrays run (0: skip)");
+  app.add_option("--array-size", array_size, "members per array in the arrays run");
   app.add_option("--apply-labels", apply_labels, "labels on the node applied 20 times in the apply run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
       ->check(CLI::IsMember({"callback", "sync"}));
@@ -418,6 +474,7 @@ int main(int argc, char** argv) {
     }
   }
   if (churn_jobs > 0) churn(gpuqd, dir, churn_jobs, churn_live);
+  if (array_members > 0) (void)arrays(gpuqd, dir, array_members, array_size);
   std::error_code ec;
   if (!keep) fs::remove_all(dir, ec);
   return rc;
