@@ -79,9 +79,10 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
       if (is_live(m) || force) (void)cancel(m, now, force, reason);
     };
     // The members waiting in the array's engine block at once, the others one by one.
-    if (!engine_->array_command(id, Engine::ArrayCommand::kCancel, now, reason,
+    const std::vector<std::string> all = members;  // cancel() may change `members`
+    if (!engine_->array_command(id, all, Engine::ArrayCommand::kCancel, now, reason,
                                 [&](const JobId& m) { one(m.value); }))
-      for (const std::string& m : std::vector<std::string>(members)) one(m);
+      for (const std::string& m : all) one(m);
     return Ok();
   }
   if (!is_live(id)) {

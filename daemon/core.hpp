@@ -260,6 +260,11 @@ class Core {
   Result<void> apply_start_specs(const storage::Loaded& loaded, const std::vector<QueueSpec>& config_queues,
                                  const std::vector<NodeSpec>& config_nodes, Time now);
   void restore(storage::JobRecord& rec, Time now, std::size_t& failures, std::vector<BinderFact>& adopted);
+  // Pending members of one array, alike but for their ids and indices, in member order: restored
+  // as one engine block (EngineConfig::lazy_arrays), as they were submitted.
+  void restore_members(std::vector<storage::JobRecord>& run, Time now, std::size_t& failures,
+                       std::vector<BinderFact>& adopted);
+  void keep_restored(storage::JobRecord& rec);
   // daemon/submit_limits.cpp: the queue's guardrails on `sub` (which may fill its maxRuntime
   // and priority class), maxPendingJobs and the per-user limits; changes nothing else.
   // `jobs`: how many the submission adds (an array's members).

@@ -58,6 +58,28 @@ Result<void> Core::rebuild(Time now) {
   }
   std::size_t restore_failures = 0;
   std::vector<BinderFact> adopted;  // what ended while gpuqd was not watching, applied once all are in
+  // Pending members of one array read one after the other (the file gives them in number order),
+  // alike but for their ids and indices: restored together (restore_members).
+  std::vector<storage::JobRecord> members;
+  auto joins = [&](const storage::JobRecord& rec) {
+    if (binder_->is_source() || rec.state != JobState::kPending || rec.spec.array_id.empty() || !rec.after.empty() ||
+        rec.attempts != 0 || rec.preemptions != 0 || rec.retried != 0 ||
+        rec.spec.id.value != rec.spec.array_id + "_" + std::to_string(rec.spec.array_index))
+      return false;
+    if (members.empty()) return true;
+    const storage::JobRecord& first = members.front();
+    if (rec.spec.array_id != first.spec.array_id || rec.held != first.held ||
+        rec.spec.array_index <= members.back().spec.array_index)
+      return false;
+    JobSpec alike = rec.spec;
+    alike.id = first.spec.id;
+    alike.array_index = first.spec.array_index;
+    return alike == first.spec;
+  };
+  auto flush = [&] {
+    if (!members.empty()) restore_members(members, now, restore_failures, adopted);
+    members.clear();
+  };
   auto loaded = store_->load(
       [&](storage::Loaded& meta) -> Result<void> {
         sync_names();
@@ -84,11 +106,21 @@ Result<void> Core::rebuild(Time now) {
             deferred_.push_back(std::move(rec));
             continue;
           }
+          if (joins(rec)) {
+            members.push_back(std::move(rec));
+            continue;
+          }
+          flush();
+          if (joins(rec)) {  // the first of another array's run
+            members.push_back(std::move(rec));
+            continue;
+          }
           restore(rec, now, restore_failures, adopted);
         }
         return Ok();
       });
   if (!loaded) return Error{loaded.error(), loaded.code()};
+  flush();
   if (restore_failures > 10)
     spdlog::warn("event=restore_failed jobs={} note=\"the first 10 are logged above\"", restore_failures);
   restore_stored_history(now);
@@ -179,6 +211,29 @@ void Core::restore(storage::JobRecord& rec, Time now, std::size_t& failures, std
     return;
   }
   engine_->restore_counts(rec.spec.id, rec.attempts, rec.preemptions, rec.retried);  // they go on from the file's
+  keep_restored(rec);
+}
+
+void Core::restore_members(std::vector<storage::JobRecord>& run, Time now, std::size_t& failures,
+                           std::vector<BinderFact>& adopted) {
+  std::optional<Result<Job>> tmpl;
+  if (run.size() > 1) tmpl = engine_->array_template(run.front().spec);
+  if (!tmpl || !tmpl->ok()) {  // one member, or one the queues refuse now: each as any job
+    for (storage::JobRecord& rec : run) restore(rec, now, failures, adopted);
+    return;
+  }
+  std::vector<std::int32_t> indices;
+  indices.reserve(run.size());
+  for (const storage::JobRecord& rec : run) indices.push_back(rec.spec.array_index);
+  const std::optional<std::string> held = run.front().held ? std::optional<std::string>("") : std::nullopt;
+  if (!engine_->submit_array(tmpl->value(), indices, now, held)) {
+    for (storage::JobRecord& rec : run) restore(rec, now, failures, adopted);
+    return;
+  }
+  for (storage::JobRecord& rec : run) keep_restored(rec);
+}
+
+void Core::keep_restored(storage::JobRecord& rec) {
   if (!rec.spec.array_id.empty()) {
     arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
     ++array_unfinished_[rec.spec.array_id];

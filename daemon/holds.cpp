@@ -40,9 +40,9 @@ Result<void> Core::hold_or_release(const std::string& id, Time now, const std::s
   };
   // The members waiting in the array's engine block at once (when they take it), the others
   // one by one, in member order.
-  if (auto took = engine_->array_command(id, hold ? Engine::ArrayCommand::kHold : Engine::ArrayCommand::kRelease,
-                                         now, (hold ? "held by " : "released by ") + by,
-                                         [&](const JobId& m) { each(m.value); }))
+  if (auto took = engine_->array_command(id, *members,
+                                         hold ? Engine::ArrayCommand::kHold : Engine::ArrayCommand::kRelease, now,
+                                         (hold ? "held by " : "released by ") + by, [&](const JobId& m) { each(m.value); }))
     any = any || *took > 0;
   else
     for (const std::string& m : *members) each(m);

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "scheduler/engine.hpp"
 
@@ -31,7 +32,7 @@ Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_
     if (find_job(id) != kNoJob || in_block(id))
       return Error{"job \"" + id + "\" already exists", ErrorCode::kAlreadyExists};
   }
-  if (!config_.lazy_arrays || indices.size() < 2 || block_of_.count(array) > 0) {
+  if (!config_.lazy_arrays || indices.size() < 2) {
     reserve_jobs(indices.size());
     for (std::int32_t index : indices)
       if (auto r = submit_member(tmpl, JobId(member_id(array, index)), index, now, hold); !r) return r;
@@ -51,7 +52,7 @@ Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_
   b.first_order = first_order;
   b.unsplit = {{0, n}};
   b.count = n;
-  block_of_[array] = c;
+  block_of_[array].push_back(c);
   Job& job = jobs_[c];
   if (!hold) {
     add_pending(c);
@@ -83,13 +84,16 @@ std::optional<Engine::InBlock> Engine::in_block(std::string_view id) const {
   const char* last = id.data() + id.size();
   if (auto [end, ec] = std::from_chars(first, last, index); ec != std::errc() || end != last) return std::nullopt;
   if (std::to_string(index) != id.substr(cut + 1)) return std::nullopt;  // "x_007" is not member 7
-  const ArrayBlock& b = blocks_.at(it->second);
-  auto at = std::lower_bound(b.indices->begin(), b.indices->end(), index);
-  if (at == b.indices->end() || *at != index) return std::nullopt;
-  const auto pos = static_cast<std::uint32_t>(at - b.indices->begin());
-  auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
-  if (r == b.unsplit.begin() || std::prev(r)->second <= pos) return std::nullopt;  // split already
-  return InBlock{it->second, pos};
+  for (const std::uint32_t c : it->second) {
+    const ArrayBlock& b = blocks_.at(c);
+    auto at = std::lower_bound(b.indices->begin(), b.indices->end(), index);
+    if (at == b.indices->end() || *at != index) continue;
+    const auto pos = static_cast<std::uint32_t>(at - b.indices->begin());
+    auto r = std::upper_bound(b.unsplit.begin(), b.unsplit.end(), std::make_pair(pos, UINT32_MAX));
+    if (r == b.unsplit.begin() || std::prev(r)->second <= pos) return std::nullopt;  // split already
+    return InBlock{c, pos};
+  }
+  return std::nullopt;
 }
 
 std::uint32_t Engine::resolve(std::string_view id) {
@@ -125,7 +129,9 @@ void Engine::take_out(std::uint32_t c, std::uint32_t pos) {
   job.order = b.first_order + lowest;
   if (b.count == 1) {
     blocks_.erase(c);
-    block_of_.erase(job.spec.array_id);
+    auto of = block_of_.find(job.spec.array_id);
+    std::erase(of->second, c);
+    if (of->second.empty()) block_of_.erase(of);
     job_ids_.insert(job.spec.id.value, c);
   }
 }
@@ -177,24 +183,23 @@ const Job* Engine::entry(const JobId& id) const {
   return nullptr;
 }
 
-std::optional<std::size_t> Engine::array_command(const std::string& array, ArrayCommand command, Time now,
-                                                 const std::string& reason,
+std::optional<std::size_t> Engine::array_command(const std::string& array, const std::vector<std::string>& members,
+                                                 ArrayCommand command, Time now, const std::string& reason,
                                                  const std::function<void(const JobId&)>& each) {
   auto it = block_of_.find(array);
   if (it == block_of_.end()) return std::nullopt;
-  const std::uint32_t c = it->second;
-  // Copied: `each` commands members out of the block only, but may move the jobs.
-  const std::shared_ptr<const std::vector<std::int32_t>> indices = blocks_.at(c).indices;
-  const std::vector<std::pair<std::uint32_t, std::uint32_t>> unsplit = blocks_.at(c).unsplit;
-  Job& job = jobs_[c];
-  // Whether the block's members take the command (all alike), and the block changed once.
-  bool takes = false;
-  if (job.state == JobState::kPending) {
+  // Each block changed once; `takes`: whether its members take the command (all alike).
+  std::unordered_map<std::uint32_t, bool> takes;
+  std::size_t took = 0;
+  for (const std::uint32_t c : it->second) {
+    Job& job = jobs_[c];
+    bool& t = takes[c];
+    if (job.state != JobState::kPending) continue;
     const std::uint32_t w = weight(c);
     QueueRec& q = queues_[job.queue];
     switch (command) {
       case ArrayCommand::kHold:
-        if ((takes = !job.held)) {
+        if ((t = !job.held)) {
           if (!job.off_order()) {
             remove_pending(c);
             count_owner(job, static_cast<int>(w), 0);
@@ -204,7 +209,7 @@ std::optional<std::size_t> Engine::array_command(const std::string& array, Array
         }
         break;
       case ArrayCommand::kRelease:
-        if ((takes = job.held)) {
+        if ((t = job.held)) {
           job.held = false;
           if (!job.off_order()) {
             ++epoch_;  // kept failures (admission.cpp) are tried again
@@ -215,7 +220,7 @@ std::optional<std::size_t> Engine::array_command(const std::string& array, Array
         }
         break;
       case ArrayCommand::kCancel:
-        takes = true;
+        t = true;
         ++epoch_;
         if (job.off_order()) {
           count_owner(job, -static_cast<int>(w), 0);
@@ -228,20 +233,18 @@ std::optional<std::size_t> Engine::array_command(const std::string& array, Array
         job.end_reason = reason;
         break;
     }
+    if (t) took += w;
   }
-  // The events, and the other members' commands, in member order.
-  const JobState to = jobs_[c].state;
-  const std::size_t took = takes ? weight(c) : 0;
-  auto range = unsplit.begin();
-  for (std::uint32_t pos = 0; pos < indices->size(); ++pos) {
-    while (range != unsplit.end() && range->second <= pos) ++range;
-    const bool in_block = range != unsplit.end() && range->first <= pos;
-    if (in_block && !takes) continue;
-    JobId id(member_id(array, (*indices)[pos]));
-    if (in_block)
-      events_.push_back(Event{next_seq_++, now, std::move(id), JobState::kPending, to, reason, {}});
-    else
+  // The events, and the other members' commands, in member order. (`each` commands members
+  // that are jobs of their own: the blocks do not change.)
+  for (const std::string& m : members) {
+    JobId id(m);
+    if (auto b = in_block(m)) {
+      if (takes[b->carrier])
+        events_.push_back(Event{next_seq_++, now, std::move(id), JobState::kPending, jobs_[b->carrier].state, reason, {}});
+    } else {
       each(id);
+    }
   }
   return took;
 }

@@ -200,16 +200,17 @@ class Engine {
   // member's id is in use.
   Result<void> submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
                             std::optional<std::string> hold = std::nullopt);
-  // A command on every member of an array, as a front end's loop over its members in order
-  // would give it (hold or release: each pending member not held, or held; cancel: each
-  // unfinished one): the members in the array's block are changed at once, and for each other
-  // member, in member order, `each` is called to do what the loop would (so the events come in
-  // member order). Returns how many of the block's members took it; nullopt, calling nothing,
-  // when the array has no block: the front end loops. A cancelled block's members stay
+  // A command on every member of an array (`members`: their ids, in member order), as a front
+  // end's loop over them would give it (hold or release: each pending member not held, or held;
+  // cancel: each unfinished one): the members in the array's blocks are changed at once, and
+  // for each other member `each` is called to do what the loop would, in turn (so the events
+  // come in member order). Returns how many of the blocks' members took it; nullopt, calling
+  // nothing, when the array has no block: the front end loops. A cancelled block's members stay
   // (Cancelled) until each is forgotten.
   enum class ArrayCommand : std::uint8_t { kHold, kRelease, kCancel };
-  std::optional<std::size_t> array_command(const std::string& array, ArrayCommand command, Time now, const std::string& reason,
-                     const std::function<void(const JobId&)>& each);
+  std::optional<std::size_t> array_command(const std::string& array, const std::vector<std::string>& members,
+                                           ArrayCommand command, Time now, const std::string& reason,
+                                           const std::function<void(const JobId&)>& each);
   Result<void> restore_running(JobSpec spec, const RunningPlacement& where, Time now);
   // A restored job's counts as the front end kept them (requeues, preemptions): they go on from
   // there. An unknown id changes nothing.
@@ -570,7 +571,9 @@ class Engine {
     std::uint32_t count = 0;  // members in the block (always 2 or more)
   };
   boost::unordered_flat_map<std::uint32_t, ArrayBlock> blocks_;  // by carrier slot
-  std::unordered_map<std::string, std::uint32_t> block_of_;     // array id -> carrier slot
+  // Array id -> its blocks' carrier slots: one from a submission; after a restart, one per run
+  // of members restored alike (Core::restore_members).
+  std::unordered_map<std::string, std::vector<std::uint32_t>> block_of_;
   struct InBlock {
     std::uint32_t carrier;
     std::uint32_t pos;

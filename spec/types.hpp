@@ -253,6 +253,7 @@ struct PodSet {
   // none, and a million pending jobs each hold one. `{}`: PodSet{name, count, per_pod} stays a
   // complete initializer (-Wmissing-field-initializers).
   Rare<NodeConstraints> where{};
+  bool operator==(const PodSet&) const = default;
 };
 
 struct JobSpec {  // members laid out for size: a million pending jobs each hold one
@@ -283,6 +284,7 @@ struct JobSpec {  // members laid out for size: a million pending jobs each hold
   // Admitted only while no other job of the same owner and name holds resources (Slurm's
   // --dependency=singleton).
   bool singleton = false;
+  bool operator==(const JobSpec&) const = default;
 };
 
 // What a binder runs for a job (the local executor: one process per pod). Not the engine's

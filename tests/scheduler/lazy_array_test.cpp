@@ -211,7 +211,9 @@ void run(std::uint64_t seed) {
                            : command == Engine::ArrayCommand::kHold ? "held by ann"
                                                                     : "released by ann";
       for (const JobId& m : a_it->second) one(eager, m);
-      if (lazy.array_command(array, command, now, reason, [&](const JobId& m) { one(lazy, m); }))
+      std::vector<std::string> members;
+      for (const JobId& m : a_it->second) members.push_back(m.value);
+      if (lazy.array_command(array, members, command, now, reason, [&](const JobId& m) { one(lazy, m); }))
         ++g_block_commands;
       else
         for (const JobId& m : a_it->second) one(lazy, m);
