@@ -444,6 +444,9 @@ int main(int argc, char** argv) {
   long array_members = 0, array_size = 10'000;
   app.add_option("--array-members", array_members, "held array members for the arrays run (0: skip)");
   app.add_option("--array-size", array_size, "members per array in the arrays run");
+  long max_bytes_per_member = 0;
+  app.add_option("--max-bytes-per-member", max_bytes_per_member,
+                 "fail (exit 1) when the arrays run's bytes per held member are above this (0: no budget)");
   app.add_option("--apply-labels", apply_labels, "labels on the node applied 20 times in the apply run (0: skip)");
   app.add_option("--client", g_client, "how the load generator calls: callback (gRPC's callback API, one request in flight per client) or sync (a thread per client)")
       ->check(CLI::IsMember({"callback", "sync"}));
@@ -474,7 +477,15 @@ int main(int argc, char** argv) {
     }
   }
   if (churn_jobs > 0) churn(gpuqd, dir, churn_jobs, churn_live);
-  if (array_members > 0) (void)arrays(gpuqd, dir, array_members, array_size);
+  if (array_members > 0) {
+    const double per_member = arrays(gpuqd, dir, array_members, array_size);
+    if (max_bytes_per_member > 0 && per_member > max_bytes_per_member) {
+      std::printf("FAIL: %.0f bytes per held array member is above the budget of %ld (--max-bytes-per-member; "
+                  "BENCHMARKS.md, \"Lazy arrays\")\n",
+                  per_member, max_bytes_per_member);
+      rc = 1;
+    }
+  }
   std::error_code ec;
   if (!keep) fs::remove_all(dir, ec);
   return rc;
