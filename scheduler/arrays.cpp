@@ -142,19 +142,7 @@ std::uint32_t Engine::split(std::uint32_t c, std::uint32_t pos) {
   if (in_order) unindex_pending(c);
   take_out(c, pos);
   if (in_order) --queues_[jobs_[c].queue].in_blocks;  // one member moves to its own entry
-  // Stored as store_job does, with the order the member got at submission.
-  std::uint32_t m;
-  if (!free_jobs_.empty()) {
-    m = free_jobs_.back();
-    free_jobs_.pop_back();
-    jobs_[m] = std::move(member);
-    admission_seq_[m] = 0;
-  } else {
-    m = static_cast<std::uint32_t>(jobs_.size());
-    jobs_.push_back(std::move(member));
-    admission_seq_.push_back(0);
-  }
-  job_ids_.insert(jobs_[m].spec.id.value, m);
+  const std::uint32_t m = keep_job(std::move(member));  // with the order it got at submission
   if (in_order) {
     index_pending(c);
     index_pending(m);

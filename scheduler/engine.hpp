@@ -382,7 +382,8 @@ class Engine {
 
   Result<void> validate_job(const JobSpec& spec) const;
   Result<Job> make_job(JobSpec spec) const;
-  std::uint32_t store_job(Job job);
+  std::uint32_t store_job(Job job);  // with the next order
+  std::uint32_t keep_job(Job job);   // in a slot (a free one first), found by its id
   void enter_job(Job job, Time now, std::optional<std::string> hold);
   static std::optional<std::string> gpu_shape_error(const JobSpec& spec);
   std::optional<std::string> never_fits(const Job& job) const;

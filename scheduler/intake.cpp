@@ -103,6 +103,10 @@ void Engine::reserve_jobs(std::size_t more) {
 std::uint32_t Engine::store_job(Job job) {
   job.order = next_order_++;
   if (config_.placement == PlacementPolicy::kFragAware) count_shapes(job);
+  return keep_job(std::move(job));
+}
+
+std::uint32_t Engine::keep_job(Job job) {
   std::uint32_t j;
   if (!free_jobs_.empty()) {
     j = free_jobs_.back();
