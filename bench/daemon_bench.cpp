@@ -312,6 +312,13 @@ double arrays(const std::string& gpuqd, const fs::path& dir, long members, long 
               members, size, wall, pct(array, 0.5), pct(array, 1.0), pct(single, 0.5), rss / 1024.0, rss_before / 1024.0,
               per, peak / 1024.0);
   d.stop(SIGTERM);
+  // The same state file again: the time to serving, and the memory once settled.
+  GpuqdChild again = start(gpuqd, dir, dir / "arrays.db");
+  const auto [rss_again, peak_again] = settled_rss(again.pid);
+  std::printf("arrays   restarted on them: serving after %.2f s; RSS %.0f MiB: %.0f bytes per member; peak %.0f MiB\n",
+              again.start_seconds, rss_again / 1024.0,
+              static_cast<double>(rss_again - rss_before) * 1024.0 / static_cast<double>(members), peak_again / 1024.0);
+  again.stop(SIGTERM);
   return per;
 }
 

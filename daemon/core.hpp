@@ -294,8 +294,10 @@ class Core {
   // An array's members that all had the same events and wait (Pending) after them go to the
   // batch as one storage::ArrayRows; false (nothing done) for any other array.
   // `recs`: the members' records, in order.
+  // recs: the members' records; or none, and `first`: the template's record for all of them.
   bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
-                    const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events);
+                    const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events,
+                    const storage::JobRecord* first = nullptr);
   void source_arrived(binder::JobArrived& a, Time now);
   void source_withdrawn(const binder::JobWithdrawn& w, Time now);
   void source_synced(Time now);
@@ -349,8 +351,31 @@ class Core {
   PackedJobs packed_;
   std::vector<std::string> unpacked_;  // put in unfinished_ this turn: packed again if pending
   storage::JobRecord* live(const std::string& id);  // nullptr: not an unfinished job
-  bool is_live(const std::string& id) const { return unfinished_.count(id) > 0 || packed_.contains(id); }
-  std::size_t live_count() const { return unfinished_.size() + packed_.size(); }
+  bool is_live(const std::string& id) const {
+    return unfinished_.count(id) > 0 || packed_.contains(id) || in_template(id);
+  }
+  std::size_t live_count() const { return unfinished_.size() + packed_.size(); }  // members in templates not counted
+  // An array whose waiting members the engine keeps as a block (EngineConfig::lazy_arrays) has
+  // no record per member either while they wait as they were submitted: one packed record (the
+  // first member's) stands for a run of them, and live() makes a member's record from it (its id,
+  // index and number; its state from the engine) when asked; pack_idle() drops it again while it
+  // is still what the template makes (daemon/LAZY_ARRAYS.md, stage 2).
+  struct ArrayTemplate {
+    std::string packed;
+    std::shared_ptr<const std::vector<std::int32_t>> indices;  // the run's, sorted
+    std::uint64_t first_number = 0;  // the member at position p has number first_number + p
+  };
+  std::unordered_map<std::string, std::vector<ArrayTemplate>> templates_;  // by array id
+  // The template standing for member `id` and its position there, while the engine has the
+  // member (whether or not it has a record of its own now; a member cancelled with its block is
+  // still there until its end is written).
+  std::optional<std::pair<const ArrayTemplate*, std::uint32_t>> template_of(const std::string& id) const;
+  // Whether member `id` has no record of its own and its template stands for it.
+  bool in_template(const std::string& id) const {
+    return !templates_.empty() && unfinished_.count(id) == 0 && !packed_.contains(id) && template_of(id).has_value();
+  }
+  // Member `id`'s record as its template makes it (template_of); nullopt when none stands for it.
+  std::optional<storage::JobRecord> from_template(const std::string& id) const;
   // A record put in unfinished_ (submitted, restored, reported by a source): packed at the
   // turn's end if it is pending then.
   storage::JobRecord& enter_live(storage::JobRecord rec);

@@ -46,6 +46,9 @@ Result<void> Core::rebuild(Time now) {
   unfinished_.clear();
   packed_.clear();
   unpacked_.clear();
+  templates_.clear();  // and the arrays' members, read again below
+  arrays_.clear();
+  array_unfinished_.clear();
   forget_later_.clear();
   stale_.clear();
   deferred_.clear();
@@ -230,7 +233,20 @@ void Core::restore_members(std::vector<storage::JobRecord>& run, Time now, std::
     for (storage::JobRecord& rec : run) restore(rec, now, failures, adopted);
     return;
   }
-  for (storage::JobRecord& rec : run) keep_restored(rec);
+  // Numbered one after the other (as submitted): one record stands for them (ArrayTemplate).
+  bool consecutive = true;
+  for (std::size_t k = 0; k < run.size() && consecutive; ++k) consecutive = run[k].number == run.front().number + k;
+  if (!consecutive) {
+    for (storage::JobRecord& rec : run) keep_restored(rec);
+    return;
+  }
+  templates_[run.front().spec.array_id].push_back(
+      ArrayTemplate{storage::pack_job(run.front(), *names_),
+                    std::make_shared<const std::vector<std::int32_t>>(std::move(indices)), run.front().number});
+  for (storage::JobRecord& rec : run) {
+    arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
+    ++array_unfinished_[rec.spec.array_id];
+  }
 }
 
 void Core::keep_restored(storage::JobRecord& rec) {

@@ -1,6 +1,8 @@
 // Core's unfinished jobs' records (core.hpp: unfinished_ and packed_): a pending job at rest is
 // kept as storage::pack_job's string, unpacked when a turn uses it and packed again once the
 // turn is written.
+#include <algorithm>
+#include <charconv>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -14,7 +16,10 @@ namespace gpuq::daemon {
 storage::JobRecord* Core::live(const std::string& id) {
   if (auto it = unfinished_.find(id); it != unfinished_.end()) return &it->second;
   const auto packed = packed_.find(id);
-  if (!packed) return nullptr;
+  if (!packed) {
+    if (auto rec = in_template(id) ? from_template(id) : std::nullopt) return &enter_live(std::move(*rec));
+    return nullptr;
+  }
   storage::JobRecord rec;
   std::mutex mu;  // the interner's, for names met on other threads; this one is the only one here
   storage::ResourceInterner interner(*names_, mu);
@@ -25,6 +30,43 @@ storage::JobRecord* Core::live(const std::string& id) {
   }
   packed_.erase(id);
   return &enter_live(std::move(rec));
+}
+
+std::optional<std::pair<const Core::ArrayTemplate*, std::uint32_t>> Core::template_of(const std::string& id) const {
+  if (templates_.empty()) return std::nullopt;
+  const std::size_t cut = id.rfind('_');
+  if (cut == std::string::npos) return std::nullopt;
+  auto it = templates_.find(id.substr(0, cut));
+  if (it == templates_.end()) return std::nullopt;
+  std::int32_t index = 0;
+  const char* last = id.data() + id.size();
+  if (auto [end, ec] = std::from_chars(id.data() + cut + 1, last, index); ec != std::errc() || end != last)
+    return std::nullopt;
+  const Job* e = engine_->entry(JobId(id));
+  if (e == nullptr || e->spec.array_id != it->first) return std::nullopt;  // ended and written: gone
+  for (const ArrayTemplate& t : it->second) {
+    auto at = std::lower_bound(t.indices->begin(), t.indices->end(), index);
+    if (at != t.indices->end() && *at == index)
+      return std::make_pair(&t, static_cast<std::uint32_t>(at - t.indices->begin()));
+  }
+  return std::nullopt;
+}
+
+std::optional<storage::JobRecord> Core::from_template(const std::string& id) const {
+  auto t = template_of(id);
+  if (!t) return std::nullopt;
+  storage::JobRecord rec;
+  std::mutex mu;  // as live()'s
+  storage::ResourceInterner interner(*names_, mu);
+  if (auto r = storage::unpack_job(t->first->packed, rec, interner); !r) {
+    spdlog::critical("event=unpack_failed job={} error=\"{}\"", id, r.error());
+    std::abort();
+  }
+  rec.spec.id = JobId(id);
+  rec.spec.array_index = (*t->first->indices)[t->second];
+  rec.number = t->first->first_number + t->second;
+  refresh(rec, *engine_->entry(JobId(id)));
+  return rec;
 }
 
 storage::JobRecord& Core::enter_live(storage::JobRecord rec) {
@@ -39,7 +81,14 @@ void Core::pack_idle() {
     if (it == unfinished_.end() || it->second.state != JobState::kPending) continue;
     const Job* j = engine_->entry(it->second.spec.id);
     if (j == nullptr || j->state != JobState::kPending || j->reserved) continue;
-    packed_.put(id, storage::pack_job(it->second, *names_));
+    std::string packed = storage::pack_job(it->second, *names_);
+    // Still what its array's template makes: the template stands for it again.
+    if (!templates_.empty() && engine_->job(it->second.spec.id) == nullptr)
+      if (auto t = from_template(id); t && storage::pack_job(*t, *names_) == packed) {
+        unfinished_.erase(it);
+        continue;
+      }
+    packed_.put(id, std::move(packed));
     unfinished_.erase(it);
   }
   unpacked_.clear();

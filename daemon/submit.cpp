@@ -177,31 +177,51 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
     arrays_.erase(base);
     return Error{"array " + base + ": " + r.error(), r.code()};
   }
+  // Members the engine keeps as one block, with no dependency to wait for: one record (the
+  // first member's) stands for all of them in the Core too (ArrayTemplate).
+  const bool templated = waiting.value().empty() && engine_->job(JobId(base + "_" + std::to_string(indices.front()))) == nullptr;
+  std::optional<storage::JobRecord> first;
   for (std::int32_t index : indices) {
     JobId id(base + "_" + std::to_string(index));
     members.push_back(id.value);
+    if (templated) continue;
     storage::JobRecord rec = members.size() < indices.size() ? rec_tmpl : std::move(rec_tmpl);
     rec.spec.id = std::move(id);
     rec.spec.array_index = index;
     recs.push_back(&enter(std::move(rec), waiting.value(), now));
   }
+  if (templated) {
+    first = std::move(rec_tmpl);
+    first->spec.id = JobId(members.front());
+    first->spec.array_index = indices.front();
+    first->number = last_job_number_ + 1;
+    last_job_number_ += indices.size();
+    refresh(*first, *engine_->entry(first->spec.id));
+    templates_[base].push_back(
+        ArrayTemplate{storage::pack_job(*first, *names_), std::make_shared<const std::vector<std::int32_t>>(indices),
+                      first->number});
+  }
   array_unfinished_[base] += indices.size();
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
     submit_rate_.take(queue_name, owner, limit, now);
-  if (auto events = engine_->take_events(); !record_array(base, indices, recs, events)) record_changes(events, now);
+  if (auto events = engine_->take_events(); !record_array(base, indices, recs, events, first ? &*first : nullptr))
+    record_changes(events, now);
   return members.front();
 }
 
 bool Core::record_array(const std::string& array, const std::vector<std::int32_t>& indices,
-                        const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events) {
+                        const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events,
+                        const storage::JobRecord* first) {
   const std::vector<std::string>& members = arrays_[array];
   const std::size_t n = members.size();
-  if (n < 2 || n != indices.size() || n != recs.size() || events.empty() || events.size() % n != 0) return false;
+  if (n < 2 || n != indices.size() || (first == nullptr && n != recs.size()) || events.empty() || events.size() % n != 0)
+    return false;
   const std::size_t k = events.size() / n;
   for (std::size_t p = 0; p < n; ++p) {
     const Job* j = engine_->entry(JobId(members[p]));
     if (j == nullptr || j->state != JobState::kPending) return false;
-    if (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]) return false;
+    if (first == nullptr && (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]))
+      return false;
     for (std::size_t t = 0; t < k; ++t) {
       const Event& e = events[p * k + t];
       const Event& first = events[t];
@@ -209,10 +229,10 @@ bool Core::record_array(const std::string& array, const std::vector<std::int32_t
           e.reason != first.reason || e.flavor != first.flavor)
         return false;
     }
-    refresh(*recs[p], *j);
+    if (first == nullptr) refresh(*recs[p], *j);
   }
   storage::ArrayRows rows;
-  rows.first = *recs[0];
+  rows.first = first != nullptr ? *first : *recs[0];
   rows.indices = indices;
   rows.first_seq = last_event_seq_ + 1;
   last_event_seq_ += n * k;
@@ -239,6 +259,7 @@ void Core::array_member_ended(const std::string& array) {
   if (it == array_unfinished_.end() || --it->second > 0) return;
   array_unfinished_.erase(it);
   arrays_.erase(array);
+  templates_.erase(array);
 }
 
 const std::vector<std::string>* Core::array_members(const std::string& id) const {
