@@ -36,6 +36,7 @@ void Loop::stop() {
       end_posted_ = true;
       boost::asio::post(io_, [this] { end_turn(); });
     }
+    stopping_ = true;
     timer_.cancel();
     guard_.reset();
   });
@@ -49,7 +50,7 @@ void Loop::stop() {
 void Loop::arm_timer() {
   timer_.expires_after(std::chrono::seconds(1));
   timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
+    if (ec || stopping_) return;
     if (!end_posted_) {
       end_posted_ = true;
       boost::asio::post(io_, [this] { end_turn(); });

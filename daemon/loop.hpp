@@ -79,6 +79,10 @@ class Loop {
   std::thread reply_thread_;
   std::vector<Done> done_;
   bool end_posted_ = false;
+  // Set by stop() on the engine thread: the 1 s timer is not armed again. (Its cancel does not
+  // reach a wait that has already completed and is queued: that handler armed it again, and
+  // the engine thread never ran out of work; seen once as gpuqd hanging in stop.)
+  bool stopping_ = false;
   bool writing_ = false;      // a batch is on the store thread
   bool turn_waiting_ = false;  // a turn ended while writing_: end it when the write is done
   mutable std::mutex stats_mu_;
