@@ -71,8 +71,13 @@ Result<void> Core::rebuild(Time now) {
       return false;
     if (members.empty()) return true;
     const storage::JobRecord& first = members.front();
+    // Alike as records too, so that the first stands for all (ArrayTemplate): a pending member
+    // that never ran has no placement, flavor, exit code or use of its own.
     if (rec.spec.array_id != first.spec.array_id || rec.held != first.held ||
-        rec.spec.array_index <= members.back().spec.array_index)
+        rec.spec.array_index <= members.back().spec.array_index || !(rec.run == first.run) ||
+        !(rec.notify == first.notify) || rec.priority_text != first.priority_text || rec.reason != first.reason ||
+        rec.admitted_at != first.admitted_at || rec.flavor != first.flavor || rec.exit_code != first.exit_code ||
+        rec.preempted_by != first.preempted_by || !rec.placement.empty())
       return false;
     JobSpec alike = rec.spec;
     alike.id = first.spec.id;

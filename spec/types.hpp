@@ -303,6 +303,7 @@ struct RunSpec {
   // its image's working directory.
   std::string image;
   bool working_dir_implicit = false;
+  bool operator==(const RunSpec&) const = default;
 };
 
 // A job as a user submits it: the spec, what runs, and the priority as written ("high", "100",
