@@ -264,6 +264,11 @@ class Core {
   // as one engine block (EngineConfig::lazy_arrays), as they were submitted.
   void restore_members(std::vector<storage::JobRecord>& run, Time now, std::size_t& failures,
                        std::vector<BinderFact>& adopted);
+  // A run of members still in their array's row (storage::MemberRun, numbered one after the
+  // other): one engine block and one template, no record of their own. false: nothing done.
+  bool restore_run(storage::MemberRun& run, Time now);
+  // The members' template and their ids (restore_members, restore_run).
+  void keep_template(const storage::JobRecord& first, std::vector<std::int32_t> indices);
   void keep_restored(storage::JobRecord& rec);
   // daemon/submit_limits.cpp: the queue's guardrails on `sub` (which may fill its maxRuntime
   // and priority class), maxPendingJobs and the per-user limits; changes nothing else.

@@ -88,44 +88,63 @@ Result<void> Core::rebuild(Time now) {
     if (!members.empty()) restore_members(members, now, restore_failures, adopted);
     members.clear();
   };
+  auto each_chunk = [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
+    sync_names();  // the reader may have met a resource name in a job
+    for (storage::JobRecord& rec : chunk) {
+      if (binder_->is_source() && !binder_started_ && !binder_->adopts(rec)) {
+        std::string id = rec.spec.id.value;
+        stale_.emplace(std::move(id), std::move(rec));
+        continue;
+      }
+      // A job submitted through the API that held a placement waits for the source's nodes
+      // (restored once it has reported them: source_synced); the others are restored now.
+      if (binder_->is_source() && !binder_started_ &&
+          (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning)) {
+        deferred_.push_back(std::move(rec));
+        continue;
+      }
+      if (joins(rec)) {
+        members.push_back(std::move(rec));
+        continue;
+      }
+      flush();
+      if (joins(rec)) {  // the first of another array's run
+        members.push_back(std::move(rec));
+        continue;
+      }
+      restore(rec, now, restore_failures, adopted);
+    }
+    return Ok();
+  };
   auto loaded = store_->load(
       [&](storage::Loaded& meta) -> Result<void> {
         sync_names();
         if (auto r = apply_start_specs(meta, config_queues, config_nodes, now); !r) return r;
         keep_stored_history(meta);  // set once the jobs are restored (daemon/history.cpp)
-        engine_->reserve_jobs(meta.unfinished_count);
-        packed_.reserve(meta.unfinished_count);
+        // Members still in their arrays' rows come as runs: no slot or record of their own.
+        engine_->reserve_jobs(meta.unfinished_count - meta.unfinished_in_rows);
+        packed_.reserve(meta.unfinished_count - meta.unfinished_in_rows);
         last_event_seq_ = meta.last_event_seq;
         last_job_number_ = meta.last_job_number;
         return Ok();
       },
-      [&](std::vector<storage::JobRecord>& chunk) -> Result<void> {
-        sync_names();  // the reader may have met a resource name in a job
-        for (storage::JobRecord& rec : chunk) {
-          if (binder_->is_source() && !binder_started_ && !binder_->adopts(rec)) {
-            std::string id = rec.spec.id.value;
-            stale_.emplace(std::move(id), std::move(rec));
-            continue;
-          }
-          // A job submitted through the API that held a placement waits for the source's nodes
-          // (restored once it has reported them: source_synced); the others are restored now.
-          if (binder_->is_source() && !binder_started_ &&
-              (rec.state == JobState::kAdmitted || rec.state == JobState::kRunning)) {
-            deferred_.push_back(std::move(rec));
-            continue;
-          }
-          if (joins(rec)) {
-            members.push_back(std::move(rec));
-            continue;
-          }
-          flush();
-          if (joins(rec)) {  // the first of another array's run
-            members.push_back(std::move(rec));
-            continue;
-          }
-          restore(rec, now, restore_failures, adopted);
+      each_chunk,
+      [&](storage::MemberRun& run) -> Result<void> {
+        sync_names();
+        flush();
+        storage::JobRecord& first = run.first;
+        const bool whole = !binder_->is_source() && run.indices.size() > 1 && first.state == JobState::kPending &&
+                           first.after.empty() && first.attempts == 0 && first.preemptions == 0 && first.retried == 0;
+        if (whole && restore_run(run, now)) return Ok();
+        // Member by member, as any records of the file.
+        std::vector<storage::JobRecord> records;
+        for (std::size_t k = 0; k < run.indices.size(); ++k) {
+          storage::JobRecord& m = records.emplace_back(first);
+          m.spec.array_index = run.indices[k];
+          m.spec.id = JobId(first.spec.array_id + "_" + std::to_string(run.indices[k]));
+          m.number = first.number + k;
         }
-        return Ok();
+        return each_chunk(records);
       });
   if (!loaded) return Error{loaded.error(), loaded.code()};
   flush();
@@ -245,13 +264,26 @@ void Core::restore_members(std::vector<storage::JobRecord>& run, Time now, std::
     for (storage::JobRecord& rec : run) keep_restored(rec);
     return;
   }
-  templates_[run.front().spec.array_id].push_back(
-      ArrayTemplate{storage::pack_job(run.front(), *names_),
-                    std::make_shared<const std::vector<std::int32_t>>(std::move(indices)), run.front().number});
-  for (storage::JobRecord& rec : run) {
-    arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
-    ++array_unfinished_[rec.spec.array_id];
-  }
+  keep_template(run.front(), std::move(indices));
+}
+
+bool Core::restore_run(storage::MemberRun& run, Time now) {
+  auto tmpl = engine_->array_template(run.first.spec);
+  if (!tmpl) return false;
+  const std::optional<std::string> held = run.first.held ? std::optional<std::string>("") : std::nullopt;
+  if (!engine_->submit_array(tmpl.value(), run.indices, now, held)) return false;
+  keep_template(run.first, std::move(run.indices));
+  return true;
+}
+
+void Core::keep_template(const storage::JobRecord& first, std::vector<std::int32_t> indices) {
+  const std::string& array = first.spec.array_id;
+  std::vector<std::string>& ids = arrays_[array];
+  for (std::int32_t i : indices) ids.push_back(array + "_" + std::to_string(i));
+  array_unfinished_[array] += indices.size();
+  templates_[array].push_back(ArrayTemplate{storage::pack_job(first, *names_),
+                                            std::make_shared<const std::vector<std::int32_t>>(std::move(indices)),
+                                            first.number});
 }
 
 void Core::keep_restored(storage::JobRecord& rec) {

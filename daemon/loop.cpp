@@ -115,22 +115,9 @@ void Loop::end_turn() {
     }
     // Back to the engine thread: the Core takes the outcome, then the replies go out (so a
     // client's next request always finds the Core past this write).
-    const bool settle = result.ok && !batch->arrays.empty();
     boost::asio::post(io_, [this, batch, result, sends = std::move(sends), work = std::move(work)]() mutable {
       written(batch, result, std::move(sends));
     });
-    // The arrays' members' rows, after the answers (storage::Store::settle): on this thread, so
-    // the next write and any read that comes first wait for it, rather than the engine thread.
-    // A few milliseconds later, so that the answers go out and their clients finish on the
-    // cores the settle would take. A write or read that comes first settles first, and a later
-    // array's write re-arms the timer (cancelling this wait: its write settled this array).
-    if (settle) {
-      settle_timer_.expires_after(std::chrono::milliseconds(10));
-      settle_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec) return;
-        if (auto r = core_.store().settle(); !r) spdlog::error("event=settle_failed error=\"{}\"", r.error());
-      });
-    }
   });
 }
 

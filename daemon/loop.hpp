@@ -70,8 +70,6 @@ class Loop {
   boost::asio::steady_timer timer_;
   std::thread thread_;
   boost::asio::io_context store_io_;
-  // The arrays' members' rows are written this long after their array's answer (Loop::end_turn).
-  boost::asio::steady_timer settle_timer_{store_io_};
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> store_guard_;
   std::thread store_thread_;
   boost::asio::io_context reply_io_;

@@ -233,7 +233,7 @@ bool Core::record_array(const std::string& array, const std::vector<std::int32_t
   }
   storage::ArrayRows rows;
   rows.first = first != nullptr ? *first : *recs[0];
-  rows.indices = indices;
+  rows.indices = storage::IndexRanges::of(indices);
   rows.first_seq = last_event_seq_ + 1;
   last_event_seq_ += n * k;
   for (std::size_t t = 0; t < k; ++t) {

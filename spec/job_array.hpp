@@ -12,7 +12,7 @@ namespace gpuq::spec {
 
 // The most members one array may have, and the largest index (Slurm's MaxArraySize is 1001 by
 // default; sweeps here are larger).
-inline constexpr std::size_t kArrayMembers = 10'000;
+inline constexpr std::size_t kArrayMembers = 1'000'000;
 inline constexpr std::int32_t kArrayMaxIndex = 1'000'000;
 
 struct ArrayRange {

@@ -1,5 +1,6 @@
 #include "storage/array_rows.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 
@@ -9,19 +10,125 @@
 namespace gpuq::storage {
 namespace json = boost::json;
 
-JobRecord ArrayRows::member(std::size_t p) const {
+std::string ArrayRows::member_id(std::uint64_t p) const {
+  return first.spec.array_id + "_" + std::to_string(indices.at(p));
+}
+
+JobRecord ArrayRows::member(std::uint64_t p) const {
   JobRecord m = first;
-  m.spec.id = JobId(first.spec.array_id + "_" + std::to_string(indices[p]));
-  m.spec.array_index = indices[p];
+  m.spec.array_index = static_cast<std::int32_t>(indices.at(p));
+  m.spec.id = JobId(first.spec.array_id + "_" + std::to_string(m.spec.array_index));
   m.number = first.number + p;
   return m;
 }
 
-EventRecord ArrayRows::event(std::size_t p, std::size_t t) const {
+EventRecord ArrayRows::event(std::uint64_t p, std::size_t t) const {
   EventRecord e = each[t];
   e.seq = first_seq + p * each.size() + t;
-  e.job = first.spec.array_id + "_" + std::to_string(indices[p]);
+  e.job = member_id(p);
   return e;
+}
+
+IndexRanges IndexRanges::of(const std::vector<std::int32_t>& ascending) {
+  IndexRanges r;
+  for (std::int32_t v : ascending) {
+    const auto u = static_cast<std::uint64_t>(v);
+    if (!r.ranges_.empty() && r.ranges_.back().second + 1 == u)
+      r.ranges_.back().second = u;
+    else
+      r.ranges_.emplace_back(u, u);
+  }
+  r.recount(0);
+  return r;
+}
+
+IndexRanges IndexRanges::span(std::uint64_t n) {
+  IndexRanges r;
+  if (n > 0) r.ranges_.emplace_back(0, n - 1);
+  r.recount(0);
+  return r;
+}
+
+std::optional<IndexRanges> IndexRanges::parse(std::string_view text) {
+  IndexRanges r;
+  const auto number = [&](std::uint64_t& v) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end == text.data()) return false;
+    text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+    return true;
+  };
+  while (!text.empty()) {
+    std::uint64_t lo = 0, hi = 0;
+    if (!number(lo)) return std::nullopt;
+    hi = lo;
+    if (!text.empty() && text.front() == '-') {
+      text.remove_prefix(1);
+      if (!number(hi) || hi < lo) return std::nullopt;
+    }
+    if (!r.ranges_.empty() && lo <= r.ranges_.back().second) return std::nullopt;
+    if (!r.ranges_.empty() && lo == r.ranges_.back().second + 1)
+      r.ranges_.back().second = hi;
+    else
+      r.ranges_.emplace_back(lo, hi);
+    if (!text.empty()) {
+      if (text.front() != ',' || text.size() == 1) return std::nullopt;
+      text.remove_prefix(1);
+    }
+  }
+  r.recount(0);
+  return r;
+}
+
+std::string IndexRanges::text() const {
+  std::string out;
+  for (const auto& [lo, hi] : ranges_) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(lo);
+    if (hi != lo) out += '-' + std::to_string(hi);
+  }
+  return out;
+}
+
+void IndexRanges::recount(std::size_t from) {
+  before_.resize(ranges_.size());
+  for (std::size_t i = from; i < ranges_.size(); ++i) before_[i] = i == 0 ? 0 : before_[i - 1] + width(i - 1);
+}
+
+std::optional<std::uint64_t> IndexRanges::rank(std::uint64_t v) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), v,
+                             [](std::uint64_t x, const auto& r) { return x < r.first; });
+  if (it == ranges_.begin()) return std::nullopt;
+  --it;
+  if (v > it->second) return std::nullopt;
+  return before_[static_cast<std::size_t>(it - ranges_.begin())] + (v - it->first);
+}
+
+std::uint64_t IndexRanges::at(std::uint64_t p) const {
+  auto it = std::upper_bound(before_.begin(), before_.end(), p);
+  const auto i = static_cast<std::size_t>(it - before_.begin()) - 1;
+  return ranges_[i].first + (p - before_[i]);
+}
+
+bool IndexRanges::erase(std::uint64_t v) {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), v,
+                             [](std::uint64_t x, const auto& r) { return x < r.first; });
+  if (it == ranges_.begin()) return false;
+  --it;
+  if (v > it->second) return false;
+  const auto i = static_cast<std::size_t>(it - ranges_.begin());
+  if (it->first == it->second) {
+    ranges_.erase(it);
+  } else if (v == it->first) {
+    ++it->first;
+  } else if (v == it->second) {
+    --it->second;
+  } else {
+    const std::uint64_t hi = it->second;
+    it->second = v - 1;
+    ranges_.insert(ranges_.begin() + static_cast<std::ptrdiff_t>(i) + 1, {v + 1, hi});
+  }
+  recount(i);
+  return true;
 }
 
 void for_each_event(const Batch& batch, const std::function<void(const EventRecord&)>& f) {
@@ -32,7 +139,7 @@ void for_each_event(const Batch& batch, const std::function<void(const EventReco
   auto next = arrays.begin();
   auto runs_before = [&](std::uint64_t seq) {
     for (; next != arrays.end() && (*next)->first_seq < seq; ++next)
-      for (std::size_t p = 0; p < (*next)->indices.size(); ++p)
+      for (std::uint64_t p = 0; p < (*next)->count(); ++p)
         for (std::size_t t = 0; t < (*next)->each.size(); ++t) f((*next)->event(p, t));
   };
   for (const EventRecord& e : batch.events) {
@@ -44,7 +151,7 @@ void for_each_event(const Batch& batch, const std::function<void(const EventReco
 
 std::size_t jobs_in(const Batch& batch) {
   std::size_t n = batch.jobs.size();
-  for (const ArrayRows& a : batch.arrays) n += a.indices.size();
+  for (const ArrayRows& a : batch.arrays) n += a.count();
   return n;
 }
 
@@ -87,12 +194,11 @@ void bind_event(Stmt& s, const EventRecord& e) {
   s.bind(8, e.flavor);
 }
 
-Result<void> write_array_row(Stmt& put, const ArrayRows& a, const ResourceNames& names) {
-  std::string indices;
-  for (std::int32_t i : a.indices) {
-    if (!indices.empty()) indices += ',';
-    indices += std::to_string(i);
-  }
+std::string array_row_select() {
+  return std::string("SELECT ") + kJobColumns + ", indices, first_seq, events, unsplit FROM array_rows";
+}
+
+bool write_array_row(Stmt& put, const ArrayRows& a, const IndexRanges& unsplit, const ResourceNames& names) {
   json::array events;
   for (const EventRecord& e : a.each) {
     json::object o;
@@ -105,30 +211,20 @@ Result<void> write_array_row(Stmt& put, const ArrayRows& a, const ResourceNames&
   }
   Stmt::Reset r(put);
   bind_job(put, a.first, encode_job_body(a.first, names));
-  put.bind(23, indices);
+  put.bind(23, a.indices.text());
   put.bind(24, static_cast<std::int64_t>(a.first_seq));
   put.bind(25, json::serialize(events));
-  if (put.step() != SQLITE_DONE) return Error{"", ErrorCode::kUnavailable};
-  return Ok();
+  put.bind(26, a.first.spec.array_id);
+  put.bind(27, static_cast<std::int64_t>(a.last_number()));
+  put.bind(28, static_cast<std::int64_t>(a.last_seq()));
+  put.bind(29, unsplit.text());
+  return put.step() == SQLITE_DONE;
 }
 
-namespace {
-
-Result<void> decode_array_tail(const Stmt& s, ArrayRows& a) {
-  const std::string what = "array " + a.first.spec.array_id + " (row " + std::to_string(a.first.number) + ")";
-  std::string_view text = s.text(kJobIntColumns + kJobTextColumns);
-  while (!text.empty()) {
-    std::int32_t i = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
-    if (ec != std::errc() || (end != text.data() + text.size() && *end != ','))
-      return Error{what + ": indices: \"" + std::string(text.substr(0, 32)) + "\" is not a list of integers",
-                   ErrorCode::kFailedPrecondition};
-    a.indices.push_back(i);
-    text.remove_prefix(static_cast<std::size_t>(end - text.data()) + (end == text.data() + text.size() ? 0 : 1));
-  }
-  a.first_seq = static_cast<std::uint64_t>(s.int64(kJobIntColumns + kJobTextColumns + 1));
+Result<std::vector<EventRecord>> decode_array_events(std::string_view text, const std::string& what) {
+  std::vector<EventRecord> out;
   boost::system::error_code ec;
-  json::value events = json::parse(s.text(kJobIntColumns + kJobTextColumns + 2), ec);
+  json::value events = json::parse(text, ec);
   if (ec || !events.is_array()) return Error{what + ": events: not a JSON array", ErrorCode::kFailedPrecondition};
   for (const json::value& v : events.as_array()) {
     const json::object* o = v.if_object();
@@ -150,28 +246,136 @@ Result<void> decode_array_tail(const Stmt& s, ArrayRows& a) {
     e.to = *to_state;
     e.reason = reason->as_string();
     e.flavor = flavor->as_string();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+namespace {
+
+Result<void> decode_array_tail(const Stmt& s, ArrayRows& a) {
+  const std::string what = "array " + a.first.spec.array_id + " (row " + std::to_string(a.first.number) + ")";
+  constexpr int kTail = kJobIntColumns + kJobTextColumns;
+  const std::string_view indices = s.text(kTail);
+  auto parsed = IndexRanges::parse(indices);
+  if (!parsed || parsed->empty())
+    return Error{what + ": indices: \"" + std::string(indices.substr(0, 32)) + "\" is not a list of ascending indices",
+                 ErrorCode::kFailedPrecondition};
+  a.indices = std::move(*parsed);
+  a.first_seq = static_cast<std::uint64_t>(s.int64(kTail + 1));
+  const std::string_view unsplit = s.is_null(kTail + 3) ? std::string_view() : s.text(kTail + 3);
+  auto positions = IndexRanges::parse(unsplit);
+  if (!positions || (!positions->empty() && positions->ranges().back().second >= a.count()))
+    return Error{what + ": unsplit: \"" + std::string(unsplit.substr(0, 32)) + "\" is not a list of its positions",
+                 ErrorCode::kFailedPrecondition};
+  a.unsplit = std::move(*positions);
+  auto each = decode_array_events(s.text(kTail + 2), what);
+  if (!each) return Error{each.error(), each.code()};
+  a.each = std::move(each).value();
+  for (EventRecord& e : a.each) {
     e.queue = a.first.spec.queue.value;
     e.owner = a.first.spec.owner;
-    a.each.push_back(std::move(e));
   }
   return Ok();
 }
 
 }  // namespace
 
-Result<std::vector<ArrayRows>> read_array_rows(Stmt& all, ResourceNames& names,
-                                               const std::function<Error()>& failed) {
-  std::mutex names_mu;
-  ResourceInterner interner(names, names_mu);
-  std::vector<ArrayRows> out;
-  int rc;
-  while ((rc = all.step()) == SQLITE_ROW) {
-    ArrayRows& a = out.emplace_back();
-    if (auto r = decode_job(RowView::of(all), a.first, interner); !r) return Error{r.error(), r.code()};
-    if (auto r = decode_array_tail(all, a); !r) return Error{r.error(), r.code()};
+Result<void> read_array_row(const Stmt& s, ArrayRows& a, ResourceInterner& names) {
+  a = ArrayRows();
+  if (auto r = decode_job(RowView::of(s), a.first, names); !r) return r;
+  return decode_array_tail(s, a);
+}
+
+Result<std::optional<std::uint64_t>> MemberCursor::peek() {
+  while (true) {
+    if (!loaded_) {
+      if (done_) return std::optional<std::uint64_t>();
+      const int rc = s_.step();
+      if (rc == SQLITE_DONE) {
+        done_ = true;
+        return std::optional<std::uint64_t>();
+      }
+      if (rc != SQLITE_ROW) return Error{"reading array_rows", ErrorCode::kUnavailable};
+      if (auto r = read_array_row(s_, row_, names_); !r) return Error{r.error(), r.code()};
+      range_ = 0;
+      p_ = after_ >= row_.first.number ? after_ - row_.first.number + 1 : 0;
+      loaded_ = true;
+    }
+    const auto& r = row_.unsplit.ranges();
+    while (range_ < r.size() && r[range_].second < p_) ++range_;
+    if (range_ == r.size()) {
+      loaded_ = false;
+      continue;
+    }
+    p_ = std::max(p_, r[range_].first);
+    return std::optional<std::uint64_t>(row_.first.number + p_);
   }
-  if (rc != SQLITE_DONE) return failed();
-  return out;
+}
+
+JobRecord MemberCursor::take() { return row_.member(p_++); }
+
+Result<std::optional<std::uint64_t>> EventRunCursor::peek() {
+  while (true) {
+    if (!loaded_) {
+      if (done_) return std::optional<std::uint64_t>();
+      const int rc = s_.step();
+      if (rc == SQLITE_DONE) {
+        done_ = true;
+        return std::optional<std::uint64_t>();
+      }
+      if (rc != SQLITE_ROW) return Error{"reading array_rows", ErrorCode::kUnavailable};
+      if (auto r = read_array_row(s_, row_, names_); !r) return Error{r.error(), r.code()};
+      next_ = std::max(row_.first_seq, after_ + 1);
+      loaded_ = true;
+    }
+    if (row_.each.empty() || next_ > row_.last_seq()) {
+      loaded_ = false;
+      continue;
+    }
+    return std::optional<std::uint64_t>(next_);
+  }
+}
+
+EventRecord EventRunCursor::take() {
+  const std::uint64_t k = row_.each.size(), i = next_++ - row_.first_seq;
+  return row_.event(i / k, static_cast<std::size_t>(i % k));
+}
+
+Result<std::size_t> upgrade_array_rows(Db& db, ResourceNames& names) {
+  const auto failed = [&](const std::string& doing) {
+    return Error{doing + ": " + sqlite3_errmsg(db.get()), ErrorCode::kUnavailable};
+  };
+  Stmt old, split, update;
+  const std::string s_old = array_row_select() + " WHERE unsplit IS NULL ORDER BY number";
+  if (Stmt::prepare(db, s_old.c_str(), old) ||
+      Stmt::prepare(db, "SELECT number FROM jobs WHERE number BETWEEN ?1 AND ?2", split) ||
+      Stmt::prepare(db, "UPDATE array_rows SET array_id = ?2, last_number = ?3, last_seq = ?4, unsplit = ?5 "
+                        "WHERE number = ?1", update))
+    return failed("preparing the upgrade of array_rows");
+  std::mutex mu;
+  ResourceInterner interner(names, mu);
+  std::vector<ArrayRows> rows;
+  int rc;
+  while ((rc = old.step()) == SQLITE_ROW)
+    if (auto r = read_array_row(old, rows.emplace_back(), interner); !r) return Error{r.error(), r.code()};
+  if (rc != SQLITE_DONE) return failed("reading array_rows");
+  for (ArrayRows& a : rows) {
+    IndexRanges unsplit = IndexRanges::span(a.count());
+    Stmt::Reset rs(split);
+    split.bind(1, static_cast<std::int64_t>(a.first.number));
+    split.bind(2, static_cast<std::int64_t>(a.last_number()));
+    while ((rc = split.step()) == SQLITE_ROW) unsplit.erase(static_cast<std::uint64_t>(split.int64(0)) - a.first.number);
+    if (rc != SQLITE_DONE) return failed("reading jobs");
+    Stmt::Reset ru(update);
+    update.bind(1, static_cast<std::int64_t>(a.first.number));
+    update.bind(2, a.first.spec.array_id);
+    update.bind(3, static_cast<std::int64_t>(a.last_number()));
+    update.bind(4, static_cast<std::int64_t>(a.last_seq()));
+    update.bind(5, unsplit.text());
+    if (update.step() != SQLITE_DONE) return failed("upgrading array_rows");
+  }
+  return rows.size();
 }
 
 }  // namespace gpuq::storage

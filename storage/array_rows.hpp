@@ -1,12 +1,15 @@
 #pragma once
-// Job arrays as submitted, one row each (table array_rows, schema 8; store.hpp: ArrayRows), and
-// the job and event rows of their members, written after (Store::settle) in the same form as any
-// other job's.
+// Job arrays kept as one row while their members are unchanged (table array_rows; store.hpp:
+// ArrayRows; README.md: Arrays): the row's bindings and decoding, and the cursors that give
+// its members and events in number and seq order, for the reads to merge with the `jobs` and
+// `events` rows.
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "storage/job_rows.hpp"
 #include "storage/sqlite_db.hpp"
 #include "storage/store.hpp"
 
@@ -23,11 +26,63 @@ void bind_job(Stmt& s, const JobRecord& j, const std::string& body);
 // An event row's columns: seq, at, job, queue, from_state, to_state, reason, flavor (?1 to ?8).
 void bind_event(Stmt& s, const EventRecord& e);
 
-// An array's row: its first member's job row (bind_job), then indices (?23), first_seq (?24) and
-// events (?25). `put` inserts into array_rows with those columns.
-Result<void> write_array_row(Stmt& put, const ArrayRows& a, const ResourceNames& names);
-// `all` selects kJobColumns (job_rows.hpp), indices, first_seq and events from array_rows by number.
-Result<std::vector<ArrayRows>> read_array_rows(Stmt& all, ResourceNames& names,
-                                               const std::function<Error()>& failed);
+// The array row's own columns after the job row's: written as ?23 to ?29, read after kJobColumns.
+inline constexpr const char* kArrayRowColumns = "indices, first_seq, events, array_id, last_number, last_seq, unsplit";
+inline constexpr const char* kArrayRowValues = "?23, ?24, ?25, ?26, ?27, ?28, ?29";
+// Every column of an array row, for reads: kJobColumns then the array's (read_array_row).
+std::string array_row_select();
+
+// Binds `a` with `unsplit` as its positions still in the row and steps `put` (an INSERT of
+// kJobRowColumns and kArrayRowColumns). false: the step failed.
+bool write_array_row(Stmt& put, const ArrayRows& a, const IndexRanges& unsplit, const ResourceNames& names);
+// An array row's `events` column (JSON); `what` names the row in errors. queue and owner unset.
+Result<std::vector<EventRecord>> decode_array_events(std::string_view text, const std::string& what);
+// The row `s` is on (array_row_select()'s columns). Errors name the array and the column.
+Result<void> read_array_row(const Stmt& s, ArrayRows& a, ResourceInterner& names);
+
+// The unsplit members of the array rows `s` steps through (in number order), in number order,
+// from the first with a number over `after` on; `state`: only rows whose state passes it.
+class MemberCursor {
+ public:
+  MemberCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : s_(s), names_(names), after_(after) {}
+  // The next member's number (nullopt: no more), reading rows as needed.
+  Result<std::optional<std::uint64_t>> peek();
+  JobRecord take();  // the member peek() named, and on to the next
+  // The row the peeked member is in and its position there (for a caller that takes a run).
+  const ArrayRows& row() const { return row_; }
+  std::uint64_t position() const { return p_; }
+  void skip_to(std::uint64_t position) { p_ = position; }
+
+ private:
+  Stmt& s_;
+  ResourceInterner& names_;
+  std::uint64_t after_;
+  bool loaded_ = false, done_ = false;
+  ArrayRows row_;
+  std::size_t range_ = 0;  // in row_.unsplit
+  std::uint64_t p_ = 0;    // the next position
+};
+
+// The events of the array rows `s` steps through (in number order, so in seq order), from the
+// first with a seq over `after` on.
+class EventRunCursor {
+ public:
+  EventRunCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : s_(s), names_(names), after_(after) {}
+  Result<std::optional<std::uint64_t>> peek();
+  EventRecord take();
+
+ private:
+  Stmt& s_;
+  ResourceInterner& names_;
+  std::uint64_t after_;
+  bool loaded_ = false, done_ = false;
+  ArrayRows row_;
+  std::uint64_t next_ = 0;  // seq
+};
+
+// Arrays written by schema 8 (no array_id, last_number, last_seq or unsplit yet): filled in,
+// each member that has a `jobs` row already counted as split, in the caller's transaction (the
+// migration to 9). Returns how many rows it mended.
+Result<std::size_t> upgrade_array_rows(Db& db, ResourceNames& names);
 
 }  // namespace gpuq::storage

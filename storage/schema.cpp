@@ -125,9 +125,8 @@ ALTER TABLE jobs ADD COLUMN gpu_memory_peak_mib INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // v8. A job array as submitted (store.hpp: ArrayRows): one row, written in its submission's
-// transaction; its members' jobs and events rows are written by the next transaction
-// (Store::settle), which deletes the row. A row left here by a crash in between is settled when
-// the file is next opened. The first member's job columns, then the array's.
+// transaction; gpuqd 8 wrote its members' jobs and events rows in the next transaction and
+// deleted the row (v9 keeps it). The first member's job columns, then the array's.
 constexpr const char* kV8 = R"sql(
 CREATE TABLE array_rows (
   number        INTEGER PRIMARY KEY,
@@ -158,15 +157,31 @@ CREATE TABLE array_rows (
 );
 )sql";
 
+// v9. An array's row stays while any member is unchanged since submission (store.hpp:
+// ArrayRows; README.md: Arrays): the members it still stands for (`unsplit`, positions), the
+// array's id, and its last number and seq, for the reads that merge its members and events
+// with the `jobs` and `events` rows. A row written by schema 8 (a crash before its settle) has
+// NULL there: Store::open fills them in (storage/array_rows.cpp, upgrade_array_rows).
+constexpr const char* kV9 = R"sql(
+ALTER TABLE array_rows ADD COLUMN array_id TEXT;
+ALTER TABLE array_rows ADD COLUMN last_number INTEGER;
+ALTER TABLE array_rows ADD COLUMN last_seq INTEGER;
+ALTER TABLE array_rows ADD COLUMN unsplit TEXT;
+CREATE INDEX array_rows_by_array ON array_rows(array_id, number);
+CREATE INDEX array_rows_by_last_seq ON array_rows(last_seq);
+CREATE INDEX array_rows_unsplit ON array_rows(number) WHERE unsplit <> '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}, {kV7}, {kV8}};
-  static_assert(kSchemaVersion == 8, "add the new step to migrations()");
+  static const std::vector<Migration> steps{{kV1}, {kV2}, {kV3}, {kV4}, {kV5}, {kV6}, {kV7}, {kV8}, {kV9}};
+  static_assert(kSchemaVersion == 9, "add the new step to migrations()");
   return steps;
 }
 
-std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<Migration>& steps) {
+std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<Migration>& steps,
+                                   const std::function<std::optional<SqliteError>(Db&)>& finish) {
   if (from < 0 || to > static_cast<int>(steps.size()) || from > to)
     return SqliteError{SQLITE_MISUSE, "no migration path from schema " + std::to_string(from) +
                                           " to " + std::to_string(to)};
@@ -182,6 +197,8 @@ std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<M
       "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '" + std::to_string(to) +
       "'); PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
   if (auto e = db.exec(meta.c_str())) return fail(*e);
+  if (finish)
+    if (auto e = finish(db)) return fail(*e);
   if (auto e = db.exec("COMMIT")) return fail(*e);
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 // migration steps produce from an empty database: a fresh file is "version 0" and goes through
 // the same path as an old one. Steps are never edited once released; a change is a new step.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,8 @@ const std::vector<Migration>& migrations();
 
 // Applies steps[from .. to) in one IMMEDIATE transaction and records schema_version = `to` and the
 // application_id in the same transaction: a failure (or a crash) leaves the file at `from`.
-std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<Migration>& steps);
+// `finish`, if given, runs after the steps inside their transaction (what SQL alone cannot do).
+std::optional<SqliteError> migrate(Db& db, int from, int to, const std::vector<Migration>& steps,
+                                   const std::function<std::optional<SqliteError>(Db&)>& finish = nullptr);
 
 }  // namespace gpuq::storage

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -46,22 +47,15 @@ class SqliteStore final : public Store {
   std::optional<SqliteError> prepare_statements();
 
   using Store::load;
-  Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) override;
+  Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs,
+                    const RunSink& runs) override;
   Result<void> commit(const Batch& batch) override;
   Result<std::optional<JobRecord>> job(const std::string& id) override;
   Result<bool> has_job(const std::string& id) override;
   Result<bool> has_job_with_prefix(const std::string& prefix) override;
   Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
-  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override {
-    if (auto s = settle(); !s) return Error{s.error(), s.code()};
-    return usage_reader_->read(q);
-  }
-  Result<void> settle() override {
-    if (!unsettled_.load()) return Ok();
-    std::lock_guard lock(mu_);
-    return settle_locked();
-  }
+  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override { return usage_reader_->read(q); }
   Result<std::vector<TokenRecord>> tokens() override;
   Result<std::vector<AuditRecord>> audit(const AuditFilter& filter) override;
   Result<void> backup_to(const std::string& dest) override;
@@ -84,14 +78,22 @@ class SqliteStore final : public Store {
     }
     return e;
   }
-  // With rmu_ held: the reads' snapshot, begun if there is none. `unsettled`: it held an array's
-  // row (store.hpp: ArrayRows), so it was ended; the caller settles (without rmu_) and tries again.
-  std::optional<Error> read_snapshot(bool& unsettled);
-  // f() with rmu_ held, in a snapshot where every array is settled.
+  // With rmu_ held: the reads' snapshot, begun if there is none.
+  std::optional<Error> read_snapshot();
+  // f() with rmu_ held, in the reads' snapshot.
   template <class F>
   auto reading(F&& f) -> decltype(f());
-  // With mu_ held: the members of every array in array_rows written, the rows deleted.
-  Result<void> settle_locked();
+  // With mu_ held: splits the members `batch` writes a row for from their arrays' rows, and
+  // writes the batch's arrays (write_batch).
+  Result<void> write_arrays(const Batch& batch);
+  // With rmu_ held: the member `id` names if it is still in its array's row (only the indices
+  // and positions read: `whole` false gives a record with its number alone).
+  Result<std::optional<JobRecord>> member(const std::string& id, bool whole);
+  // Decoding errors from a state file's contents name the file.
+  Error in_file(const std::string& message, ErrorCode code) const {
+    return code == ErrorCode::kFailedPrecondition ? Error{"state file " + path_ + ": " + message, code}
+                                                  : Error{message, code};
+  }
   Error failed_on(const Db& db, const std::string& doing) const {
     return {"state file " + path_ + ": " + doing + ": " + sqlite3_errmsg(db.get()), ErrorCode::kUnavailable};
   }
@@ -117,10 +119,6 @@ class SqliteStore final : public Store {
   // the WAL is never restarted and grows with every commit (and each commit copies a little of
   // it into the database and syncs once more).
   int wal_frames_ = 0;  // after the last commit (sqlite3_wal_hook), with mu_ held
-  // array_rows may hold rows: set before the commit that writes one, cleared by the settle that
-  // deletes them, both with mu_ held; true at first, so that the first read or load settles what
-  // a crash left there.
-  std::atomic<bool> unsettled_{true};
   void end_snapshot() {
     std::lock_guard lock(rmu_);
     if (!reading_) return;
@@ -137,11 +135,12 @@ class SqliteStore final : public Store {
   Stmt begin_, begin_read_, commit_, rollback_;
   Stmt put_queue_, delete_queue_, put_node_, put_job_, put_event_, put_history_, delete_history_, put_token_;
   Stmt put_audit_, prune_audit_, prune_jobs_, prune_events_;
-  Stmt put_array_, put_member_, all_arrays_, delete_arrays_, any_array_w_;
+  Stmt put_array_, array_at_, set_unsplit_, prune_arrays_, prune_array_events_, unfinished_arrays_;
   Stmt all_queues_, all_nodes_, all_history_, count_unfinished_, unfinished_, last_seq_, last_number_;
   // On the reader connection:
-  Stmt begin_snapshot_, end_snapshot_, any_array_;
+  Stmt begin_snapshot_, end_snapshot_;
   Stmt job_by_id_, job_exists_, job_prefixed_, jobs_any_, jobs_in_queue_, jobs_unfinished_, events_after_, all_tokens_;
+  Stmt member_rows_, member_positions_, array_prefixed_, array_named_, array_page_, array_events_;
   Stmt audit_page_;
 };
 
@@ -161,13 +160,18 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
   const std::string s_unfinished_page =
       "SELECT " + cols + " FROM jobs WHERE number > ?1 AND state < 4" + list_where;
   const std::string job_cols = kJobRowColumns, job_values = kJobRowValues;
-  const std::string s_put_array = "INSERT INTO array_rows(" + job_cols + ", indices, first_seq, events) VALUES(" +
-                                  job_values + ", ?23, ?24, ?25)";
-  // A member that changed again in its array's turn has its own row already, which stays.
-  const std::string s_put_member =
-      "INSERT INTO jobs(" + job_cols + ") VALUES(" + job_values + ") ON CONFLICT(number) DO NOTHING";
-  const std::string s_all_arrays =
-      "SELECT " + cols + ", indices, first_seq, events FROM array_rows ORDER BY number";
+  const std::string s_put_array = "INSERT INTO array_rows(" + job_cols + ", " + kArrayRowColumns + ") VALUES(" +
+                                  job_values + ", " + kArrayRowValues + ")";
+  const std::string arrays = array_row_select();
+  const std::string s_unfinished_arrays = arrays + " WHERE unsplit <> '' AND state < 4 ORDER BY number";
+  const std::string s_member_rows = arrays + " WHERE array_id = ?1 AND unsplit <> '' ORDER BY number DESC";
+  // The arrays with unsplit members numbered over ?1 (from the one holding ?1 on), as jobs_any_
+  // and jobs_in_queue_ filter (?5: '' any queue).
+  const std::string s_array_page =
+      arrays + " WHERE unsplit <> '' AND number >= COALESCE((SELECT MAX(number) FROM array_rows WHERE number <= ?1), 0) "
+               "AND last_number > ?1 AND (?5 = '' OR queue = ?5)" + list_where.substr(0, list_where.find(" ORDER BY")) +
+               " ORDER BY number";
+  const std::string s_array_events = arrays + " WHERE last_seq > ?1 ORDER BY number";
   const std::pair<Stmt*, const char*> all[] = {
       {&begin_, "BEGIN IMMEDIATE"},
       {&begin_read_, "BEGIN DEFERRED"},
@@ -204,29 +208,52 @@ std::optional<SqliteError> SqliteStore::prepare_statements() {
       // job or event (their numbers are where the next ones count on from).
       {&prune_jobs_,
        "DELETE FROM jobs WHERE number IN (SELECT number FROM jobs WHERE state >= 4 AND "
-       "finished_at < ?1 ORDER BY finished_at LIMIT ?2) AND number < (SELECT MAX(number) FROM jobs)"},
+       "finished_at < ?1 ORDER BY finished_at LIMIT ?2) AND number < MAX((SELECT MAX(number) FROM jobs), "
+       "(SELECT COALESCE(MAX(last_number), 0) FROM array_rows))"},
       {&prune_events_,
        "DELETE FROM events WHERE seq IN (SELECT seq FROM (SELECT seq, at FROM events ORDER BY seq "
-       "LIMIT ?2) WHERE at < ?1) AND seq < (SELECT MAX(seq) FROM events)"},
+       "LIMIT ?2) WHERE at < ?1) AND seq < MAX((SELECT MAX(seq) FROM events), "
+       "(SELECT COALESCE(MAX(last_seq), 0) FROM array_rows))"},
       {&all_queues_, "SELECT spec FROM queues ORDER BY name"},
       {&all_nodes_, "SELECT spec FROM nodes ORDER BY name"},
       {&all_history_, "SELECT queue, at, average FROM usage_history ORDER BY queue"},
       {&count_unfinished_, "SELECT count(*) FROM jobs WHERE state < 4"},
       {&unfinished_, s_unfinished.c_str()},
-      {&last_seq_, "SELECT COALESCE(MAX(seq), 0) FROM events"},
-      {&last_number_, "SELECT COALESCE(MAX(number), 0) FROM jobs"},
+      // Counting on from arrays' members and events too (an array's row may hold the last ones).
+      {&last_seq_, "SELECT MAX((SELECT COALESCE(MAX(seq), 0) FROM events), "
+                   "(SELECT COALESCE(MAX(last_seq), 0) FROM array_rows))"},
+      {&last_number_, "SELECT MAX((SELECT COALESCE(MAX(number), 0) FROM jobs), "
+                      "(SELECT COALESCE(MAX(last_number), 0) FROM array_rows))"},
       {&put_array_, s_put_array.c_str()},
-      {&put_member_, s_put_member.c_str()},
-      {&all_arrays_, s_all_arrays.c_str()},
-      {&delete_arrays_, "DELETE FROM array_rows"},
-      {&any_array_w_, "SELECT EXISTS(SELECT 1 FROM array_rows)"},
+      // The row a job number would be a member of, if any still has unsplit members.
+      {&array_at_, "SELECT number, last_number, unsplit FROM array_rows WHERE unsplit <> '' AND number <= ?1 "
+                   "ORDER BY number DESC LIMIT 1"},
+      {&set_unsplit_, "UPDATE array_rows SET unsplit = ?2 WHERE number = ?1"},
+      // jobRetention: an array's row once every member has its own row, as old as the jobs
+      // pruned, and never the one holding the last number or seq.
+      {&prune_arrays_,
+       "DELETE FROM array_rows WHERE unsplit = '' AND submitted_at < ?1 AND "
+       "last_number <= (SELECT COALESCE(MAX(number), 0) FROM jobs) AND "
+       "last_seq < (SELECT COALESCE(MAX(seq), 0) FROM events)"},
+      // ... and before that, its members' events once they are as old (the row keeps standing for
+      // its unsplit members, with no events: as the events rows pruned).
+      {&prune_array_events_,
+       "UPDATE array_rows SET events = '[]' WHERE events <> '[]' AND submitted_at < ?1 AND "
+       "last_seq < (SELECT COALESCE(MAX(seq), 0) FROM events)"},
+      {&unfinished_arrays_, s_unfinished_arrays.c_str()},
   };
   for (const auto& [stmt, sql] : all)
     if (auto e = Stmt::prepare(db_, sql, *stmt)) return e;
   const std::pair<Stmt*, const char*> reads[] = {
       {&begin_snapshot_, "BEGIN DEFERRED"},
       {&end_snapshot_, "COMMIT"},
-      {&any_array_, "SELECT EXISTS(SELECT 1 FROM array_rows)"},
+      {&member_rows_, s_member_rows.c_str()},
+      {&member_positions_,
+       "SELECT number, indices, unsplit FROM array_rows WHERE array_id = ?1 AND unsplit <> '' ORDER BY number DESC"},
+      {&array_prefixed_, "SELECT 1 FROM array_rows WHERE array_id >= ?1 AND array_id < ?2 LIMIT 1"},
+      {&array_named_, "SELECT 1 FROM array_rows WHERE array_id = ?1 LIMIT 1"},
+      {&array_page_, s_array_page.c_str()},
+      {&array_events_, s_array_events.c_str()},
       {&job_by_id_, s_by_id.c_str()},
       {&job_exists_, "SELECT 1 FROM jobs WHERE id = ?1"},
       // Through the id index: ids from the prefix up to the prefix with its last byte + 1.
@@ -252,9 +279,9 @@ Result<std::vector<JobRecord>> SqliteStore::read_jobs(Stmt& s, std::size_t expec
   return jobs;
 }
 
-Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) {
+Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs,
+                               const RunSink& runs) {
   std::lock_guard lock(mu_);
-  if (auto s = settle_locked(); !s) return s;
   // One read transaction: every read sees the same committed state.
   if (Stmt::Reset r(begin_read_); begin_read_.step() != SQLITE_DONE) return failed("load");
   auto result = [&]() -> Result<void> {
@@ -291,12 +318,65 @@ Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta,
       if (count_unfinished_.step() != SQLITE_ROW) return failed("counting unfinished jobs");
       out.unfinished_count = static_cast<std::size_t>(count_unfinished_.int64(0));
     }
+    // The arrays' unsplit members, as runs of consecutive numbers (one array row has few).
+    std::vector<ArrayRows> arrays;
+    {
+      Stmt::Reset ra(unfinished_arrays_);
+      ResourceInterner interner(names_, names_mu_);
+      while ((rc = unfinished_arrays_.step()) == SQLITE_ROW)
+        if (auto a = read_array_row(unfinished_arrays_, arrays.emplace_back(), interner); !a) return in_file(a.error(), a.code());
+      if (rc != SQLITE_DONE) return failed("reading array_rows");
+    }
+    std::vector<std::pair<const ArrayRows*, std::pair<std::uint64_t, std::uint64_t>>> pending_runs;  // by number
+    for (const ArrayRows& a : arrays) {
+      out.unfinished_in_rows += a.unsplit.size();
+      for (const auto& range : a.unsplit.ranges()) pending_runs.emplace_back(&a, range);
+    }
+    out.unfinished_count += out.unfinished_in_rows;
     if (auto m = meta(out); !m) return m;
+    auto next_run = pending_runs.begin();
+    auto emit_run = [&]() -> Result<void> {
+      const auto& [a, range] = *next_run++;
+      if (runs) {
+        MemberRun run{a->member(range.first), {}};
+        run.indices.reserve(range.second - range.first + 1);
+        for (std::uint64_t p = range.first; p <= range.second; ++p)
+          run.indices.push_back(static_cast<std::int32_t>(a->indices.at(p)));
+        return runs(run);
+      }
+      std::vector<JobRecord> chunk;
+      for (std::uint64_t p = range.first; p <= range.second; ++p) {
+        chunk.push_back(a->member(p));
+        if (chunk.size() == 4096 || p == range.second) {
+          if (auto r = jobs(chunk); !r) return r;
+          chunk.clear();
+        }
+      }
+      return Ok();
+    };
+    // The jobs' chunks with the runs put in their places by number.
+    auto merged = [&](std::vector<JobRecord>& chunk) -> Result<void> {
+      if (chunk.empty() || next_run == pending_runs.end() ||
+          next_run->first->first.number + next_run->second.first > chunk.back().number)
+        return jobs(chunk);
+      std::vector<JobRecord> part;
+      for (JobRecord& j : chunk) {
+        while (next_run != pending_runs.end() && next_run->first->first.number + next_run->second.first < j.number) {
+          if (!part.empty())
+            if (auto r = jobs(part); !r) return r;
+          part.clear();
+          if (auto r = emit_run(); !r) return r;
+        }
+        part.push_back(std::move(j));
+      }
+      return part.empty() ? Result<void>(Ok()) : jobs(part);
+    };
     Stmt::Reset r(unfinished_);
-    auto streamed = stream_all_jobs(unfinished_, names_, [&] { return failed("reading jobs"); }, jobs);
-    if (!streamed && streamed.code() == ErrorCode::kFailedPrecondition)
-      return Error{"state file " + path_ + ": " + streamed.error(), streamed.code()};
-    return streamed;
+    auto streamed = stream_all_jobs(unfinished_, names_, [&] { return failed("reading jobs"); }, merged);
+    if (!streamed) return in_file(streamed.error(), streamed.code());
+    while (next_run != pending_runs.end())
+      if (auto e = emit_run(); !e) return e;
+    return Ok();
   }();
   Stmt::Reset r(commit_);
   commit_.step();  // ends the read transaction; nothing to write
@@ -307,14 +387,11 @@ Result<void> SqliteStore::commit(const Batch& batch) {
   if (auto c = checked(); !c) return c;
   std::lock_guard lock(mu_);
   if (batch.empty()) return Ok();
-  // What an earlier commit left to settle goes first, so that rows are written in commit order.
-  if (auto s = settle_locked(); !s) return s;
   {
     Stmt::Reset r(begin_);
     if (begin_.step() != SQLITE_DONE) return failed("commit: cannot begin a write transaction");
   }
   auto written = write_batch(batch);
-  if (!batch.arrays.empty()) unsettled_ = true;  // before COMMIT: no read may see the row unflagged
   if (written) {
     Stmt::Reset r(commit_);
     if (commit_.step() != SQLITE_DONE) {
@@ -360,6 +437,7 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     put_node_.bind(2, encode_node(n, names_));
     if (put_node_.step() != SQLITE_DONE) return failed("commit: writing node " + n.name);
   }
+  if (auto a = write_arrays(batch); !a) return a;
   for (const auto& j : batch.jobs) {
     if (j.number == 0)
       return Error{"commit: job " + j.spec.id.value + " has no number (0); nothing was written",
@@ -377,13 +455,6 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     if (s.step() != SQLITE_DONE)
       return failed("commit: writing event " + std::to_string(e.seq));
   }
-  for (const auto& a : batch.arrays) {
-    if (a.indices.empty() || a.first.number == 0 || a.first.spec.array_id.empty())
-      return Error{"commit: array " + a.first.spec.array_id + " has no members, number or id; nothing was written",
-                   ErrorCode::kInvalidArgument};
-    if (auto u = unknown_resource(a.first.spec, names_)) return unknown("array " + a.first.spec.array_id, u);
-    if (!write_array_row(put_array_, a, names_)) return failed("commit: writing array " + a.first.spec.array_id);
-  }
   if (batch.jobs_prune_before > 0) {
     Stmt::Reset rj(prune_jobs_);
     prune_jobs_.bind(1, batch.jobs_prune_before);
@@ -393,6 +464,11 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
     prune_events_.bind(1, batch.jobs_prune_before);
     prune_events_.bind(2, std::int64_t{3 * kJobPruneBatch});
     if (prune_events_.step() != SQLITE_DONE) return failed("commit: pruning events (jobRetention)");
+    for (Stmt* st : {&prune_array_events_, &prune_arrays_}) {
+      Stmt::Reset ra(*st);
+      st->bind(1, batch.jobs_prune_before);
+      if (st->step() != SQLITE_DONE) return failed("commit: pruning array rows (jobRetention)");
+    }
   }
   auto history = write_history_rows(put_history_, batch.history, [&](const std::string& queue) {
     return failed("commit: writing the usage history of queue " + queue);
@@ -404,12 +480,101 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
   return write_audit_rows(put_audit_, prune_audit_, batch, [&] { return failed("commit: writing the audit log"); });
 }
 
+Result<void> SqliteStore::write_arrays(const Batch& batch) {
+  struct Row {
+    std::uint64_t last_number;
+    IndexRanges unsplit;
+    const ArrayRows* added;  // from this batch (written here), or nullptr (updated if changed)
+    bool changed;
+  };
+  std::map<std::uint64_t, Row> rows;  // by number
+  for (const ArrayRows& a : batch.arrays) {
+    if (a.indices.empty() || a.first.number == 0 || a.first.spec.array_id.empty() || a.each.empty())
+      return Error{"commit: array " + a.first.spec.array_id + " has no members, number, id or events; nothing was written",
+                   ErrorCode::kInvalidArgument};
+    if (auto u = unknown_resource(a.first.spec, names_))
+      return Error{"commit: array " + a.first.spec.array_id + " uses " + *u + ", which has no name in this process's "
+                   "ResourceNames; nothing was written", ErrorCode::kInvalidArgument};
+    rows[a.first.number] = Row{a.last_number(), IndexRanges::span(a.count()), &a, false};
+  }
+  // A job row for a member still in its array's row splits it off: the job row is the member now.
+  for (const auto& j : batch.jobs) {
+    auto it = rows.upper_bound(j.number);
+    if (it == rows.begin() || std::prev(it)->second.last_number < j.number) {
+      Stmt::Reset r(array_at_);
+      array_at_.bind(1, static_cast<std::int64_t>(j.number));
+      const int rc = array_at_.step();
+      if (rc == SQLITE_DONE) continue;
+      if (rc != SQLITE_ROW) return failed("commit: reading array_rows");
+      const auto number = static_cast<std::uint64_t>(array_at_.int64(0));
+      const auto last = static_cast<std::uint64_t>(array_at_.int64(1));
+      if (last < j.number) continue;
+      auto unsplit = IndexRanges::parse(array_at_.text(2));
+      if (!unsplit)
+        return Error{"state file " + path_ + ": array row " + std::to_string(number) + ": unsplit: \"" +
+                         std::string(array_at_.text(2).substr(0, 32)) + "\" is not a list of positions",
+                     ErrorCode::kFailedPrecondition};
+      it = rows.emplace(number, Row{last, std::move(*unsplit), nullptr, false}).first;
+      ++it;
+    }
+    Row& row = std::prev(it)->second;
+    if (row.unsplit.erase(j.number - std::prev(it)->first)) row.changed = true;
+  }
+  for (const auto& [number, row] : rows) {
+    if (row.added) {
+      if (!write_array_row(put_array_, *row.added, row.unsplit, names_))
+        return failed("commit: writing array " + row.added->first.spec.array_id);
+    } else if (row.changed) {
+      Stmt::Reset r(set_unsplit_);
+      set_unsplit_.bind(1, static_cast<std::int64_t>(number));
+      set_unsplit_.bind(2, row.unsplit.text());
+      if (set_unsplit_.step() != SQLITE_DONE) return failed("commit: writing array row " + std::to_string(number));
+    }
+  }
+  return Ok();
+}
+
+Result<std::optional<JobRecord>> SqliteStore::member(const std::string& id, bool whole) {
+  // "<array>_<index>", the index as std::to_string writes it.
+  const auto cut = id.rfind('_');
+  if (cut == std::string::npos || cut == 0 || cut + 1 == id.size() || id.size() - cut > 11 ||
+      (id[cut + 1] == '0' && id.size() - cut > 2) ||
+      !std::all_of(id.begin() + static_cast<std::ptrdiff_t>(cut) + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::optional<JobRecord>();
+  const std::uint64_t index = std::stoull(id.substr(cut + 1));
+  Stmt& s = whole ? member_rows_ : member_positions_;
+  Stmt::Reset r(s);
+  s.bind(1, id.substr(0, cut));
+  ResourceInterner interner(names_, names_mu_);
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (whole) {
+      ArrayRows a;
+      if (auto d = read_array_row(s, a, interner); !d) return in_file(d.error(), d.code());
+      if (auto p = a.indices.rank(index); p && a.unsplit.contains(*p)) return std::optional<JobRecord>(a.member(*p));
+      continue;
+    }
+    auto indices = IndexRanges::parse(s.text(1));
+    auto unsplit = IndexRanges::parse(s.text(2));
+    if (!indices || !unsplit)
+      return Error{"state file " + path_ + ": array row " + std::to_string(s.int64(0)) + " does not decode",
+                   ErrorCode::kFailedPrecondition};
+    if (auto p = indices->rank(index); p && unsplit->contains(*p)) {
+      std::optional<JobRecord> m(std::in_place);
+      m->number = static_cast<std::uint64_t>(s.int64(0)) + *p;
+      return m;
+    }
+  }
+  if (rc != SQLITE_DONE) return read_failed("reading array_rows for job " + id);
+  return std::optional<JobRecord>();
+}
+
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
   return reading([&]() -> Result<std::optional<JobRecord>> {
     Stmt::Reset r(job_by_id_);
     job_by_id_.bind(1, id);
     const int rc = job_by_id_.step();
-    if (rc == SQLITE_DONE) return std::optional<JobRecord>();
+    if (rc == SQLITE_DONE) return member(id, true);
     if (rc != SQLITE_ROW) return read_failed("reading job " + id);
     std::optional<JobRecord> j(std::in_place);
     ResourceInterner interner(names_, names_mu_);
@@ -419,106 +584,19 @@ Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
   });
 }
 
-std::optional<Error> SqliteStore::read_snapshot(bool& unsettled) {
-  unsettled = false;
-  if (reading_) return std::nullopt;  // checked when it began
-  {
-    Stmt::Reset r(begin_snapshot_);
-    if (begin_snapshot_.step() != SQLITE_DONE) return read_failed("starting a read");
-  }
+std::optional<Error> SqliteStore::read_snapshot() {
+  if (reading_) return std::nullopt;
+  Stmt::Reset r(begin_snapshot_);
+  if (begin_snapshot_.step() != SQLITE_DONE) return read_failed("starting a read");
   reading_ = true;
-  // The snapshot's first read fixes it: if it holds an array's row, not yet its members.
-  Stmt::Reset r(any_array_);
-  if (any_array_.step() != SQLITE_ROW) return read_failed("starting a read");
-  if (any_array_.int64(0) != 0) {
-    Stmt::Reset e(end_snapshot_);
-    end_snapshot_.step();
-    reading_ = false;
-    unsettled = true;
-  }
   return std::nullopt;
 }
 
 template <class F>
 auto SqliteStore::reading(F&& f) -> decltype(f()) {
-  while (true) {
-    {
-      std::lock_guard lock(rmu_);
-      bool unsettled = false;
-      if (auto e = read_snapshot(unsettled)) return std::move(*e);
-      if (!unsettled) return f();
-    }
-    std::lock_guard lock(mu_);
-    if (auto s = settle_locked(); !s) return Error{s.error(), s.code()};
-  }
-}
-
-Result<void> SqliteStore::settle_locked() {
-  if (!unsettled_.load()) return Ok();
-  {
-    Stmt::Reset r(any_array_w_);
-    if (any_array_w_.step() != SQLITE_ROW) return failed("reading array_rows");
-    if (any_array_w_.int64(0) == 0) {  // nothing to write (and at start, no wait for the integrity check)
-      unsettled_ = false;
-      return Ok();
-    }
-  }
-  if (auto c = checked(); !c) return c;
-  const auto fail = [&](const std::string& doing) {
-    Error e = failed(doing);
-    if (sqlite3_get_autocommit(db_.get()) == 0) {
-      Stmt::Reset r(rollback_);
-      rollback_.step();
-    }
-    return e;
-  };
-  {
-    Stmt::Reset r(begin_);
-    if (begin_.step() != SQLITE_DONE) return fail("writing the members of arrays: cannot begin a write transaction");
-  }
-  Result<std::vector<ArrayRows>> arrays = std::vector<ArrayRows>();
-  {
-    Stmt::Reset r(all_arrays_);
-    arrays = read_array_rows(all_arrays_, names_, [&] { return failed("reading array_rows"); });
-  }
-  if (!arrays) {
-    Error e = arrays.code() == ErrorCode::kFailedPrecondition
-                  ? Error{"state file " + path_ + ": " + arrays.error(), arrays.code()}
-                  : Error{arrays.error(), arrays.code()};
-    Stmt::Reset r(rollback_);
-    rollback_.step();
-    return e;
-  }
-  for (const ArrayRows& a : *arrays) {
-    for (std::size_t p = 0; p < a.indices.size(); ++p) {
-      const JobRecord m = a.member(p);
-      Stmt::Reset r(put_member_);
-      bind_job(put_member_, m, encode_job_body(m, names_));
-      if (put_member_.step() != SQLITE_DONE)
-        return fail("writing job " + m.spec.id.value + " of array " + a.first.spec.array_id);
-    }
-    for (std::size_t p = 0; p < a.indices.size(); ++p)
-      for (std::size_t t = 0; t < a.each.size(); ++t) {
-        const EventRecord e = a.event(p, t);
-        Stmt::Reset r(put_event_);
-        bind_event(put_event_, e);
-        if (put_event_.step() != SQLITE_DONE)
-          return fail("writing event " + std::to_string(e.seq) + " of array " + a.first.spec.array_id);
-      }
-  }
-  {
-    Stmt::Reset r(delete_arrays_);
-    if (delete_arrays_.step() != SQLITE_DONE) return fail("deleting array_rows");
-  }
-  {
-    Stmt::Reset r(commit_);
-    if (commit_.step() != SQLITE_DONE) return fail("writing the members of arrays");
-  }
-  end_snapshot();
-  unsettled_ = false;
-  if (wal_frames_ >= kCheckpointFrames)
-    sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-  return Ok();
+  std::lock_guard lock(rmu_);
+  if (auto e = read_snapshot()) return std::move(*e);
+  return f();
 }
 
 Result<bool> SqliteStore::has_job(const std::string& id) {
@@ -526,9 +604,11 @@ Result<bool> SqliteStore::has_job(const std::string& id) {
     Stmt::Reset r(job_exists_);
     job_exists_.bind(1, id);
     const int rc = job_exists_.step();
-    if (rc == SQLITE_DONE) return false;
-    if (rc != SQLITE_ROW) return read_failed("looking up job " + id);
-    return true;
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) return read_failed("looking up job " + id);
+    auto m = member(id, false);
+    if (!m) return Error{m.error(), m.code()};
+    return m->has_value();
   });
 }
 
@@ -540,10 +620,27 @@ Result<bool> SqliteStore::has_job_with_prefix(const std::string& prefix) {
     Stmt::Reset r(job_prefixed_);
     job_prefixed_.bind(1, prefix);
     job_prefixed_.bind(2, end);
-    const int rc = job_prefixed_.step();
-    if (rc == SQLITE_DONE) return false;
-    if (rc != SQLITE_ROW) return read_failed("looking up jobs " + prefix + "*");
-    return true;
+    int rc = job_prefixed_.step();
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) return read_failed("looking up jobs " + prefix + "*");
+    // Members in arrays' rows: "<array>_<index>" starts with the prefix when the array's id does,
+    // or may when the prefix is the array's id, '_' and digits.
+    Stmt::Reset ra(array_prefixed_);
+    array_prefixed_.bind(1, prefix);
+    array_prefixed_.bind(2, end);
+    if ((rc = array_prefixed_.step()) == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) return read_failed("looking up arrays " + prefix + "*");
+    for (auto cut = prefix.rfind('_'); cut != std::string::npos && cut > 0; cut = prefix.rfind('_', cut - 1)) {
+      if (!std::all_of(prefix.begin() + static_cast<std::ptrdiff_t>(cut) + 1, prefix.end(),
+                       [](char c) { return c >= '0' && c <= '9'; }))
+        break;
+      Stmt::Reset rn(array_named_);
+      array_named_.bind(1, prefix.substr(0, cut));
+      if ((rc = array_named_.step()) == SQLITE_ROW) return true;
+      if (rc != SQLITE_DONE) return read_failed("looking up arrays " + prefix + "*");
+      break;
+    }
+    return false;
   });
 }
 
@@ -556,13 +653,38 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
       unfinished = unfinished && state_code(st) < 4;  // as the index jobs_unfinished
     }
     Stmt& s = !filter.queue.empty() ? jobs_in_queue_ : unfinished ? jobs_unfinished_ : jobs_any_;
+    const std::size_t limit = filter.limit == 0 ? kDefaultListLimit : filter.limit;
     Stmt::Reset r(s);
     s.bind(1, static_cast<std::int64_t>(filter.after_number));
     s.bind(2, filter.owner);
     s.bind(3, mask);
-    s.bind(4, static_cast<std::int64_t>(filter.limit == 0 ? kDefaultListLimit : filter.limit));
+    s.bind(4, static_cast<std::int64_t>(limit));
     if (!filter.queue.empty()) s.bind(5, filter.queue);
-    return read_jobs(s, std::min<std::size_t>(filter.limit, 1000), rdb_);
+    auto rows = read_jobs(s, std::min<std::size_t>(limit, 1000), rdb_);
+    if (!rows) return rows;
+    // The members still in arrays' rows, merged in by number.
+    Stmt& a = array_page_;
+    Stmt::Reset ra(a);
+    a.bind(1, static_cast<std::int64_t>(filter.after_number));
+    a.bind(2, filter.owner);
+    a.bind(3, mask);
+    a.bind(5, filter.queue);
+    ResourceInterner interner(names_, names_mu_);
+    MemberCursor members(a, interner, filter.after_number);
+    std::vector<JobRecord> out;
+    out.reserve(std::min<std::size_t>(limit, 1000));
+    std::size_t i = 0;
+    while (out.size() < limit) {
+      auto m = members.peek();
+      if (!m) return m.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(m.error(), m.code());
+      if (i < rows->size() && (!*m || (*rows)[i].number < **m))
+        out.push_back(std::move((*rows)[i++]));
+      else if (*m)
+        out.push_back(members.take());
+      else
+        break;
+    }
+    return out;
   });
 }
 
@@ -572,10 +694,10 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
     Stmt::Reset r(s);
     s.bind(1, static_cast<std::int64_t>(seq));
     s.bind(2, static_cast<std::int64_t>(limit));
-    std::vector<EventRecord> out;
+    std::vector<EventRecord> rows;
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-      EventRecord e;
+      EventRecord& e = rows.emplace_back();
       e.seq = static_cast<std::uint64_t>(s.int64(0));
       e.at = s.int64(1);
       e.job = s.text(2);
@@ -589,9 +711,25 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
       e.to = *to;
       e.reason = s.text(6);
       e.flavor = s.text(7);
-      out.push_back(std::move(e));
     }
     if (rc != SQLITE_DONE) return read_failed("reading events");
+    // The arrays' members' events (their rows' runs), merged in by seq.
+    Stmt::Reset ra(array_events_);
+    array_events_.bind(1, static_cast<std::int64_t>(seq));
+    ResourceInterner interner(names_, names_mu_);
+    EventRunCursor runs(array_events_, interner, seq);
+    std::vector<EventRecord> out;
+    std::size_t i = 0;
+    while (out.size() < limit) {
+      auto next = runs.peek();
+      if (!next) return next.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(next.error(), next.code());
+      if (i < rows.size() && (!*next || rows[i].seq < **next))
+        out.push_back(std::move(rows[i++]));
+      else if (*next)
+        out.push_back(runs.take());
+      else
+        break;
+    }
     return out;
   });
 }
@@ -658,9 +796,16 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, ResourceName
     return Error{"state file " + path + ": journal_mode is " + *mode + ", not wal",
                  ErrorCode::kUnavailable};
   if (auto err = db.exec("PRAGMA synchronous = FULL")) return unavailable(path, "synchronous", *err);
-  if (*version < kSchemaVersion)
-    if (auto err = migrate(db, *version, kSchemaVersion, migrations()))
+  if (*version < kSchemaVersion) {
+    auto finish = [&](Db& d) -> std::optional<SqliteError> {
+      if (*version > 8) return std::nullopt;
+      auto up = upgrade_array_rows(d, names);  // schema 8's arrays not yet settled
+      if (!up) return SqliteError{SQLITE_ERROR, up.error()};
+      return std::nullopt;
+    };
+    if (auto err = migrate(db, *version, kSchemaVersion, migrations(), finish))
       return unavailable(path, "migrating from schema " + std::to_string(*version), *err);
+  }
   Db reader = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, e);
   if (!reader) return unavailable(path, "cannot open a second connection for reads", e);
   sqlite3_busy_timeout(reader.get(), kStoreBusyTimeoutMs);

@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "scheduler/engine.hpp"
@@ -23,7 +25,7 @@
 
 namespace gpuq::storage {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 inline constexpr int kJobPruneBatch = 10000;
 
 
@@ -120,20 +122,56 @@ struct AuditFilter {
   std::size_t limit = 100;        // 0: 100
 };
 
-// A job array's members as submitted (gpuq submit --array): the first member's record, and the
-// events each member had, the same for all. The submission's commit writes them as one row
-// (table array_rows); their `jobs` and `events` rows follow in a second transaction
-// (Store::settle), which every read waits for, so an array of 1,000 costs its submitter one row
-// and no read ever sees it without its members. Member p is the first with id
-// "<array>_<indices[p]>", array_index indices[p] and number first.number + p; its t-th event has
-// seq first_seq + p * each.size() + t.
+// Sorted, disjoint ranges of whole numbers, kept and written as ranges ("0-999,1200,1300-1310"):
+// an array's indices, and the positions of its members still in its row. Operations cost
+// O(log ranges), whatever the count.
+class IndexRanges {
+ public:
+  IndexRanges() = default;
+  static IndexRanges of(const std::vector<std::int32_t>& ascending);
+  static IndexRanges span(std::uint64_t n);  // 0 to n - 1
+  // "" is empty; nullopt for text that is not ascending, disjoint "a" or "a-b" items.
+  static std::optional<IndexRanges> parse(std::string_view text);
+  std::string text() const;
+  std::uint64_t size() const { return before_.empty() ? 0 : before_.back() + width(ranges_.size() - 1); }
+  bool empty() const { return ranges_.empty(); }
+  bool contains(std::uint64_t v) const { return rank(v).has_value(); }
+  // Where v is among the values (0 for the smallest), if it is one.
+  std::optional<std::uint64_t> rank(std::uint64_t v) const;
+  std::uint64_t at(std::uint64_t p) const;  // the p-th value; p < size()
+  bool erase(std::uint64_t v);               // false: it was not there
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges() const { return ranges_; }  // [lo, hi]
+  std::uint64_t before(std::size_t range) const { return before_[range]; }  // values in the ranges before it
+  bool operator==(const IndexRanges& o) const { return ranges_ == o.ranges_; }
+
+ private:
+  std::uint64_t width(std::size_t i) const { return ranges_[i].second - ranges_[i].first + 1; }
+  void recount(std::size_t from);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges_;
+  std::vector<std::uint64_t> before_;
+};
+
+// A job array's members as submitted (gpuq submit --array), kept as one row (table array_rows)
+// for as long as they are unchanged (storage/README.md: Arrays): the first member's record, the
+// indices, and the events each member had, the same for all. Member p (0 <= p < count()) has id
+// "<array>_<indices.at(p)>", array_index indices.at(p) and number first.number + p, and its
+// record is otherwise the first's; its t-th event has seq first_seq + p * each.size() + t. A
+// member leaves the row (is "split") when a commit writes a `jobs` row for it: that row is the
+// member from then on, and `unsplit` (positions) loses it; the row's events stay, as history.
 struct ArrayRows {
   JobRecord first;
-  std::vector<std::int32_t> indices;  // by position, as the array's members were entered
+  IndexRanges indices;  // the members' indices by position, ascending
+  // Read back: the positions still in the row. In a Batch: ignored (all of them, less the
+  // members that also have a record in the batch's `jobs`).
+  IndexRanges unsplit;
   std::uint64_t first_seq = 0;
   std::vector<EventRecord> each;  // seq and job are the member's; the rest as each member had it
-  JobRecord member(std::size_t p) const;
-  EventRecord event(std::size_t p, std::size_t t) const;
+  std::uint64_t count() const { return indices.size(); }
+  std::uint64_t last_number() const { return first.number + count() - 1; }
+  std::uint64_t last_seq() const { return first_seq + count() * each.size() - 1; }
+  std::string member_id(std::uint64_t p) const;
+  JobRecord member(std::uint64_t p) const;
+  EventRecord event(std::uint64_t p, std::size_t t) const;
 };
 
 // Everything one turn changed. Upserts replace the whole row by key.
@@ -144,7 +182,7 @@ struct Batch {
   std::vector<JobRecord> jobs;
   std::vector<EventRecord> events;
   // Arrays submitted in the turn, with seqs and numbers of their own (not in `jobs` or `events`);
-  // a member that changed again in the turn is also in `jobs`, and that row is the one kept.
+  // a member that changed again in the turn is also in `jobs`: it is split at once.
   std::vector<ArrayRows> arrays;
   std::vector<HistoryRecord> history;  // by queue; negative or non-finite values are refused
   std::vector<TokenRecord> tokens;     // by id (created or revoked)
@@ -175,8 +213,16 @@ struct Loaded {
   std::vector<std::string> history_skipped;
   std::vector<JobRecord> unfinished;    // Pending, Admitted, Running, Preempting; by number
   std::size_t unfinished_count = 0;     // how many there are (also when streamed)
+  std::size_t unfinished_in_rows = 0;   // of them, members still in their array's row
   std::uint64_t last_event_seq = 0;     // 0: none yet
   std::uint64_t last_job_number = 0;
+};
+
+// Unfinished members still in their array's row, numbered one after the other: `first` is the
+// first of them (its id, index and number), the others differ only by those.
+struct MemberRun {
+  JobRecord first;
+  std::vector<std::int32_t> indices;  // ascending; member k has number first.number + k
 };
 
 struct JobFilter {
@@ -212,22 +258,21 @@ class Store {
   // In one read transaction: queues, nodes and counters to `meta` (with `unfinished` empty),
   // then the unfinished jobs in submission order to `jobs`, a chunk at a time, decoded on another
   // thread while `jobs` takes the last chunk (start-up: the engine restores jobs while SQLite
-  // reads on). An error from either callback stops the load and is returned.
+  // reads on). Members still in their array's row go to `runs` in their place among the jobs,
+  // a run at a time (MemberRun), or without `runs` to `jobs` as records of their own. An error
+  // from a callback stops the load and is returned.
   using JobSink = std::function<Result<void>(std::vector<JobRecord>& chunk)>;
-  virtual Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs) = 0;
-  // All of it in memory.
+  using RunSink = std::function<Result<void>(MemberRun& run)>;
+  virtual Result<void> load(const std::function<Result<void>(Loaded&)>& meta, const JobSink& jobs,
+                            const RunSink& runs = nullptr) = 0;
+  // All of it in memory (members as records of their own).
   Result<Loaded> load();
   // One transaction; on any failure nothing of the batch is written (kUnavailable + why; a job
   // with number 0 or a history value that is negative or not finite: kInvalidArgument) and the
   // store stays usable. Order inside the transaction: queues, deleted queues (and their history),
-  // nodes, jobs, events, history, tokens, audit (pruned, then appended).
+  // nodes, arrays, jobs (splitting the members they are from their arrays' rows), events,
+  // history, tokens, audit (pruned, then appended).
   virtual Result<void> commit(const Batch& batch) = 0;
-  // Writes the members' rows of the arrays committed so far (Batch::arrays) in one transaction.
-  // gpuqd calls it on its writer thread after each commit that had arrays; every read (and
-  // load, and the next commit) calls it first, so what a read sees is as if each array's members
-  // had been written with it. Nothing to do: Ok at once. On failure (kUnavailable) the arrays
-  // stay in their rows on disk, and the reads fail with the error, until a call succeeds.
-  virtual Result<void> settle() = 0;
 
   // Reads for the API (any job, finished ones included; events for Watch).
   virtual Result<std::optional<JobRecord>> job(const std::string& id) = 0;
@@ -236,6 +281,7 @@ class Store {
   // false when no job's id starts with `prefix` (one read for all of an array's member ids,
   // "<array>_"); true when one may (then ask has_job for each).
   virtual Result<bool> has_job_with_prefix(const std::string& prefix) = 0;
+  // Jobs by number, members still in their arrays' rows among them as records of their own.
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
   // Accounting over [q.since, q.until) (storage/usage.hpp): GPU time held (from each job's

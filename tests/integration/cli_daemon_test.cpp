@@ -456,8 +456,8 @@ TEST_CASE("queues table, nodes cordon, usage with --from/--to/--queue, admin bac
   CHECK(magic == std::string("SQLite format 3\0", 16));
 }
 
-// An array's members' events are written after its answer (storage::ArrayRows): a watch sees
-// them live, in a replay and filtered, each once and in seq order, as any other job's.
+// An array's members' events are kept in its row (storage::ArrayRows): a watch sees them live,
+// in a replay and filtered, each once and in seq order, as any other job's.
 TEST_CASE("watch: an array's members' events, live and replayed, in order") {
   TempDir dir;
   Daemon d(dir.path);

@@ -274,33 +274,37 @@ TEST_CASE("gpuqd: a failed write answers UNAVAILABLE, keeps nothing of it, and t
   CHECK(get(d, "after").state() == v1::JOB_STATE_RUNNING);
 }
 
-TEST_CASE("gpuqd: an array's members' rows are written after its answer, with no read asking for them") {
+TEST_CASE("gpuqd: a held array is one row on disk; a member admitted or cancelled gets its own") {
   TempDir dir;
   Daemon d(dir.path);
   auto r = job("arr", "research", "1");
   r.mutable_spec()->set_array("0-49");
   r.mutable_spec()->set_hold(true);
   REQUIRE(submit(d, r).ok());
-  // Read the file beside gpuqd, not through it (a read through gpuqd would settle it itself):
-  // the writer settles on its own a few milliseconds after the answer.
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest cancel;
+  cancel.set_id("arr_7");
+  v1::CancelJobResponse cancelled;
+  REQUIRE(d.jobs->Cancel(&ctx, cancel, &cancelled).ok());
+  // Read the file beside gpuqd: what is on disk once the answers came.
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open_v2((dir.path / "state.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
-  const auto count = [&](const char* sql) {
+  const auto text = [&](const char* sql) {
     sqlite3_stmt* st = nullptr;
     REQUIRE(sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK);
     const int rc = sqlite3_step(st);
-    const long long n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    std::string out = rc == SQLITE_ROW && sqlite3_column_text(st, 0)
+                          ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) : "-";
     sqlite3_finalize(st);
-    return n;
+    return out;
   };
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (count("SELECT count(*) FROM array_rows") != 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(count("SELECT count(*) FROM array_rows") == 0);
-  CHECK(count("SELECT count(*) FROM jobs WHERE id LIKE 'arr\\_%' ESCAPE '\\'") == 50);
+  CHECK(text("SELECT count(*) FROM array_rows") == "1");
+  CHECK(text("SELECT unsplit FROM array_rows") == "0-6,8-49");
+  CHECK(text("SELECT group_concat(id) FROM jobs WHERE id LIKE 'arr\\_%' ESCAPE '\\'") == "arr_7");
   sqlite3_close(db);
   CHECK(get(d, "arr_49").state() == v1::JOB_STATE_PENDING);
+  CHECK(get(d, "arr_7").state() == v1::JOB_STATE_CANCELLED);
 }
 
 TEST_CASE("gpuqd: every call refuses bad input with the right code and names what is wrong") {
