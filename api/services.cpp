@@ -294,8 +294,7 @@ class JobsService final : public v1::Jobs::CallbackService {
   // The job a call on `id` is checked against and answers with: the job, or for an array's id
   // its first member (every member is the same owner's; the call acts on all of them).
   static std::string shown_for(Core& core, const std::string& id) {
-    if (const auto* members = core.array_members(id); members && !members->empty() && !core.job(id))
-      return members->front();
+    if (auto first = core.first_member(id); first && !core.job(id)) return *first;
     return id;
   }
 

@@ -69,9 +69,12 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
     return Ok();
   }
   if (!is_live(id) && arrays_.count(id) > 0) {  // a whole array: its unfinished members
-    std::vector<std::string>& members = arrays_[id];
-    std::erase_if(members, [&](const std::string& m) { return !is_live(m) && !stopping(JobId(m)); });
-    if (members.empty()) {
+    std::vector<std::int32_t>& indices = arrays_[id];
+    std::erase_if(indices, [&](std::int32_t i) {
+      const std::string m = id + "_" + std::to_string(i);
+      return !is_live(m) && !stopping(JobId(m));
+    });
+    if (indices.empty()) {
       arrays_.erase(id);
       return Error{"array \"" + id + "\" already ended (all its members did)", ErrorCode::kFailedPrecondition};
     }
@@ -79,7 +82,7 @@ Result<void> Core::cancel(const std::string& id, Time now, bool force, std::stri
       if (is_live(m) || force) (void)cancel(m, now, force, reason);
     };
     // The members waiting in the array's engine block at once, the others one by one.
-    const std::vector<std::string> all = members;  // cancel() may change `members`
+    const std::vector<std::string> all = *array_members(id);  // cancel() may change arrays_
     if (!engine_->array_command(id, all, Engine::ArrayCommand::kCancel, now, reason,
                                 [&](const JobId& m) { one(m.value); }))
       for (const std::string& m : all) one(m);

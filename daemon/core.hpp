@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "binder/binder.hpp"
@@ -139,8 +140,10 @@ class Core {
   Result<void> update(const std::string& id, const JobChange& change, Time now, const std::string& by,
                       bool beyond_guardrails);
   Result<void> hold_or_release(const std::string& id, Time now, const std::string& by, bool hold);
-  // An array's members (ids), or null when `id` names no array this gpuqd knows.
-  const std::vector<std::string>* array_members(const std::string& id) const;
+  // An array's members (ids, in member order), or nullopt when `id` names no array this gpuqd
+  // knows; first_member: the first of them alone.
+  std::optional<std::vector<std::string>> array_members(const std::string& id) const;
+  std::optional<std::string> first_member(const std::string& id) const;
   // Cancelled while it ran, its processes not yet gone (it holds its GPUs until they are).
   bool stopping(const JobId& id) const;
   // The jobs stopping() is true of, in no order (written as cancelled: Jobs.List adds them to
@@ -300,6 +303,10 @@ class Core {
   // batch as one storage::ArrayRows; false (nothing done) for any other array.
   // `recs`: the members' records, in order.
   // recs: the members' records; or none, and `first`: the template's record for all of them.
+  // The batch's row for a templated array (storage::ArrayRows): `first` stands for each member,
+  // `each` the events every member had (Engine::MemberEvents).
+  void record_array_rows(const std::string& array, const std::vector<std::int32_t>& indices,
+                         const storage::JobRecord& first, const std::vector<Event>& each);
   bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
                     const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events,
                     const storage::JobRecord* first = nullptr);
@@ -384,9 +391,15 @@ class Core {
   // A record put in unfinished_ (submitted, restored, reported by a source): packed at the
   // turn's end if it is pending then.
   storage::JobRecord& enter_live(storage::JobRecord rec);
-  // Array id -> its members' ids, for arrays submitted since start or with members unfinished at
-  // start (cancel and dependencies by the array's id; no job may take the id).
-  std::unordered_map<std::string, std::vector<std::string>> arrays_;
+  // Array id -> its members' indices (member "<array>_<index>"), for arrays submitted since start
+  // or with members unfinished at start (cancel and dependencies by the array's id; no job may
+  // take the id).
+  std::unordered_map<std::string, std::vector<std::int32_t>> arrays_;
+  // The <base> of every id "<base>_<digits>" a job or array took in this process other than as a
+  // member of array <base> (never erased: it only says where to look). An array whose id is in
+  // it, or has a job on disk named so, checks its members' ids one by one; any other needs not.
+  std::unordered_set<std::string> suffixed_bases_;
+  void note_suffixed(const std::string& id, const std::string& array_id);
   std::unordered_map<std::string, std::size_t> array_unfinished_;  // members; at 0 the array is forgotten
   // Job id -> the unfinished jobs that wait for it to end and how; per waiting job, how many it
   // still waits for; ids of jobs that ended since the last resolve_dependencies().

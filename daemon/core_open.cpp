@@ -253,7 +253,8 @@ void Core::restore_members(std::vector<storage::JobRecord>& run, Time now, std::
   indices.reserve(run.size());
   for (const storage::JobRecord& rec : run) indices.push_back(rec.spec.array_index);
   const std::optional<std::string> held = run.front().held ? std::optional<std::string>("") : std::nullopt;
-  if (!engine_->submit_array(tmpl->value(), indices, now, held)) {
+  Engine::MemberEvents quiet;  // restoring is not a transition: no events kept
+  if (!engine_->submit_array(tmpl->value(), indices, now, held, &quiet)) {
     for (storage::JobRecord& rec : run) restore(rec, now, failures, adopted);
     return;
   }
@@ -271,15 +272,17 @@ bool Core::restore_run(storage::MemberRun& run, Time now) {
   auto tmpl = engine_->array_template(run.first.spec);
   if (!tmpl) return false;
   const std::optional<std::string> held = run.first.held ? std::optional<std::string>("") : std::nullopt;
-  if (!engine_->submit_array(tmpl.value(), run.indices, now, held)) return false;
+  Engine::MemberEvents quiet;  // restoring is not a transition: no events kept
+  if (!engine_->submit_array(tmpl.value(), run.indices, now, held, &quiet)) return false;
   keep_template(run.first, std::move(run.indices));
   return true;
 }
 
 void Core::keep_template(const storage::JobRecord& first, std::vector<std::int32_t> indices) {
   const std::string& array = first.spec.array_id;
-  std::vector<std::string>& ids = arrays_[array];
-  for (std::int32_t i : indices) ids.push_back(array + "_" + std::to_string(i));
+  if (arrays_.count(array) == 0) note_suffixed(array, "");
+  std::vector<std::int32_t>& ids = arrays_[array];
+  ids.insert(ids.end(), indices.begin(), indices.end());
   array_unfinished_[array] += indices.size();
   templates_[array].push_back(ArrayTemplate{storage::pack_job(first, *names_),
                                             std::make_shared<const std::vector<std::int32_t>>(std::move(indices)),
@@ -287,8 +290,10 @@ void Core::keep_template(const storage::JobRecord& first, std::vector<std::int32
 }
 
 void Core::keep_restored(storage::JobRecord& rec) {
+  note_suffixed(rec.spec.id.value, rec.spec.array_id);
   if (!rec.spec.array_id.empty()) {
-    arrays_[rec.spec.array_id].push_back(rec.spec.id.value);
+    if (arrays_.count(rec.spec.array_id) == 0) note_suffixed(rec.spec.array_id, "");
+    arrays_[rec.spec.array_id].push_back(rec.spec.array_index);
     ++array_unfinished_[rec.spec.array_id];
   }
   std::string id = rec.spec.id.value;

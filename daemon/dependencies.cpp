@@ -72,7 +72,7 @@ Result<std::vector<Awaited>> Core::check_after(const Submission& sub) {
     if (d.job == sub.job.id.value || (!sub.job.array_id.empty() && d.job == sub.job.array_id))
       return Error{at + "a job cannot wait for itself", ErrorCode::kInvalidArgument};
     std::vector<std::string> ids{d.job};
-    if (const auto* members = array_members(d.job)) ids = *members;
+    if (auto members = array_members(d.job)) ids = std::move(*members);
     for (const std::string& id : ids) {
       auto s = dependency_state(id);
       if (!s) return Error{s.error(), s.code()};

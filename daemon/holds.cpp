@@ -30,8 +30,8 @@ Result<void> Core::hold_or_release(const std::string& id, Time now, const std::s
     return hold ? engine_->hold(JobId(job), now, "held by " + by) : engine_->release_hold(JobId(job), now, "released by " + by);
   };
   if (is_live(id)) return one(id);
-  const auto* members = array_members(id);
-  if (members == nullptr) return not_live(*store_, id, restoring(id));
+  const auto members = array_members(id);
+  if (!members) return not_live(*store_, id, restoring(id));
   bool any = false;
   auto each = [&](const std::string& m) {
     if (const Job* j = engine_->job(JobId(m));

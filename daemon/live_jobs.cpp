@@ -69,7 +69,17 @@ std::optional<storage::JobRecord> Core::from_template(const std::string& id) con
   return rec;
 }
 
+void Core::note_suffixed(const std::string& id, const std::string& array_id) {
+  const auto cut = id.rfind('_');
+  if (cut == std::string::npos || cut == 0 || cut + 1 == id.size() ||
+      !std::all_of(id.begin() + static_cast<std::ptrdiff_t>(cut) + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return;
+  if (std::string_view(id).substr(0, cut) == array_id) return;  // a member of that array
+  suffixed_bases_.emplace(id.substr(0, cut));
+}
+
 storage::JobRecord& Core::enter_live(storage::JobRecord rec) {
+  note_suffixed(rec.spec.id.value, rec.spec.array_id);
   std::string key = rec.spec.id.value;
   unpacked_.push_back(key);
   return unfinished_.insert_or_assign(std::move(key), std::move(rec)).first->second;

@@ -138,7 +138,11 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   // memory is asked about each member.
   auto prefixed = store_->has_job_with_prefix(base + "_");
   if (!prefixed) return Error{prefixed.error(), ErrorCode::kUnavailable};
-  for (std::int32_t index : indices) {
+  // No job on disk or in memory has an id "<base>_<digits>" but as a member of an array <base>
+  // (suffixed_bases_), and no array <base> is known: no member id can be taken.
+  const bool fresh = !prefixed.value() && suffixed_bases_.count(base) == 0;
+  for (std::size_t k = 0; !fresh && k < indices.size(); ++k) {
+    const std::int32_t index = indices[k];
     auto free = id_free(base + "_" + std::to_string(index), /*on_disk_too=*/prefixed.value());
     if (!free) return Error{free.error(), free.code()};
     if (!free.value())
@@ -164,35 +168,37 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   if (!tmpl) return Error{tmpl.error(), tmpl.code()};
   const std::optional<std::string> hold = held_at_submission(sub);
   storage::JobRecord rec_tmpl = record_of(std::move(sub));
-  std::vector<std::string>& members = arrays_[base];
-  members.reserve(indices.size());
+  note_suffixed(base, "");
+  std::vector<std::int32_t>& members = arrays_[base];
+  members.insert(members.end(), indices.begin(), indices.end());
   std::vector<storage::JobRecord*> recs;
-  recs.reserve(indices.size());
   // The turn's earlier events take their seqs first, so the array's follow them (record_array).
   record_changes(engine_->take_events(), now);
-  // All members or none (the engine keeps the waiting ones as one block: EngineConfig::lazy_arrays).
-  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold); !r) {
+  // All members or none (the engine keeps the waiting ones as one block: EngineConfig::lazy_arrays,
+  // and then gives the events each member had once, not a copy per member).
+  Engine::MemberEvents quiet;
+  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold, &quiet, fresh); !r) {
     // Not expected (the ids were checked above).
     spdlog::error("event=array_submit_failed array={} reason=\"{}\"", base, r.error());
     arrays_.erase(base);
     return Error{"array " + base + ": " + r.error(), r.code()};
   }
+  const std::string first_id = base + "_" + std::to_string(indices.front());
   // Members the engine keeps as one block, with no dependency to wait for: one record (the
   // first member's) stands for all of them in the Core too (ArrayTemplate).
-  const bool templated = waiting.value().empty() && engine_->job(JobId(base + "_" + std::to_string(indices.front()))) == nullptr;
+  const bool templated = waiting.value().empty() && engine_->job(JobId(first_id)) == nullptr;
   std::optional<storage::JobRecord> first;
-  for (std::int32_t index : indices) {
-    JobId id(base + "_" + std::to_string(index));
-    members.push_back(id.value);
-    if (templated) continue;
-    storage::JobRecord rec = members.size() < indices.size() ? rec_tmpl : std::move(rec_tmpl);
-    rec.spec.id = std::move(id);
-    rec.spec.array_index = index;
-    recs.push_back(&enter(std::move(rec), waiting.value(), now));
-  }
-  if (templated) {
+  if (!templated) {
+    recs.reserve(indices.size());
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      storage::JobRecord rec = k + 1 < indices.size() ? rec_tmpl : std::move(rec_tmpl);
+      rec.spec.id = JobId(base + "_" + std::to_string(indices[k]));
+      rec.spec.array_index = indices[k];
+      recs.push_back(&enter(std::move(rec), waiting.value(), now));
+    }
+  } else {
     first = std::move(rec_tmpl);
-    first->spec.id = JobId(members.front());
+    first->spec.id = JobId(first_id);
     first->spec.array_index = indices.front();
     first->number = last_job_number_ + 1;
     last_job_number_ += indices.size();
@@ -204,40 +210,50 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   array_unfinished_[base] += indices.size();
   if (const std::int32_t limit = queue->second.max_submits_per_user_per_minute; limit > 0 && !owner.empty())
     submit_rate_.take(queue_name, owner, limit, now);
-  if (auto events = engine_->take_events(); !record_array(base, indices, recs, events, first ? &*first : nullptr))
+  if (templated && !quiet.each.empty())
+    record_array_rows(base, indices, *first, quiet.each);
+  else if (auto events = engine_->take_events(); !record_array(base, indices, recs, events, first ? &*first : nullptr))
     record_changes(events, now);
-  return members.front();
+  return first_id;
 }
 
 bool Core::record_array(const std::string& array, const std::vector<std::int32_t>& indices,
                         const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events,
                         const storage::JobRecord* first) {
-  const std::vector<std::string>& members = arrays_[array];
-  const std::size_t n = members.size();
-  if (n < 2 || n != indices.size() || (first == nullptr && n != recs.size()) || events.empty() || events.size() % n != 0)
+  const std::size_t n = indices.size();
+  if (n < 2 || arrays_[array].size() != n || (first == nullptr && n != recs.size()) || events.empty() ||
+      events.size() % n != 0)
     return false;
   const std::size_t k = events.size() / n;
   for (std::size_t p = 0; p < n; ++p) {
-    const Job* j = engine_->entry(JobId(members[p]));
+    const std::string member = array + "_" + std::to_string(indices[p]);
+    const Job* j = engine_->entry(JobId(member));
     if (j == nullptr || j->state != JobState::kPending) return false;
     if (first == nullptr && (recs[p]->number != recs[0]->number + p || recs[p]->spec.array_index != indices[p]))
       return false;
     for (std::size_t t = 0; t < k; ++t) {
       const Event& e = events[p * k + t];
       const Event& first = events[t];
-      if (e.job.value != members[p] || e.to != JobState::kPending || e.from != first.from || e.at != first.at ||
+      if (e.job.value != member || e.to != JobState::kPending || e.from != first.from || e.at != first.at ||
           e.reason != first.reason || e.flavor != first.flavor)
         return false;
     }
     if (first == nullptr) refresh(*recs[p], *j);
   }
+  record_array_rows(array, indices, first != nullptr ? *first : *recs[0],
+                    std::vector<Event>(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(k)));
+  return true;
+}
+
+void Core::record_array_rows(const std::string& array, const std::vector<std::int32_t>& indices,
+                             const storage::JobRecord& first, const std::vector<Event>& each) {
+  const std::size_t n = indices.size(), k = each.size();
   storage::ArrayRows rows;
-  rows.first = first != nullptr ? *first : *recs[0];
+  rows.first = first;
   rows.indices = storage::IndexRanges::of(indices);
   rows.first_seq = last_event_seq_ + 1;
   last_event_seq_ += n * k;
-  for (std::size_t t = 0; t < k; ++t) {
-    const Event& ev = events[t];
+  for (const Event& ev : each) {
     storage::EventRecord& e = rows.each.emplace_back();
     e.at = ev.at;
     e.from = ev.from;
@@ -250,7 +266,6 @@ bool Core::record_array(const std::string& array, const std::vector<std::int32_t
                  ev.from ? to_string(*ev.from) : "-", to_string(ev.to), ev.reason);
   }
   batch_.arrays.push_back(std::move(rows));
-  return true;
 }
 
 // An array is known (by its id: cancel, hold, dependencies) while any member is unfinished.
@@ -262,9 +277,19 @@ void Core::array_member_ended(const std::string& array) {
   templates_.erase(array);
 }
 
-const std::vector<std::string>* Core::array_members(const std::string& id) const {
+std::optional<std::vector<std::string>> Core::array_members(const std::string& id) const {
   auto it = arrays_.find(id);
-  return it == arrays_.end() ? nullptr : &it->second;
+  if (it == arrays_.end()) return std::nullopt;
+  std::vector<std::string> ids;
+  ids.reserve(it->second.size());
+  for (std::int32_t i : it->second) ids.push_back(id + "_" + std::to_string(i));
+  return ids;
+}
+
+std::optional<std::string> Core::first_member(const std::string& id) const {
+  auto it = arrays_.find(id);
+  if (it == arrays_.end() || it->second.empty()) return std::nullopt;
+  return id + "_" + std::to_string(it->second.front());
 }
 
 }  // namespace gpuq::daemon

@@ -25,12 +25,18 @@ std::string member_id(const std::string& array, std::int32_t index) {
 }  // namespace
 
 Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
-                                  std::optional<std::string> hold) {
+                                  std::optional<std::string> hold, MemberEvents* quiet, bool ids_checked) {
   const std::string& array = tmpl.spec.array_id;
-  for (std::int32_t index : indices) {
-    const std::string id = member_id(array, index);
-    if (find_job(id) != kNoJob || in_block(id))
-      return Error{"job \"" + id + "\" already exists", ErrorCode::kAlreadyExists};
+  if (!ids_checked) {
+    const bool blocks = block_of_.count(array) > 0;
+    std::string id = array + "_";
+    const std::size_t cut = id.size();
+    for (std::int32_t index : indices) {
+      id.resize(cut);
+      id += std::to_string(index);
+      if (find_job(id) != kNoJob || (blocks && in_block(id)))
+        return Error{"job \"" + id + "\" already exists", ErrorCode::kAlreadyExists};
+    }
   }
   if (!config_.lazy_arrays || indices.size() < 2) {
     reserve_jobs(indices.size());
@@ -64,7 +70,15 @@ Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_
     queues_[job.queue].held += n;
     job.held = true;
   }
-  // Each member's events, member by member, as submit_member of each would give them.
+  // Each member's events, member by member, as submit_member of each would give them; or what
+  // they would be (MemberEvents), without a copy per member.
+  if (quiet) {
+    quiet->first_seq = next_seq_;
+    quiet->each = {Event{0, now, {}, std::nullopt, JobState::kPending, {}, {}}};
+    if (hold) quiet->each.push_back(Event{0, now, {}, JobState::kPending, JobState::kPending, *hold, {}});
+    next_seq_ += static_cast<std::uint64_t>(n) * quiet->each.size();
+    return Ok();
+  }
   for (std::int32_t index : indices) {
     const JobId id(member_id(array, index));
     events_.push_back(Event{next_seq_++, now, id, std::nullopt, JobState::kPending, {}, {}});

@@ -198,8 +198,15 @@ class Engine {
   // members that wait are kept as one entry (a block, arrays.cpp): job() finds a member only
   // once it is a job of its own; view() finds every one. Refused (nothing entered) when a
   // member's id is in use.
+  // The events each member of an array kept as one block would have had (submit_array's
+  // `quiet`): member p's t-th has seq first_seq + p * each.size() + t and the member's id.
+  struct MemberEvents {
+    std::uint64_t first_seq = 0;
+    std::vector<Event> each;  // empty: the members' events were emitted one by one
+  };
   Result<void> submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
-                            std::optional<std::string> hold = std::nullopt);
+                            std::optional<std::string> hold = std::nullopt, MemberEvents* quiet = nullptr,
+                            bool ids_checked = false);  // true: the caller knows no member's id is taken
   // A command on every member of an array (`members`: their ids, in member order), as a front
   // end's loop over them would give it (hold or release: each pending member not held, or held;
   // cancel: each unfinished one): the members in the array's blocks are changed at once, and
