@@ -46,7 +46,7 @@ using namespace detail;
 // `page`, a page read without CANCELLED that is cut to f.limit again. There are few (the engine
 // still holds them), where reading the cancelled jobs to keep these would read every one ever
 // cancelled.
-grpc::Status merge_stopping(Core& c, const storage::JobFilter& f, std::vector<storage::JobRecord>& page) {
+grpc::Status merge_stopping(Core& c, const storage::JobFilter& f, std::vector<storage::ListEntry>& page) {
   const std::size_t read = page.size();
   for (const JobId& id : c.stopping_jobs()) {
     auto rec = c.store().job(id.value);
@@ -56,10 +56,11 @@ grpc::Status merge_stopping(Core& c, const storage::JobFilter& f, std::vector<st
     if (r.number <= f.after_number || (!f.queue.empty() && r.spec.queue.value != f.queue) ||
         (!f.owner.empty() && r.spec.owner != f.owner))
       continue;
-    page.push_back(std::move(r));
+    const std::uint64_t number = r.number;
+    page.push_back(storage::ListEntry{std::move(r), {}, number});
   }
   if (page.size() == read) return grpc::Status::OK;
-  std::sort(page.begin(), page.end(), [](const auto& a, const auto& b) { return a.number < b.number; });
+  std::sort(page.begin(), page.end(), [](const auto& a, const auto& b) { return a.job.number < b.job.number; });
   if (page.size() > f.limit) page.resize(f.limit);
   return grpc::Status::OK;
 }
@@ -132,6 +133,7 @@ class JobsService final : public v1::Jobs::CallbackService {
     storage::JobFilter filter;
     filter.queue = req->queue();
     filter.owner = req->owner();
+    filter.fold = req->fold_arrays();
     const Access access = readers_.gate->of(*ctx);
     if (finish_if(reactor, readers_.gate->known(access, "see jobs"))) return reactor;
     for (int s : req->states())
@@ -163,8 +165,9 @@ class JobsService final : public v1::Jobs::CallbackService {
       return Reply::then([this, access, filter, resp, with_stopping](Core& c) {
         storage::JobFilter f = filter;
         f.limit = filter.limit + 1;  // one more: is there a next page?
-        auto jobs = c.store().jobs(f);
-        if (!jobs) return to_status(ErrorCode::kUnavailable, jobs.error());
+        auto read = c.store().list(f);
+        if (!read) return to_status(ErrorCode::kUnavailable, read.error());
+        auto jobs = std::make_optional(std::move(read).value());
         if (with_stopping)
           if (auto st = merge_stopping(c, f, jobs.value()); !st.ok()) return st;
         // A page ends at page_size jobs or kListPageBytes, whichever comes first (at least one
@@ -173,8 +176,11 @@ class JobsService final : public v1::Jobs::CallbackService {
         const std::size_t n = std::min(jobs->size(), filter.limit);
         std::size_t bytes = 0, sent = 0;
         for (; sent < n; ++sent) {
-          const storage::JobRecord& listed = c.listed((*jobs)[sent]);
+          // A folded run is as its row has it: unchanged since submission (Store::list).
+          const storage::ListEntry& entry = (*jobs)[sent];
+          const storage::JobRecord& listed = entry.members.empty() ? c.listed(entry.job) : entry.job;
           v1::Job job = api::to_proto(listed, c);
+          if (!entry.members.empty()) job.set_array_indices(entry.members.text());
           if (!readers_.gate->may_see_env(access, listed.spec.owner)) {
             job.mutable_spec()->clear_env();
             job.mutable_spec()->clear_notify();  // a webhook URL may hold a token
@@ -184,7 +190,7 @@ class JobsService final : public v1::Jobs::CallbackService {
           bytes += size;
           *resp->add_jobs() = std::move(job);
         }
-        if (sent < jobs->size()) resp->set_next_page_token(std::to_string((*jobs)[sent - 1].number));
+        if (sent < jobs->size()) resp->set_next_page_token(std::to_string((*jobs)[sent - 1].last_number));
         return grpc::Status::OK;
       });
     });

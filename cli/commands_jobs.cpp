@@ -24,6 +24,8 @@ int run_ls(Context& ctx, const ListOptions& o) {
   v1::ListJobsRequest req;
   req.set_queue(o.queue);
   req.set_owner(o.owner);
+  // gpuqd folds what it keeps as one row (an array's unchanged members), this the rest.
+  req.set_fold_arrays(!o.expand && f != OutputFormat::kJson && f != OutputFormat::kYaml);
   for (const auto& s : o.states) req.add_states(parse_state(s));
   if (o.finished)
     for (auto s : {v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED})

@@ -10,10 +10,13 @@
 
 namespace gpuq::spec {
 
-// The most members one array may have, and the largest index (Slurm's MaxArraySize is 1001 by
-// default; sweeps here are larger).
-inline constexpr std::size_t kArrayMembers = 1'000'000;
-inline constexpr std::int32_t kArrayMaxIndex = 1'000'000;
+// The most members one array may have, and the largest index. Slurm's MaxArraySize is 1001 by
+// default and at most 4,000,001 (indices 0 to 4,000,000); gpuq takes indices as large and up to
+// 100,000 members: a held array of any size costs gpuqd a few bytes a member, but a command on
+// the whole array (hold, release, cancel) still costs about 16 us a member (1.6 s at 100,000),
+// daemon/LAZY_ARRAYS.md.
+inline constexpr std::size_t kArrayMembers = 100'000;
+inline constexpr std::int32_t kArrayMaxIndex = 4'000'000;
 
 struct ArrayRange {
   std::vector<std::int32_t> indices;  // ascending, no repeats

@@ -109,6 +109,19 @@ std::uint64_t IndexRanges::at(std::uint64_t p) const {
   return ranges_[i].first + (p - before_[i]);
 }
 
+IndexRanges IndexRanges::slice(std::uint64_t first, std::uint64_t last) const {
+  IndexRanges out;
+  for (std::size_t i = 0; i < ranges_.size(); ++i) {
+    const std::uint64_t b = before_[i], w = width(i);
+    if (b > last) break;
+    if (b + w <= first) continue;
+    const std::uint64_t from = first > b ? first - b : 0, to = std::min(w - 1, last - b);
+    out.ranges_.emplace_back(ranges_[i].first + from, ranges_[i].first + to);
+  }
+  out.recount(0);
+  return out;
+}
+
 bool IndexRanges::erase(std::uint64_t v) {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), v,
                              [](std::uint64_t x, const auto& r) { return x < r.first; });
@@ -314,6 +327,14 @@ Result<std::optional<std::uint64_t>> MemberCursor::peek() {
 }
 
 JobRecord MemberCursor::take() { return row_.member(p_++); }
+
+ListEntry MemberCursor::take_run() {
+  const std::uint64_t last = row_.unsplit.ranges()[range_].second;
+  ListEntry e{row_.member(p_), {}, row_.first.number + last};
+  if (last > p_) e.members = row_.indices.slice(p_, last);
+  p_ = last + 1;
+  return e;
+}
 
 Result<std::optional<std::uint64_t>> EventRunCursor::peek() {
   while (true) {

@@ -48,6 +48,7 @@ class MemberCursor {
   // The next member's number (nullopt: no more), reading rows as needed.
   Result<std::optional<std::uint64_t>> peek();
   JobRecord take();  // the member peek() named, and on to the next
+  ListEntry take_run();  // it and the members after it in the row, numbered one after the other
   // The row the peeked member is in and its position there (for a caller that takes a run).
   const ArrayRows& row() const { return row_; }
   std::uint64_t position() const { return p_; }

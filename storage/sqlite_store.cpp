@@ -53,7 +53,18 @@ class SqliteStore final : public Store {
   Result<std::optional<JobRecord>> job(const std::string& id) override;
   Result<bool> has_job(const std::string& id) override;
   Result<bool> has_job_with_prefix(const std::string& prefix) override;
-  Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override;
+  Result<std::vector<JobRecord>> jobs(const JobFilter& filter) override {
+    JobFilter f = filter;
+    f.fold = false;
+    auto listed = list(f);
+    if (!listed) return Error{listed.error(), listed.code()};
+    std::vector<ListEntry> entries = std::move(listed).value();
+    std::vector<JobRecord> out;
+    out.reserve(entries.size());
+    for (ListEntry& e : entries) out.push_back(std::move(e.job));
+    return out;
+  }
+  Result<std::vector<ListEntry>> list(const JobFilter& filter) override;
   Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) override;
   Result<std::vector<UsageRow>> usage(const UsageQuery& q) override { return usage_reader_->read(q); }
   Result<std::vector<TokenRecord>> tokens() override;
@@ -644,8 +655,8 @@ Result<bool> SqliteStore::has_job_with_prefix(const std::string& prefix) {
   });
 }
 
-Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
-  return reading([&]() -> Result<std::vector<JobRecord>> {
+Result<std::vector<ListEntry>> SqliteStore::list(const JobFilter& filter) {
+  return reading([&]() -> Result<std::vector<ListEntry>> {
     std::int64_t mask = 0;
     bool unfinished = !filter.states.empty();
     for (auto st : filter.states) {
@@ -660,8 +671,9 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
     s.bind(3, mask);
     s.bind(4, static_cast<std::int64_t>(limit));
     if (!filter.queue.empty()) s.bind(5, filter.queue);
-    auto rows = read_jobs(s, std::min<std::size_t>(limit, 1000), rdb_);
-    if (!rows) return rows;
+    auto read = read_jobs(s, std::min<std::size_t>(limit, 1000), rdb_);
+    if (!read) return Error{read.error(), read.code()};
+    std::vector<JobRecord> rows = std::move(read).value();
     // The members still in arrays' rows, merged in by number.
     Stmt& a = array_page_;
     Stmt::Reset ra(a);
@@ -671,18 +683,26 @@ Result<std::vector<JobRecord>> SqliteStore::jobs(const JobFilter& filter) {
     a.bind(5, filter.queue);
     ResourceInterner interner(names_, names_mu_);
     MemberCursor members(a, interner, filter.after_number);
-    std::vector<JobRecord> out;
+    std::vector<ListEntry> out;
     out.reserve(std::min<std::size_t>(limit, 1000));
     std::size_t i = 0;
     while (out.size() < limit) {
       auto m = members.peek();
       if (!m) return m.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(m.error(), m.code());
-      if (i < rows->size() && (!*m || (*rows)[i].number < **m))
-        out.push_back(std::move((*rows)[i++]));
-      else if (*m)
-        out.push_back(members.take());
-      else
+      if (i < rows.size() && (!*m || rows[i].number < **m)) {
+        const std::uint64_t number = rows[i].number;
+        out.push_back(ListEntry{std::move(rows[i++]), {}, number});
+      } else if (*m) {
+        if (filter.fold) {
+          out.push_back(members.take_run());
+        } else {
+          JobRecord j = members.take();
+          const std::uint64_t number = j.number;
+          out.push_back(ListEntry{std::move(j), {}, number});
+        }
+      } else {
         break;
+      }
     }
     return out;
   });

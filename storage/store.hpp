@@ -141,6 +141,8 @@ class IndexRanges {
   std::uint64_t at(std::uint64_t p) const;  // the p-th value; p < size()
   bool erase(std::uint64_t v);               // false: it was not there
   const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges() const { return ranges_; }  // [lo, hi]
+  // The values at positions first to last (inclusive; last < size()).
+  IndexRanges slice(std::uint64_t first, std::uint64_t last) const;
   std::uint64_t before(std::size_t range) const { return before_[range]; }  // values in the ranges before it
   bool operator==(const IndexRanges& o) const { return ranges_ == o.ranges_; }
 
@@ -231,6 +233,16 @@ struct JobFilter {
   std::string owner;                 // empty: any
   std::uint64_t after_number = 0;    // paging: jobs with number > this
   std::size_t limit = 100;           // 0: 100
+  // list(): a run of members still in one array's row, numbered one after the other, as one
+  // entry (ListEntry::members), counted as one against the limit.
+  bool fold = false;
+};
+
+// An entry of Store::list: a job, or with JobFilter::fold the first of a run of members.
+struct ListEntry {
+  JobRecord job;
+  IndexRanges members;  // the run's indices (two or more); empty: `job` alone
+  std::uint64_t last_number = 0;  // the last number it covers (a page's token)
 };
 
 // Thread safety: methods may be called from any thread. load() and commit() share the writer
@@ -283,6 +295,8 @@ class Store {
   virtual Result<bool> has_job_with_prefix(const std::string& prefix) = 0;
   // Jobs by number, members still in their arrays' rows among them as records of their own.
   virtual Result<std::vector<JobRecord>> jobs(const JobFilter& filter) = 0;
+  // As jobs(), and with filter.fold the runs of members folded (ListEntry).
+  virtual Result<std::vector<ListEntry>> list(const JobFilter& filter) = 0;
   virtual Result<std::vector<EventRecord>> events_after(std::uint64_t seq, std::size_t limit) = 0;
   // Accounting over [q.since, q.until) (storage/usage.hpp): GPU time held (from each job's
   // events: every admission, not only the last), lost to preemption, jobs by outcome, waits;

@@ -104,9 +104,9 @@ TEST_CASE("an array: one submit, GPUQ_ARRAY_INDEX, its throttle never exceeded, 
   r = c.gpuq("submit -q q --gpus 1 --array 5-2 -- true");
   CHECK(r.rc != 0);
   CHECK_MESSAGE(r.out.find("--array \"5-2\": the range 5-2 ends before it begins") != std::string::npos, r.out);
-  r = c.gpuq("submit -q q --gpus 1 --array 0-10000 -- true");
+  r = c.gpuq("submit -q q --gpus 1 --array 0-100000 -- true");
   CHECK(r.rc != 0);
-  CHECK_MESSAGE(r.out.find("at most 10000 are allowed") != std::string::npos, r.out);
+  CHECK_MESSAGE(r.out.find("at most 100000 are allowed") != std::string::npos, r.out);
 
   // A member's id taken by any job, finished (on disk only) or not, refuses the whole array, naming
   // the member; a job whose id merely sorts among the members' (grid_10 between grid_0 and grid_3)
