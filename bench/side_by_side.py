@@ -13,6 +13,11 @@ processes of each side, alternating the order within each pair:
   array        gpuq submit --array 0-999 --hold     sbatch --array=0-999 --hold
   held         4 parallel loops submitting 1,000 held jobs (the submit path alone, nothing runs)
   list         gpuq ls                              squeue   (those 1,000 held jobs in the queue)
+  sweep        gpuq submit --array 0-99999 --hold   sbatch --array=0-99999 --hold (MaxArraySize
+               100001; MaxJobCount 400000: Slurm counts an array's tasks, ended ones for
+               MinJobAge), each daemon's memory (RSS) before and after it, then gpuq ls |
+               squeue of it, and cancelling it whole (--sweep SIZE, 0 to skip; 3 alternating
+               rounds; --sweep-only for it alone)
 
 and prints medians (wall and CPU of the child, from wait4) and the ratios gpuq/Slurm.
 Needs root (slurmd, munged). Usage:
@@ -97,7 +102,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_slurm(work):
+def start_slurm(work, max_array=1000):
     host = socket.gethostname().split(".")[0]
     for d in ("state", "spool"):
         os.makedirs(os.path.join(work, d), exist_ok=True)
@@ -132,6 +137,8 @@ JobCompType=jobcomp/none
 ReturnToService=2
 NodeName={host} CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN
 PartitionName=gpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
+MaxArraySize={max_array + 1}
+MaxJobCount={max(10000, 4 * max_array)}
 """)
     with open(os.path.join(work, "gres.conf"), "w") as f:
         f.write(f"NodeName={host} Name=gpu File={work}/gpu[0-7]\n")
@@ -203,6 +210,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--submits", type=int, default=100, help="submits per loop (4 loops)")
     ap.add_argument("--listed", type=int, default=1000, help="held jobs in the queue for list")
+    ap.add_argument("--sweep", type=int, default=100000, help="members of the held sweep (0: skip)")
+    ap.add_argument("--sweep-only", action="store_true", help="the sweep alone")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("side_by_side.py: run it as root (slurmd and munged)")
@@ -212,7 +221,7 @@ def main():
     work = tempfile.mkdtemp(prefix="side_by_side.")
     procs = []
     try:
-        senv, sprocs = start_slurm(os.path.join(work, "slurm"))
+        senv, sprocs = start_slurm(os.path.join(work, "slurm"), max(1000, args.sweep))
         procs += sprocs
         genv, gproc = start_gpuqd(os.path.join(work, "gpuq"), build)
         procs.append(gproc)
@@ -222,54 +231,10 @@ def main():
         print(f"side_by_side: {os.cpu_count()} CPUs; medians of {args.pairs} pairs (wall ms, CPU ms of the child)")
         print(f"  {'':<44} {'Slurm':>10} {'gpuq':>10} {'':<10} {'gpuq/Slurm':>7}")
 
-        r = pairs(args.pairs, (G, [gpuq, "--version"]), (S, [sbatch, "--version"]), tmp)
-        row("start-up (--version), wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
-        row("start-up (--version), CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
-
-        gsub = [gpuq, "submit", "-q", "q", "--gpus", "1", "--", "true"]
-        ssub = [sbatch, "--gres=gpu:1", "-o", "/dev/null", "--wrap", "true"]
-        r = pairs(args.pairs, (G, gsub), (S, ssub), tmp)
-        row("submit one 1-GPU job, wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
-        row("submit one 1-GPU job, CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
-        drain(S, G, squeue, gpuq, tmp)
-
-        rates, e2e = {"slurm": [], "gpuq": []}, {"slurm": [], "gpuq": []}
-        for run in range(args.runs):
-            for side, argv in ((G, gsub), (S, ssub)) if run % 2 == 0 else ((S, ssub), (G, gsub)):
-                rate, total = throughput(side, argv, args.submits, squeue, gpuq, tmp)
-                rates[side.name].append(rate)
-                e2e[side.name].append(total)
-        n = 4 * args.submits
-        print(f"  {n} one-GPU `true` jobs from 4 parallel submit loops, {args.runs} runs:")
-        print(f"    submits/s   Slurm {fmt(rates['slurm'])}   gpuq {fmt(rates['gpuq'])}")
-        print(f"    end-to-end  Slurm {fmt(e2e['slurm'])} s   gpuq {fmt(e2e['gpuq'])} s")
-        row("submit throughput, 4 loops", "submits/s", med(rates["slurm"]), med(rates["gpuq"]), True)
-        row(f"{n} jobs end to end", "s", med(e2e["slurm"]), med(e2e["gpuq"]))
-
-        arr = {"slurm": [], "gpuq": []}
-        garr = [gpuq, "submit", "-q", "q", "--gpus", "1", "--hold", "--array", "0-999", "--", "true"]
-        sarr = [sbatch, "--gres=gpu:1", "-o", "/dev/null", "--hold", "--array=0-999", "--wrap", "true"]
-        for i in range(5):
-            for side, argv in ((G, garr), (S, sarr)) if i % 2 == 0 else ((S, sarr), (G, garr)):
-                wall, _, out = spawn_timed(argv, side.env, os.path.join(tmp, "out"))
-                arr[side.name].append(wall)
-                if side is S:
-                    spawn_timed([scancel, out.split()[-1]], S.env)
-                else:
-                    spawn_timed([gpuq, "cancel", out.split()[0].split("/")[1]], G.env)  # array/j5 submitted: ...
-        row("array of 1,000 (--array 0-999 --hold)", "ms", med(arr["slurm"]), med(arr["gpuq"]))
-        drain(S, G, squeue, gpuq, tmp)
-
-        held = {"gpuq": fill(G, gsub[:6] + ["--hold"] + gsub[6:], args.listed),
-                "slurm": fill(S, ssub[:1] + ["--hold"] + ssub[1:], args.listed)}
-        row(f"held submits/s, 4 loops ({args.listed} jobs, none running)", "submits/s",
-            held["slurm"], held["gpuq"], True)
-        r = pairs(args.pairs, (G, [gpuq, "ls"]), (S, [squeue]), tmp)
-        lines = {side.name: spawn_timed(argv, side.env, os.path.join(tmp, "out"))[2].count("\n")
-                 for side, argv in ((G, [gpuq, "ls"]), (S, [squeue]))}
-        row(f"list {args.listed} jobs (squeue | gpuq ls), wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
-        row(f"list {args.listed} jobs, CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
-        print(f"  (lines printed: squeue {lines['slurm']}, gpuq ls {lines['gpuq']})")
+        if not args.sweep_only:
+            sections(args, S, G, gpuq, sbatch, squeue, scancel, tmp)
+        if args.sweep > 0:
+            sweep(args.sweep, S, G, sprocs[0].pid, gproc.pid, sbatch, squeue, scancel, gpuq, tmp)
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -279,6 +244,102 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def sections(args, S, G, gpuq, sbatch, squeue, scancel, tmp):
+    """Every comparison but the sweep."""
+    r = pairs(args.pairs, (G, [gpuq, "--version"]), (S, [sbatch, "--version"]), tmp)
+    row("start-up (--version), wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
+    row("start-up (--version), CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
+
+    gsub = [gpuq, "submit", "-q", "q", "--gpus", "1", "--", "true"]
+    ssub = [sbatch, "--gres=gpu:1", "-o", "/dev/null", "--wrap", "true"]
+    r = pairs(args.pairs, (G, gsub), (S, ssub), tmp)
+    row("submit one 1-GPU job, wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
+    row("submit one 1-GPU job, CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
+    drain(S, G, squeue, gpuq, tmp)
+
+    rates, e2e = {"slurm": [], "gpuq": []}, {"slurm": [], "gpuq": []}
+    for run in range(args.runs):
+        for side, argv in ((G, gsub), (S, ssub)) if run % 2 == 0 else ((S, ssub), (G, gsub)):
+            rate, total = throughput(side, argv, args.submits, squeue, gpuq, tmp)
+            rates[side.name].append(rate)
+            e2e[side.name].append(total)
+    n = 4 * args.submits
+    print(f"  {n} one-GPU `true` jobs from 4 parallel submit loops, {args.runs} runs:")
+    print(f"    submits/s   Slurm {fmt(rates['slurm'])}   gpuq {fmt(rates['gpuq'])}")
+    print(f"    end-to-end  Slurm {fmt(e2e['slurm'])} s   gpuq {fmt(e2e['gpuq'])} s")
+    row("submit throughput, 4 loops", "submits/s", med(rates["slurm"]), med(rates["gpuq"]), True)
+    row(f"{n} jobs end to end", "s", med(e2e["slurm"]), med(e2e["gpuq"]))
+
+    arr = {"slurm": [], "gpuq": []}
+    garr = [gpuq, "submit", "-q", "q", "--gpus", "1", "--hold", "--array", "0-999", "--", "true"]
+    sarr = [sbatch, "--gres=gpu:1", "-o", "/dev/null", "--hold", "--array=0-999", "--wrap", "true"]
+    for i in range(5):
+        for side, argv in ((G, garr), (S, sarr)) if i % 2 == 0 else ((S, sarr), (G, garr)):
+            wall, _, out = spawn_timed(argv, side.env, os.path.join(tmp, "out"))
+            arr[side.name].append(wall)
+            if side is S:
+                spawn_timed([scancel, out.split()[-1]], S.env)
+            else:
+                spawn_timed([gpuq, "cancel", out.split()[0].split("/")[1]], G.env)  # array/j5 submitted: ...
+    row("array of 1,000 (--array 0-999 --hold)", "ms", med(arr["slurm"]), med(arr["gpuq"]))
+    drain(S, G, squeue, gpuq, tmp)
+
+    held = {"gpuq": fill(G, gsub[:6] + ["--hold"] + gsub[6:], args.listed),
+            "slurm": fill(S, ssub[:1] + ["--hold"] + ssub[1:], args.listed)}
+    row(f"held submits/s, 4 loops ({args.listed} jobs, none running)", "submits/s",
+        held["slurm"], held["gpuq"], True)
+    r = pairs(args.pairs, (G, [gpuq, "ls"]), (S, [squeue]), tmp)
+    lines = {side.name: spawn_timed(argv, side.env, os.path.join(tmp, "out"))[2].count("\n")
+             for side, argv in ((G, [gpuq, "ls"]), (S, [squeue]))}
+    row(f"list {args.listed} jobs (squeue | gpuq ls), wall", "ms", med(r["slurm"][0]), med(r["gpuq"][0]))
+    row(f"list {args.listed} jobs, CPU", "ms", med(r["slurm"][1]), med(r["gpuq"][1]))
+    print(f"  (lines printed: squeue {lines['slurm']}, gpuq ls {lines['gpuq']})")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def sweep(n, S, G, slurmctld, gpuqd, sbatch, squeue, scancel, gpuq, tmp):
+    """A held array of n members on each side, 3 rounds in alternating order: its submit, the
+    daemon's memory it added (RSS after, settled, less before), listing it, cancelling it."""
+    # The queues empty first (the list section left its held jobs on both sides).
+    spawn_timed([scancel, "--user=root"], S.env)
+    ids = spawn_timed([gpuq, "ls", "-r", "-o", "wide"], G.env, os.path.join(tmp, "out"))[2].split("\n")[1:]
+    ids = [line.split()[0] for line in ids if line.strip()]
+    for k in range(0, len(ids), 200):
+        spawn_timed([gpuq, "cancel"] + ids[k:k + 200], G.env)
+    drain(S, G, squeue, gpuq, tmp)
+    last = f"0-{n - 1}"
+    garr = [gpuq, "submit", "-q", "q", "--gpus", "1", "--hold", "--array", last, "--", "true"]
+    sarr = [sbatch, "--gres=gpu:1", "-o", "/dev/null", "--hold", f"--array={last}", "--wrap", "true"]
+    res = {k: {"slurm": [], "gpuq": []} for k in ("submit", "rss", "list", "cancel")}
+    for i in range(3):
+        for side, argv in ((G, garr), (S, sarr)) if i % 2 == 0 else ((S, sarr), (G, garr)):
+            pid = slurmctld if side is S else gpuqd
+            time.sleep(1)
+            before = rss_kib(pid)
+            wall, _, out = spawn_timed(argv, side.env, os.path.join(tmp, "out"))
+            res["submit"][side.name].append(wall)
+            time.sleep(2)  # the daemon's writes and caches settle
+            res["rss"][side.name].append((rss_kib(pid) - before) / 1024)
+            ls = [gpuq, "ls"] if side is G else [squeue]
+            res["list"][side.name].append(spawn_timed(ls, side.env, os.path.join(tmp, "out"))[0])
+            job = out.split()[-1] if side is S else out.split()[0].split("/")[1]
+            cancel = [scancel, job] if side is S else [gpuq, "cancel", job]
+            res["cancel"][side.name].append(spawn_timed(cancel, side.env)[0])
+            drain(S, G, squeue, gpuq, tmp)
+    print(f"  a held sweep of {n:,} members (--array {last} --hold), 3 rounds:")
+    row("  submit it, wall", "ms", med(res["submit"]["slurm"]), med(res["submit"]["gpuq"]))
+    row("  the daemon's memory it adds (RSS)", "MiB", med(res["rss"]["slurm"]), med(res["rss"]["gpuq"]))
+    row("  list the queue (squeue | gpuq ls), wall", "ms", med(res["list"]["slurm"]), med(res["list"]["gpuq"]))
+    row("  cancel it whole, wall", "ms", med(res["cancel"]["slurm"]), med(res["cancel"]["gpuq"]))
 
 
 def fmt(xs):
