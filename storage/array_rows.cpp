@@ -300,20 +300,26 @@ Result<void> read_array_row(const Stmt& s, ArrayRows& a, ResourceInterner& names
   return decode_array_tail(s, a);
 }
 
+Result<bool> ArrayRowCursor::next_row() {
+  if (done_) return false;
+  const int rc = s_.step();
+  if (rc == SQLITE_ROW) {
+    if (auto r = read_array_row(s_, row_, names_); !r) return Error{r.error(), r.code()};
+    return loaded_ = true;
+  }
+  done_ = true;
+  if (rc != SQLITE_DONE) return Error{"reading array_rows", ErrorCode::kUnavailable};
+  return false;
+}
+
 Result<std::optional<std::uint64_t>> MemberCursor::peek() {
   while (true) {
     if (!loaded_) {
-      if (done_) return std::optional<std::uint64_t>();
-      const int rc = s_.step();
-      if (rc == SQLITE_DONE) {
-        done_ = true;
-        return std::optional<std::uint64_t>();
-      }
-      if (rc != SQLITE_ROW) return Error{"reading array_rows", ErrorCode::kUnavailable};
-      if (auto r = read_array_row(s_, row_, names_); !r) return Error{r.error(), r.code()};
+      auto more = next_row();
+      if (!more) return Error{more.error(), more.code()};
+      if (!*more) return std::optional<std::uint64_t>();
       range_ = 0;
       p_ = after_ >= row_.first.number ? after_ - row_.first.number + 1 : 0;
-      loaded_ = true;
     }
     const auto& r = row_.unsplit.ranges();
     while (range_ < r.size() && r[range_].second < p_) ++range_;
@@ -339,16 +345,10 @@ ListEntry MemberCursor::take_run() {
 Result<std::optional<std::uint64_t>> EventRunCursor::peek() {
   while (true) {
     if (!loaded_) {
-      if (done_) return std::optional<std::uint64_t>();
-      const int rc = s_.step();
-      if (rc == SQLITE_DONE) {
-        done_ = true;
-        return std::optional<std::uint64_t>();
-      }
-      if (rc != SQLITE_ROW) return Error{"reading array_rows", ErrorCode::kUnavailable};
-      if (auto r = read_array_row(s_, row_, names_); !r) return Error{r.error(), r.code()};
+      auto more = next_row();
+      if (!more) return Error{more.error(), more.code()};
+      if (!*more) return std::optional<std::uint64_t>();
       next_ = std::max(row_.first_seq, after_ + 1);
-      loaded_ = true;
     }
     if (row_.each.empty() || next_ > row_.last_seq()) {
       loaded_ = false;

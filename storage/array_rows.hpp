@@ -40,44 +40,43 @@ Result<std::vector<EventRecord>> decode_array_events(std::string_view text, cons
 // The row `s` is on (array_row_select()'s columns). Errors name the array and the column.
 Result<void> read_array_row(const Stmt& s, ArrayRows& a, ResourceInterner& names);
 
+// Steps through array rows (array_row_select()'s columns), one decoded row at a time.
+class ArrayRowCursor {
+ protected:
+  ArrayRowCursor(Stmt& s, ResourceInterner& names) : s_(s), names_(names) {}
+  Result<bool> next_row();  // the next row into row_; false: no more
+  Stmt& s_;
+  ResourceInterner& names_;
+  bool loaded_ = false, done_ = false;
+  ArrayRows row_;
+};
+
 // The unsplit members of the array rows `s` steps through (in number order), in number order,
-// from the first with a number over `after` on; `state`: only rows whose state passes it.
-class MemberCursor {
+// from the first with a number over `after` on.
+class MemberCursor : ArrayRowCursor {
  public:
-  MemberCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : s_(s), names_(names), after_(after) {}
+  MemberCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : ArrayRowCursor(s, names), after_(after) {}
   // The next member's number (nullopt: no more), reading rows as needed.
   Result<std::optional<std::uint64_t>> peek();
   JobRecord take();  // the member peek() named, and on to the next
   ListEntry take_run();  // it and the members after it in the row, numbered one after the other
-  // The row the peeked member is in and its position there (for a caller that takes a run).
-  const ArrayRows& row() const { return row_; }
-  std::uint64_t position() const { return p_; }
-  void skip_to(std::uint64_t position) { p_ = position; }
 
  private:
-  Stmt& s_;
-  ResourceInterner& names_;
   std::uint64_t after_;
-  bool loaded_ = false, done_ = false;
-  ArrayRows row_;
   std::size_t range_ = 0;  // in row_.unsplit
   std::uint64_t p_ = 0;    // the next position
 };
 
 // The events of the array rows `s` steps through (in number order, so in seq order), from the
 // first with a seq over `after` on.
-class EventRunCursor {
+class EventRunCursor : ArrayRowCursor {
  public:
-  EventRunCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : s_(s), names_(names), after_(after) {}
+  EventRunCursor(Stmt& s, ResourceInterner& names, std::uint64_t after) : ArrayRowCursor(s, names), after_(after) {}
   Result<std::optional<std::uint64_t>> peek();
   EventRecord take();
 
  private:
-  Stmt& s_;
-  ResourceInterner& names_;
   std::uint64_t after_;
-  bool loaded_ = false, done_ = false;
-  ArrayRows row_;
   std::uint64_t next_ = 0;  // seq
 };
 
