@@ -177,8 +177,9 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   // All members or none (the engine keeps the waiting ones as one block: EngineConfig::lazy_arrays,
   // and then gives the events each member had once, not a copy per member).
   Engine::MemberEvents quiet;
-  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold, &quiet, fresh); !r) {
-    // Not expected (the ids were checked above).
+  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold, &quiet); !r) {
+    // Not expected: the ids were checked above, or no job could have one; but the engine may
+    // still hold the ended members of an earlier array of this id, ended in this turn.
     spdlog::error("event=array_submit_failed array={} reason=\"{}\"", base, r.error());
     arrays_.erase(base);
     return Error{"array " + base + ": " + r.error(), r.code()};

@@ -25,9 +25,9 @@ std::string member_id(const std::string& array, std::int32_t index) {
 }  // namespace
 
 Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
-                                  std::optional<std::string> hold, MemberEvents* quiet, bool ids_checked) {
+                                  std::optional<std::string> hold, MemberEvents* quiet) {
   const std::string& array = tmpl.spec.array_id;
-  if (!ids_checked) {
+  {  // every member's id free (a finished member of an earlier array of this id may still be here)
     const bool blocks = block_of_.count(array) > 0;
     std::string id = array + "_";
     const std::size_t cut = id.size();

@@ -205,8 +205,7 @@ class Engine {
     std::vector<Event> each;  // empty: the members' events were emitted one by one
   };
   Result<void> submit_array(const Job& tmpl, const std::vector<std::int32_t>& indices, Time now,
-                            std::optional<std::string> hold = std::nullopt, MemberEvents* quiet = nullptr,
-                            bool ids_checked = false);  // true: the caller knows no member's id is taken
+                            std::optional<std::string> hold = std::nullopt, MemberEvents* quiet = nullptr);
   // A command on every member of an array (`members`: their ids, in member order), as a front
   // end's loop over them would give it (hold or release: each pending member not held, or held;
   // cancel: each unfinished one): the members in the array's blocks are changed at once, and
