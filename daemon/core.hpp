@@ -270,7 +270,7 @@ class Core {
   // A run of members still in their array's row (storage::MemberRun, numbered one after the
   // other): one engine block and one template, no record of their own. false: nothing done.
   bool restore_run(storage::MemberRun& run, Time now);
-  // The members' template and their ids (restore_members, restore_run).
+  // The members' template, and their indices in arrays_ (restore_members, restore_run).
   void keep_template(const storage::JobRecord& first, std::vector<std::int32_t> indices);
   void keep_restored(storage::JobRecord& rec);
   // daemon/submit_limits.cpp: the queue's guardrails on `sub` (which may fill its maxRuntime
@@ -299,14 +299,13 @@ class Core {
   void turn_done(bool written);
   void record_changes(const std::vector<Event>& events, Time now);
   void refresh(storage::JobRecord& rec, const Job& j) const;
-  // An array's members that all had the same events and wait (Pending) after them go to the
-  // batch as one storage::ArrayRows; false (nothing done) for any other array.
-  // `recs`: the members' records, in order.
-  // recs: the members' records; or none, and `first`: the template's record for all of them.
   // The batch's row for a templated array (storage::ArrayRows): `first` stands for each member,
   // `each` the events every member had (Engine::MemberEvents).
   void record_array_rows(const std::string& array, const std::vector<std::int32_t>& indices,
                          const storage::JobRecord& first, const std::vector<Event>& each);
+  // An array's members that all had the same events and wait (Pending) after them go to the
+  // batch as one storage::ArrayRows; false (nothing done) for any other array. `recs`: the
+  // members' records, in order; or none, and `first`: the template's record for all of them.
   bool record_array(const std::string& array, const std::vector<std::int32_t>& indices,
                     const std::vector<storage::JobRecord*>& recs, const std::vector<Event>& events,
                     const storage::JobRecord* first = nullptr);

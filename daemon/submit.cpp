@@ -176,8 +176,10 @@ Result<std::string> Core::submit_array(Submission sub, Time now) {
   record_changes(engine_->take_events(), now);
   // All members or none (the engine keeps the waiting ones as one block: EngineConfig::lazy_arrays,
   // and then gives the events each member had once, not a copy per member).
+  // (Not for an array that waits for dependencies: its members are entered one by one below,
+  // and their events recorded as any job's.)
   Engine::MemberEvents quiet;
-  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold, &quiet); !r) {
+  if (auto r = engine_->submit_array(tmpl.value(), indices, now, hold, waiting.value().empty() ? &quiet : nullptr); !r) {
     // Not expected: the ids were checked above, or no job could have one; but the engine may
     // still hold the ended members of an earlier array of this id, ended in this turn.
     spdlog::error("event=array_submit_failed array={} reason=\"{}\"", base, r.error());

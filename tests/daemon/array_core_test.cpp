@@ -2,6 +2,8 @@
 // (EngineConfig::lazy_arrays): the members answer as jobs (Get, explain, reasons), whole-array
 // and member commands work, admission takes members one by one, a restart restores the waiting
 // members as a block again, and the engine's slots stay few throughout.
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "daemon/core.hpp"
@@ -101,6 +103,34 @@ TEST_CASE("an array's waiting members are one engine block through the Core, a r
     CHECK(count(*core, JobState::kCancelled) == kMembers);
     CHECK(core->engine().job_slots() < 24);
     for (QueueIdx q = 0; q < core->engine().queue_count(); ++q) CHECK(core->engine().pending_count(q) == 0);
+  }
+}
+
+TEST_CASE("an array that waits for a dependency: each member's events are written, as any job's") {
+  TempDir dir;
+  const CoreConfig config = one_node_core((dir.path / "state.db").string());
+  Time now = kT0;
+  auto core = open_core(config, now);
+  Submission first;
+  first.job = job("before", "a", res(gpus(1)));
+  first.hold = true;
+  REQUIRE(core->submit(std::move(first), now).ok());
+  turns(*core, now, 1);
+  Submission s;
+  s.job = job("deps", "a", res(gpus(1)));
+  s.after.push_back(Dependency{AfterKind::kOk, "before"});
+  for (int i = 0; i < 5; ++i) s.array.push_back(i);
+  auto r = core->submit(std::move(s), now);
+  INFO((r.ok() ? std::string() : r.error()));
+  REQUIRE(r.ok());
+  turns(*core, now, 1);
+  auto events = core->store().events_after(0, 1000);
+  REQUIRE(events.ok());
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = "deps_" + std::to_string(i);
+    CAPTURE(id);
+    CHECK(std::count_if(events->begin(), events->end(), [&](const auto& e) { return e.job == id && !e.from; }) == 1);
+    CHECK(core->job(id).value().state == JobState::kPending);
   }
 }
 
