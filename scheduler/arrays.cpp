@@ -59,17 +59,10 @@ Result<void> Engine::submit_array(const Job& tmpl, const std::vector<std::int32_
   b.unsplit = {{0, n}};
   b.count = n;
   block_of_[array].push_back(c);
-  Job& job = jobs_[c];
-  if (!hold) {
+  if (!hold)
     add_pending(c);
-  } else {
-    // As enter_job's held path, for every member at once.
-    job.request = request_hash(job);
-    job.pending_since = cycle_;
-    count_owner(job, static_cast<int>(n), 0);
-    queues_[job.queue].held += n;
-    job.held = true;
-  }
+  else
+    enter_held(c, n);  // as enter_job's held path, for every member at once
   // Each member's events, member by member, as submit_member of each would give them; or what
   // they would be (MemberEvents), without a copy per member.
   if (quiet) {
@@ -198,39 +191,26 @@ std::optional<std::size_t> Engine::array_command(const std::string& array, const
     bool& t = takes[c];
     if (job.state != JobState::kPending) continue;
     const std::uint32_t w = weight(c);
-    QueueRec& q = queues_[job.queue];
     switch (command) {
       case ArrayCommand::kHold:
         if ((t = !job.held)) {
-          if (!job.off_order()) {
-            remove_pending(c);
-            count_owner(job, static_cast<int>(w), 0);
-            q.held += w;
-          }
+          if (!job.off_order()) leave_order(c, w);
           job.held = true;
         }
         break;
       case ArrayCommand::kRelease:
         if ((t = job.held)) {
           job.held = false;
-          if (!job.off_order()) {
-            ++epoch_;  // kept failures (admission.cpp) are tried again
-            count_owner(job, -static_cast<int>(w), 0);
-            q.held -= w;
-            add_pending(c);
-          }
+          if (!job.off_order()) rejoin_order(c, w);
         }
         break;
       case ArrayCommand::kCancel:
         t = true;
         ++epoch_;
-        if (job.off_order()) {
-          count_owner(job, -static_cast<int>(w), 0);
-          q.held -= w;
-          job.held = job.dependent = false;
-        } else {
+        if (job.off_order())
+          drop_hold(job, w);
+        else
           remove_pending(c);
-        }
         job.state = JobState::kCancelled;
         job.end_reason = reason;
         break;

@@ -449,7 +449,13 @@ class Engine {
   void emit(const Job& job, std::optional<JobState> from, Time now, std::string reason = {});
   PendingKey pending_key(std::uint32_t j) const;
   void add_pending(std::uint32_t j);
-  void drop_hold(Job& job);
+  // Holds' bookkeeping for slot j standing for w jobs (an array's block: its weight): a job
+  // just stored that enters held; one that leaves its queue's order, or goes back into it; one
+  // held that ends (its flags cleared).
+  void enter_held(std::uint32_t j, std::uint32_t w);
+  void leave_order(std::uint32_t j, std::uint32_t w);
+  void rejoin_order(std::uint32_t j, std::uint32_t w);
+  void drop_hold(Job& job, std::uint32_t w = 1);
   void remove_pending(std::uint32_t j);
   bool none_can_fit(QueueIdx q) const;
   // Per-queue rules on a job (guardrails.cpp): its owner is at maxRunningJobsPerUser; it is not

@@ -22,11 +22,7 @@ Result<void> Engine::hold(const JobId& id, Time now, std::string reason, HoldKin
     return Error{"job \"" + id.value + "\" is being admitted (jobs are stopping to make room for it); it can "
                  "no longer be held: cancel it instead",
                  ErrorCode::kFailedPrecondition};
-  if (!job.off_order()) {
-    remove_pending(it);
-    count_owner(job, +1, 0);  // still pending for its owner's limits
-    ++queues_[job.queue].held;
-  }
+  if (!job.off_order()) leave_order(it, 1);
   flag = true;
   if (!quiet) emit(job, JobState::kPending, now, std::move(reason));
   return Ok();
@@ -40,18 +36,40 @@ Result<void> Engine::release_hold(const JobId& id, Time now, std::string reason,
   if (!flag) return Error{"job \"" + id.value + "\" is not held", ErrorCode::kFailedPrecondition};
   flag = false;
   if (kind == HoldKind::kDependency) job.waiting_for.reset();
-  if (!job.off_order()) {
-    ++epoch_;  // kept failures (admission.cpp) are tried again
-    drop_hold(job);
-    add_pending(it);
-  }
+  if (!job.off_order()) rejoin_order(it, 1);
   emit(job, JobState::kPending, now, std::move(reason));
   return Ok();
 }
 
-void Engine::drop_hold(Job& job) {
-  count_owner(job, -1, 0);
-  --queues_[job.queue].held;
+void Engine::enter_held(std::uint32_t j, std::uint32_t w) {
+  // add_pending() then leave_order()'s remove_pending(), without the queue's indexes in between.
+  Job& job = jobs_[j];
+  kept_failures_.erase(j);
+  job.request = request_hash(job);
+  job.pending_since = cycle_;
+  count_owner(job, static_cast<int>(w), 0);
+  queues_[job.queue].held += w;
+  job.held = true;
+}
+
+void Engine::leave_order(std::uint32_t j, std::uint32_t w) {
+  Job& job = jobs_[j];
+  remove_pending(j);
+  count_owner(job, static_cast<int>(w), 0);  // still pending for its owner's limits
+  queues_[job.queue].held += w;
+}
+
+void Engine::rejoin_order(std::uint32_t j, std::uint32_t w) {
+  ++epoch_;  // kept failures (admission.cpp) are tried again
+  Job& job = jobs_[j];
+  count_owner(job, -static_cast<int>(w), 0);
+  queues_[job.queue].held -= w;
+  add_pending(j);
+}
+
+void Engine::drop_hold(Job& job, std::uint32_t w) {
+  count_owner(job, -static_cast<int>(w), 0);
+  queues_[job.queue].held -= w;
   job.held = false;
   job.dependent = false;
 }

@@ -184,15 +184,8 @@ void Engine::enter_job(Job job, Time now, std::optional<std::string> hold) {
     emit(jobs_[j], std::nullopt, now);
     return;
   }
-  // add_pending() then hold()'s remove_pending(), without the queue's indexes in between (an
-  // array submitted held: a thousand inserts and erases).
+  enter_held(j, 1);
   Job& held = jobs_[j];
-  kept_failures_.erase(j);
-  held.request = request_hash(held);
-  held.pending_since = cycle_;
-  count_owner(held, +1, 0);
-  ++queues_[held.queue].held;
-  held.held = true;
   emit(held, std::nullopt, now);
   emit(held, JobState::kPending, now, std::move(*hold));
 }
