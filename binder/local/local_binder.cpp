@@ -203,9 +203,13 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
       tracked.pods[i].status = not_started(started.error());
       continue;
     }
-    tracked.pods[i].pid = started.value().pid;
-    write_pid_file(pid_path(id, i), PidFile{started.value().pid, started.value().start_ticks, boot});
-    watch(id, i, started.value().pidfd);
+    StartedPod pod = std::move(started).value();
+    tracked.pods[i].pid = pod.pid;
+    // The pid on disk first, then the job may begin: a gpuqd killed in between leaves a shim that
+    // ends without starting it (its --go-fd), and the restart, finding no pid file, starts it.
+    write_pid_file(pid_path(id, i), PidFile{pod.pid, pod.start_ticks, boot});
+    Launcher::go(pod);
+    watch(id, i, pod.pidfd);
   }
   spdlog::info("event=pods_started job={} pods={}", id, a.pods.size());
   bool running = false;

@@ -43,7 +43,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
     " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] [--env-fd FD]"
-    " [--stdin FIFO [--tty-size ROWSxCOLS]] -- COMMAND [ARGS...]\n";
+    " [--go-fd FD] [--stdin FIFO [--tty-size ROWSxCOLS]] -- COMMAND [ARGS...]\n";
 // Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
 constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
 
@@ -63,6 +63,10 @@ struct Options {
   // Without --env-fd the job gets the shim's environment.
   std::string env_fd_text;
   std::string env_text;  // NUL-terminated entries
+  // The job starts once a byte comes on --go-fd: gpuqd sends it when it has recorded the shim's
+  // pid. End of file instead (gpuqd died in between) and the shim ends without starting it, so
+  // that gpuqd, which does not know of this shim, starting the pod again never runs it twice.
+  std::string go_fd_text;
   // A terminal (gpuq run): the command runs on a pseudo-terminal whose output goes to the log
   // and whose input is what gpuqd writes into this FIFO; its size ROWSxCOLS.
   std::string stdin_fifo, tty_size;
@@ -138,6 +142,7 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
                         : flag == "--gid"     ? &o.gid_text
                         : flag == "--groups"  ? &o.groups_text
                         : flag == "--env-fd"  ? &o.env_fd_text
+                        : flag == "--go-fd"   ? &o.go_fd_text
                         : flag == "--stdin"   ? &o.stdin_fifo
                         : flag == "--tty-size" ? &o.tty_size
                                               : nullptr;
@@ -589,6 +594,19 @@ int main(int argc, char** argv) {
   }
   if (subreaper != 0) {
     log_line(std::string("cannot become a subreaper: ") + std::strerror(subreaper_errno));
+  }
+  if (!opts->go_fd_text.empty()) {
+    const auto fd = parse_id(opts->go_fd_text);
+    char go = 0;
+    ssize_t n = -1;
+    if (fd && *fd >= 3)
+      while ((n = ::read(static_cast<int>(*fd), &go, 1)) < 0 && errno == EINTR) {
+      }
+    if (fd && *fd >= 3) ::close(static_cast<int>(*fd));
+    if (n != 1) {  // gpuqd never recorded this shim: it starts the pod again itself
+      log_line("gpuqd stopped before it recorded this pod's supervisor; not started here");
+      return 3;
+    }
   }
   std::string error;
   std::optional<Terminal> tty;

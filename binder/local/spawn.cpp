@@ -287,6 +287,14 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
                  ErrorCode::kUnavailable};
   args.push_back("--env-fd");
   args.push_back("3");
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    ::close(env_fd);
+    return Error{std::string("a pipe for gpuq-shim could not be made: ") + std::strerror(errno),
+                 ErrorCode::kUnavailable};
+  }
+  args.push_back("--go-fd");
+  args.push_back("4");
   args.push_back("--");
   args.insert(args.end(), rec.run.command.begin(), rec.run.command.end());
   std::vector<char*> argv;
@@ -310,23 +318,39 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
   posix_spawn_file_actions_addopen(&files, 1, pod.log.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&files, 1, 2);
   posix_spawn_file_actions_adddup2(&files, env_fd, 3);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_addclosefrom_np(&files, 4);  // gpuqd's sockets and files stay gpuqd's
+  posix_spawn_file_actions_adddup2(&files, go[0], 4);
+  posix_spawn_file_actions_addclosefrom_np(&files, 5);  // gpuqd's sockets and files stay gpuqd's
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, shim_.c_str(), &files, &attr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   ::close(env_fd);
-  if (rc != 0)
+  ::close(go[0]);
+  if (rc != 0) {
+    ::close(go[1]);
     return Error{"gpuq-shim (" + shim_.string() + ") could not be started: " + std::strerror(rc),
                  ErrorCode::kUnavailable};
+  }
   StartedPod out;
+  out.go_fd = go[1];  // closed on an error below: the shim then ends without starting the job
   out.pid = pid;
   out.pidfd = local::pidfd_open(pid);  // our child: its pid cannot be reused before we reap it
   out.start_ticks = local::process_start_ticks(pid).value_or(0);
-  if (out.pidfd < 0)
-    return Error{std::string("pidfd_open: ") + std::strerror(errno) + " (Linux 5.3 or later is needed)",
-                 ErrorCode::kUnavailable};
+  if (out.pidfd < 0) {
+    const std::string why = std::strerror(errno);
+    ::close(out.go_fd);
+    return Error{"pidfd_open: " + why + " (Linux 5.3 or later is needed)", ErrorCode::kUnavailable};
+  }
   return out;
+}
+
+void Launcher::go(StartedPod& pod) {
+  if (pod.go_fd < 0) return;
+  const char byte = 'g';
+  while (::write(pod.go_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::close(pod.go_fd);
+  pod.go_fd = -1;
 }
 
 }  // namespace gpuq::binder

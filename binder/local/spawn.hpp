@@ -32,6 +32,9 @@ struct StartedPod {
   pid_t pid = -1;
   int pidfd = -1;  // close-on-exec; the caller owns it
   std::uint64_t start_ticks = 0;
+  // The shim waits on this before it starts the job (its --go-fd): Launcher::go once its pid is
+  // recorded. Closed without it (gpuqd gone), the shim ends and the job never starts.
+  int go_fd = -1;
 };
 
 class Launcher {
@@ -48,6 +51,8 @@ class Launcher {
   std::optional<std::string> precheck(const RunSpec& run, const auth::Account& as) const;
   // Starts the pod as `as` (run_as of its owner, looked up once per job).
   Result<StartedPod> start(const PodLaunch& pod, const auth::Account& as) const;
+  // Lets a started pod's job begin (its shim's pid is on disk), and closes go_fd.
+  static void go(StartedPod& pod);
   // The environment a pod's command gets (tests read it through the command's output), as `as`.
   std::vector<std::string> environment(const PodLaunch& pod, const auth::Account& as) const;
   // Whom a job of `owner` runs as; an error when it cannot (no account, or gpuqd without root).

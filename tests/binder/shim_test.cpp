@@ -242,6 +242,35 @@ TEST_CASE("as root, --uid/--gid/--groups: the job runs as that account, with no 
   CHECK(denied.status->error == "working directory \"" + d / "private" + "\" (as user nobody): Permission denied");
 }
 
+TEST_CASE("--go-fd: the job starts on gpuqd's byte, and never when gpuqd's end closes without one") {
+  for (const bool go : {true, false}) {
+    CAPTURE(go);
+    TempDir d;
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    REQUIRE(::fcntl(p[1], F_SETFD, FD_CLOEXEC) == 0);  // the write end stays gpuqd's (the test's)
+    const pid_t pid = spawn_shim({"--status", d / "status", "--log", d / "job.log", "--grace", "5", "--workdir",
+                                  d.path.string(), "--go-fd", std::to_string(p[0]), "--", "sh", "-c", "touch ran"},
+                                 {});
+    ::close(p[0]);
+    // As gpuqd: its byte once the shim's pid is on disk; or killed before that (its end closes).
+    if (go) REQUIRE(::write(p[1], "g", 1) == 1);
+    ::close(p[1]);
+    const int ws = wait_shim(pid);
+    REQUIRE(WIFEXITED(ws));
+    if (go) {
+      CHECK(WEXITSTATUS(ws) == 0);
+      CHECK(fs::exists(d / "ran"));
+      CHECK(read_status_file(d / "status").has_value());
+    } else {
+      CHECK(WEXITSTATUS(ws) == 3);
+      CHECK_FALSE(fs::exists(d / "ran"));
+      CHECK_FALSE(fs::exists(d / "status"));  // nothing that a restart could take for the pod's end
+      CHECK(contains(slurp(d / "job.log"), "not started here"));
+    }
+  }
+}
+
 TEST_CASE("bad usage exits 2") {
   TempDir d;
   const std::string status = d / "status";
