@@ -105,9 +105,16 @@ Result<void> KubernetesBinder::stream_log(const storage::JobRecord& job, int pod
   if (r.ok() || stop->s.stopped()) return Ok();
   // Its container has not started (ContainerCreating, or the pod is still Pending): a follow
   // asks again.
-  if (r.status == 400 && (r.body.find("waiting to start") != std::string::npos ||
-                          r.body.find("ContainerCreating") != std::string::npos ||
-                          r.body.find("PodInitializing") != std::string::npos))
+  // A pod just bound that its node has not taken up yet: the node answers 404 for its log.
+  bool starting = false;
+  if (r.status == 404) {
+    std::lock_guard lock(s_->mu);
+    auto p = s_->pods.find(key);
+    starting = p != s_->pods.end() && (p->second.phase.empty() || p->second.phase == "Pending");
+  }
+  if (starting || (r.status == 400 && (r.body.find("waiting to start") != std::string::npos ||
+                                       r.body.find("ContainerCreating") != std::string::npos ||
+                                       r.body.find("PodInitializing") != std::string::npos)))
     return Error{"pod " + key + " of job \"" + id + "\" has not started its container yet", ErrorCode::kNotFound};
   return Error{"reading the log of pod " + key + " of job \"" + id + "\": " + describe(r), ErrorCode::kUnavailable};
 }
