@@ -63,9 +63,10 @@ struct Options {
   // Without --env-fd the job gets the shim's environment.
   std::string env_fd_text;
   std::string env_text;  // NUL-terminated entries
-  // The job starts once a byte comes on --go-fd: gpuqd sends it when it has recorded the shim's
-  // pid. End of file instead (gpuqd died in between) and the shim ends without starting it, so
-  // that gpuqd, which does not know of this shim, starting the pod again never runs it twice.
+  // The job starts once a byte comes on --go-fd (a socket or a pipe): gpuqd sends it once it has
+  // recorded the shim's pid. End of file instead (gpuqd died in between) and the shim ends
+  // without starting it, so that gpuqd, which does not know of this shim and starts the pod
+  // again, never runs it twice.
   std::string go_fd_text;
   // A terminal (gpuq run): the command runs on a pseudo-terminal whose output goes to the log
   // and whose input is what gpuqd writes into this FIFO; its size ROWSxCOLS.

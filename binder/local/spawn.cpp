@@ -1,6 +1,7 @@
 #include "binder/local/spawn.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -287,10 +288,12 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
                  ErrorCode::kUnavailable};
   args.push_back("--env-fd");
   args.push_back("3");
+  // A socket pair, not a pipe: a shim that ended before reading makes the byte's send fail
+  // (MSG_NOSIGNAL), where a pipe's write would raise SIGPIPE in gpuqd.
   int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) != 0) {
     ::close(env_fd);
-    return Error{std::string("a pipe for gpuq-shim could not be made: ") + std::strerror(errno),
+    return Error{std::string("a socket pair for gpuq-shim could not be made: ") + std::strerror(errno),
                  ErrorCode::kUnavailable};
   }
   args.push_back("--go-fd");
@@ -347,7 +350,7 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
 void Launcher::go(StartedPod& pod) {
   if (pod.go_fd < 0) return;
   const char byte = 'g';
-  while (::write(pod.go_fd, &byte, 1) < 0 && errno == EINTR) {
+  while (::send(pod.go_fd, &byte, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
   }
   ::close(pod.go_fd);
   pod.go_fd = -1;

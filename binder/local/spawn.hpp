@@ -32,8 +32,8 @@ struct StartedPod {
   pid_t pid = -1;
   int pidfd = -1;  // close-on-exec; the caller owns it
   std::uint64_t start_ticks = 0;
-  // The shim waits on this before it starts the job (its --go-fd): Launcher::go once its pid is
-  // recorded. Closed without it (gpuqd gone), the shim ends and the job never starts.
+  // The shim waits on this socket before it starts the job (its --go-fd): Launcher::go once its
+  // pid is recorded. Closed without it (gpuqd gone), the shim ends and the job never starts.
   int go_fd = -1;
 };
 
