@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
+#include <map>
 
 #include "storage/codec.hpp"
 #include "storage/job_rows.hpp"
@@ -361,6 +362,184 @@ Result<std::optional<std::uint64_t>> EventRunCursor::peek() {
 EventRecord EventRunCursor::take() {
   const std::uint64_t k = row_.each.size(), i = next_++ - row_.first_seq;
   return row_.event(i / k, static_cast<std::size_t>(i % k));
+}
+
+Result<std::vector<ListEntry>> merge_members(std::vector<JobRecord> rows, MemberCursor& members, std::size_t limit,
+                                             bool fold) {
+  std::vector<ListEntry> out;
+  out.reserve(std::min<std::size_t>(limit, 1000));
+  std::size_t i = 0;
+  while (out.size() < limit) {
+    auto m = members.peek();
+    if (!m) return Error{m.error(), m.code()};
+    if (i < rows.size() && (!*m || rows[i].number < **m)) {
+      const std::uint64_t number = rows[i].number;
+      out.push_back(ListEntry{std::move(rows[i++]), {}, number});
+    } else if (*m && fold) {
+      out.push_back(members.take_run());
+    } else if (*m) {
+      JobRecord j = members.take();
+      const std::uint64_t number = j.number;
+      out.push_back(ListEntry{std::move(j), {}, number});
+    } else {
+      break;
+    }
+  }
+  return out;
+}
+
+Result<std::vector<EventRecord>> merge_events(std::vector<EventRecord> rows, EventRunCursor& runs, std::size_t limit) {
+  std::vector<EventRecord> out;
+  std::size_t i = 0;
+  while (out.size() < limit) {
+    auto next = runs.peek();
+    if (!next) return Error{next.error(), next.code()};
+    if (i < rows.size() && (!*next || rows[i].seq < **next))
+      out.push_back(std::move(rows[i++]));
+    else if (*next)
+      out.push_back(runs.take());
+    else
+      break;
+  }
+  return out;
+}
+
+Result<void> write_batch_arrays(const Batch& batch, const ArrayWrites& st, const ResourceNames& names,
+                                const std::function<Error(const std::string&)>& failed, const std::string& path) {
+  struct Row {
+    std::uint64_t last_number;
+    IndexRanges unsplit;
+    const ArrayRows* added;  // from this batch (written here), or nullptr (updated if changed)
+    bool changed;
+  };
+  std::map<std::uint64_t, Row> rows;  // by number
+  for (const ArrayRows& a : batch.arrays) {
+    if (a.indices.empty() || a.first.number == 0 || a.first.spec.array_id.empty() || a.each.empty())
+      return Error{"commit: array " + a.first.spec.array_id + " has no members, number, id or events; nothing was written",
+                   ErrorCode::kInvalidArgument};
+    if (auto u = unknown_resource(a.first.spec, names))
+      return Error{"commit: array " + a.first.spec.array_id + " uses " + *u + ", which has no name in this process's "
+                   "ResourceNames; nothing was written", ErrorCode::kInvalidArgument};
+    rows[a.first.number] = Row{a.last_number(), IndexRanges::span(a.count()), &a, false};
+  }
+  // A job row for a member still in its array's row splits it off: the job row is the member now.
+  for (const auto& j : batch.jobs) {
+    auto it = rows.upper_bound(j.number);
+    if (it == rows.begin() || std::prev(it)->second.last_number < j.number) {
+      Stmt::Reset r(st.at);
+      st.at.bind(1, static_cast<std::int64_t>(j.number));
+      const int rc = st.at.step();
+      if (rc == SQLITE_DONE) continue;
+      if (rc != SQLITE_ROW) return failed("reading array_rows");
+      const auto number = static_cast<std::uint64_t>(st.at.int64(0));
+      const auto last = static_cast<std::uint64_t>(st.at.int64(1));
+      if (last < j.number) continue;
+      auto unsplit = IndexRanges::parse(st.at.text(2));
+      if (!unsplit)
+        return Error{"state file " + path + ": array row " + std::to_string(number) + ": unsplit: \"" +
+                         std::string(st.at.text(2).substr(0, 32)) + "\" is not a list of positions",
+                     ErrorCode::kFailedPrecondition};
+      it = rows.emplace(number, Row{last, std::move(*unsplit), nullptr, false}).first;
+      ++it;
+    }
+    Row& row = std::prev(it)->second;
+    if (row.unsplit.erase(j.number - std::prev(it)->first)) row.changed = true;
+  }
+  for (const auto& [number, row] : rows) {
+    if (row.added) {
+      if (!write_array_row(st.put, *row.added, row.unsplit, names))
+        return failed("writing array " + row.added->first.spec.array_id);
+    } else if (row.changed) {
+      Stmt::Reset r(st.set_unsplit);
+      st.set_unsplit.bind(1, static_cast<std::int64_t>(number));
+      st.set_unsplit.bind(2, row.unsplit.text());
+      if (st.set_unsplit.step() != SQLITE_DONE) return failed("writing array row " + std::to_string(number));
+    }
+  }
+  return Ok();
+}
+
+Result<std::optional<JobRecord>> find_member(Stmt& s, bool whole, const std::string& id, ResourceInterner& names) {
+  // "<array>_<index>", the index as std::to_string writes it.
+  const auto cut = id.rfind('_');
+  if (cut == std::string::npos || cut == 0 || cut + 1 == id.size() || id.size() - cut > 11 ||
+      (id[cut + 1] == '0' && id.size() - cut > 2) ||
+      !std::all_of(id.begin() + static_cast<std::ptrdiff_t>(cut) + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::optional<JobRecord>();
+  const std::uint64_t index = std::stoull(id.substr(cut + 1));
+  Stmt::Reset r(s);
+  s.bind(1, id.substr(0, cut));
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    if (whole) {
+      ArrayRows a;
+      if (auto d = read_array_row(s, a, names); !d) return Error{d.error(), d.code()};
+      if (auto p = a.indices.rank(index); p && a.unsplit.contains(*p)) return std::optional<JobRecord>(a.member(*p));
+      continue;
+    }
+    auto indices = IndexRanges::parse(s.text(1));
+    auto unsplit = IndexRanges::parse(s.text(2));
+    if (!indices || !unsplit)
+      return Error{"array row " + std::to_string(s.int64(0)) + " does not decode",
+                   ErrorCode::kFailedPrecondition};
+    if (auto p = indices->rank(index); p && unsplit->contains(*p)) {
+      std::optional<JobRecord> m(std::in_place);
+      m->number = static_cast<std::uint64_t>(s.int64(0)) + *p;
+      return m;
+    }
+  }
+  if (rc != SQLITE_DONE) return Error{"reading array_rows for job " + id, ErrorCode::kUnavailable};
+  return std::optional<JobRecord>();
+}
+
+RunMerger::RunMerger(const std::vector<ArrayRows>& rows, const Store::JobSink& jobs, const Store::RunSink& runs)
+    : jobs_(jobs), runs_(runs) {
+  for (const ArrayRows& a : rows) {
+    members_ += a.unsplit.size();
+    for (const auto& range : a.unsplit.ranges()) pending_.emplace_back(&a, range);
+  }
+  next_ = pending_.begin();
+}
+
+Result<void> RunMerger::emit() {
+  const auto& [a, range] = *next_++;
+  if (runs_) {
+    MemberRun run{a->member(range.first), {}};
+    run.indices.reserve(range.second - range.first + 1);
+    for (std::uint64_t p = range.first; p <= range.second; ++p)
+      run.indices.push_back(static_cast<std::int32_t>(a->indices.at(p)));
+    return runs_(run);
+  }
+  std::vector<JobRecord> chunk;
+  for (std::uint64_t p = range.first; p <= range.second; ++p) {
+    chunk.push_back(a->member(p));
+    if (chunk.size() == 4096 || p == range.second) {
+      if (auto r = jobs_(chunk); !r) return r;
+      chunk.clear();
+    }
+  }
+  return Ok();
+}
+
+Result<void> RunMerger::chunk(std::vector<JobRecord>& chunk) {
+  if (chunk.empty() || next_ == pending_.end() || next_number() > chunk.back().number) return jobs_(chunk);
+  std::vector<JobRecord> part;
+  for (JobRecord& j : chunk) {
+    while (next_ != pending_.end() && next_number() < j.number) {
+      if (!part.empty())
+        if (auto r = jobs_(part); !r) return r;
+      part.clear();
+      if (auto r = emit(); !r) return r;
+    }
+    part.push_back(std::move(j));
+  }
+  return part.empty() ? Result<void>(Ok()) : jobs_(part);
+}
+
+Result<void> RunMerger::rest() {
+  while (next_ != pending_.end())
+    if (auto r = emit(); !r) return r;
+  return Ok();
 }
 
 Result<std::size_t> upgrade_array_rows(Db& db, ResourceNames& names) {

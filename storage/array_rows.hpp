@@ -80,6 +80,49 @@ class EventRunCursor : ArrayRowCursor {
   std::uint64_t next_ = 0;  // seq
 };
 
+// A page: `rows` (jobs rows by number, `limit` of them at most) and the cursor's members merged
+// by number, `limit` entries; with `fold`, a run of members as one (ListEntry).
+Result<std::vector<ListEntry>> merge_members(std::vector<JobRecord> rows, MemberCursor& members, std::size_t limit,
+                                             bool fold);
+// The same for events by seq.
+Result<std::vector<EventRecord>> merge_events(std::vector<EventRecord> rows, EventRunCursor& runs, std::size_t limit);
+
+// What a commit does to array rows (Store::commit): writes the batch's arrays (`put`, an insert
+// of kJobRowColumns and kArrayRowColumns), and takes every member a `jobs` row of the batch is
+// for out of its row's unsplit positions (`at`: the row with unsplit members holding a number,
+// ?1; `set_unsplit`: ?1 number, ?2 positions). `failed` makes the error of a failed step.
+struct ArrayWrites {
+  Stmt& put;
+  Stmt& at;
+  Stmt& set_unsplit;
+};
+Result<void> write_batch_arrays(const Batch& batch, const ArrayWrites& st, const ResourceNames& names,
+                                const std::function<Error(const std::string&)>& failed, const std::string& path);
+
+// The member `id` ("<array>_<index>") names if it is still in its array's row; `s` selects by
+// array_id (?1), newest first: array_row_select()'s columns (`whole`), or number, indices and
+// unsplit (then the record has its number alone). kUnavailable: a step failed.
+Result<std::optional<JobRecord>> find_member(Stmt& s, bool whole, const std::string& id, ResourceInterner& names);
+
+// load(): the unfinished jobs' chunks with the rows' unsplit members put in their places by
+// number, as runs (`runs`) or, without it, as records of their own (`jobs`).
+class RunMerger {
+ public:
+  RunMerger(const std::vector<ArrayRows>& rows, const Store::JobSink& jobs, const Store::RunSink& runs);
+  std::size_t members() const { return members_; }  // unsplit, in all
+  Result<void> chunk(std::vector<JobRecord>& chunk);  // the next chunk of jobs, in number order
+  Result<void> rest();                                // the runs after the last job
+
+ private:
+  Result<void> emit();  // the next run
+  std::uint64_t next_number() const { return next_->first->first.number + next_->second.first; }
+  const Store::JobSink& jobs_;
+  const Store::RunSink& runs_;
+  std::vector<std::pair<const ArrayRows*, std::pair<std::uint64_t, std::uint64_t>>> pending_;  // by number
+  decltype(pending_)::const_iterator next_;
+  std::size_t members_ = 0;
+};
+
 // Arrays written by schema 8 (no array_id, last_number, last_seq or unsplit yet): filled in,
 // each member that has a `jobs` row already counted as split, in the caller's transaction (the
 // migration to 9). Returns how many rows it mended.

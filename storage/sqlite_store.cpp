@@ -97,8 +97,7 @@ class SqliteStore final : public Store {
   // With mu_ held: splits the members `batch` writes a row for from their arrays' rows, and
   // writes the batch's arrays (write_batch).
   Result<void> write_arrays(const Batch& batch);
-  // With rmu_ held: the member `id` names if it is still in its array's row (only the indices
-  // and positions read: `whole` false gives a record with its number alone).
+  // With rmu_ held: find_member (array_rows.hpp) on the reader's statements.
   Result<std::optional<JobRecord>> member(const std::string& id, bool whole);
   // Decoding errors from a state file's contents name the file.
   Error in_file(const std::string& message, ErrorCode code) const {
@@ -338,56 +337,15 @@ Result<void> SqliteStore::load(const std::function<Result<void>(Loaded&)>& meta,
         if (auto a = read_array_row(unfinished_arrays_, arrays.emplace_back(), interner); !a) return in_file(a.error(), a.code());
       if (rc != SQLITE_DONE) return failed("reading array_rows");
     }
-    std::vector<std::pair<const ArrayRows*, std::pair<std::uint64_t, std::uint64_t>>> pending_runs;  // by number
-    for (const ArrayRows& a : arrays) {
-      out.unfinished_in_rows += a.unsplit.size();
-      for (const auto& range : a.unsplit.ranges()) pending_runs.emplace_back(&a, range);
-    }
+    RunMerger merger(arrays, jobs, runs);
+    out.unfinished_in_rows = merger.members();
     out.unfinished_count += out.unfinished_in_rows;
     if (auto m = meta(out); !m) return m;
-    auto next_run = pending_runs.begin();
-    auto emit_run = [&]() -> Result<void> {
-      const auto& [a, range] = *next_run++;
-      if (runs) {
-        MemberRun run{a->member(range.first), {}};
-        run.indices.reserve(range.second - range.first + 1);
-        for (std::uint64_t p = range.first; p <= range.second; ++p)
-          run.indices.push_back(static_cast<std::int32_t>(a->indices.at(p)));
-        return runs(run);
-      }
-      std::vector<JobRecord> chunk;
-      for (std::uint64_t p = range.first; p <= range.second; ++p) {
-        chunk.push_back(a->member(p));
-        if (chunk.size() == 4096 || p == range.second) {
-          if (auto r = jobs(chunk); !r) return r;
-          chunk.clear();
-        }
-      }
-      return Ok();
-    };
-    // The jobs' chunks with the runs put in their places by number.
-    auto merged = [&](std::vector<JobRecord>& chunk) -> Result<void> {
-      if (chunk.empty() || next_run == pending_runs.end() ||
-          next_run->first->first.number + next_run->second.first > chunk.back().number)
-        return jobs(chunk);
-      std::vector<JobRecord> part;
-      for (JobRecord& j : chunk) {
-        while (next_run != pending_runs.end() && next_run->first->first.number + next_run->second.first < j.number) {
-          if (!part.empty())
-            if (auto r = jobs(part); !r) return r;
-          part.clear();
-          if (auto r = emit_run(); !r) return r;
-        }
-        part.push_back(std::move(j));
-      }
-      return part.empty() ? Result<void>(Ok()) : jobs(part);
-    };
     Stmt::Reset r(unfinished_);
-    auto streamed = stream_all_jobs(unfinished_, names_, [&] { return failed("reading jobs"); }, merged);
+    auto streamed = stream_all_jobs(unfinished_, names_, [&] { return failed("reading jobs"); },
+                                    [&](std::vector<JobRecord>& chunk) { return merger.chunk(chunk); });
     if (!streamed) return in_file(streamed.error(), streamed.code());
-    while (next_run != pending_runs.end())
-      if (auto e = emit_run(); !e) return e;
-    return Ok();
+    return merger.rest();
   }();
   Stmt::Reset r(commit_);
   commit_.step();  // ends the read transaction; nothing to write
@@ -492,92 +450,16 @@ Result<void> SqliteStore::write_batch(const Batch& batch) {
 }
 
 Result<void> SqliteStore::write_arrays(const Batch& batch) {
-  struct Row {
-    std::uint64_t last_number;
-    IndexRanges unsplit;
-    const ArrayRows* added;  // from this batch (written here), or nullptr (updated if changed)
-    bool changed;
-  };
-  std::map<std::uint64_t, Row> rows;  // by number
-  for (const ArrayRows& a : batch.arrays) {
-    if (a.indices.empty() || a.first.number == 0 || a.first.spec.array_id.empty() || a.each.empty())
-      return Error{"commit: array " + a.first.spec.array_id + " has no members, number, id or events; nothing was written",
-                   ErrorCode::kInvalidArgument};
-    if (auto u = unknown_resource(a.first.spec, names_))
-      return Error{"commit: array " + a.first.spec.array_id + " uses " + *u + ", which has no name in this process's "
-                   "ResourceNames; nothing was written", ErrorCode::kInvalidArgument};
-    rows[a.first.number] = Row{a.last_number(), IndexRanges::span(a.count()), &a, false};
-  }
-  // A job row for a member still in its array's row splits it off: the job row is the member now.
-  for (const auto& j : batch.jobs) {
-    auto it = rows.upper_bound(j.number);
-    if (it == rows.begin() || std::prev(it)->second.last_number < j.number) {
-      Stmt::Reset r(array_at_);
-      array_at_.bind(1, static_cast<std::int64_t>(j.number));
-      const int rc = array_at_.step();
-      if (rc == SQLITE_DONE) continue;
-      if (rc != SQLITE_ROW) return failed("commit: reading array_rows");
-      const auto number = static_cast<std::uint64_t>(array_at_.int64(0));
-      const auto last = static_cast<std::uint64_t>(array_at_.int64(1));
-      if (last < j.number) continue;
-      auto unsplit = IndexRanges::parse(array_at_.text(2));
-      if (!unsplit)
-        return Error{"state file " + path_ + ": array row " + std::to_string(number) + ": unsplit: \"" +
-                         std::string(array_at_.text(2).substr(0, 32)) + "\" is not a list of positions",
-                     ErrorCode::kFailedPrecondition};
-      it = rows.emplace(number, Row{last, std::move(*unsplit), nullptr, false}).first;
-      ++it;
-    }
-    Row& row = std::prev(it)->second;
-    if (row.unsplit.erase(j.number - std::prev(it)->first)) row.changed = true;
-  }
-  for (const auto& [number, row] : rows) {
-    if (row.added) {
-      if (!write_array_row(put_array_, *row.added, row.unsplit, names_))
-        return failed("commit: writing array " + row.added->first.spec.array_id);
-    } else if (row.changed) {
-      Stmt::Reset r(set_unsplit_);
-      set_unsplit_.bind(1, static_cast<std::int64_t>(number));
-      set_unsplit_.bind(2, row.unsplit.text());
-      if (set_unsplit_.step() != SQLITE_DONE) return failed("commit: writing array row " + std::to_string(number));
-    }
-  }
-  return Ok();
+  return write_batch_arrays(batch, ArrayWrites{put_array_, array_at_, set_unsplit_}, names_,
+                            [&](const std::string& doing) { return failed("commit: " + doing); }, path_);
 }
 
 Result<std::optional<JobRecord>> SqliteStore::member(const std::string& id, bool whole) {
-  // "<array>_<index>", the index as std::to_string writes it.
-  const auto cut = id.rfind('_');
-  if (cut == std::string::npos || cut == 0 || cut + 1 == id.size() || id.size() - cut > 11 ||
-      (id[cut + 1] == '0' && id.size() - cut > 2) ||
-      !std::all_of(id.begin() + static_cast<std::ptrdiff_t>(cut) + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::optional<JobRecord>();
-  const std::uint64_t index = std::stoull(id.substr(cut + 1));
-  Stmt& s = whole ? member_rows_ : member_positions_;
-  Stmt::Reset r(s);
-  s.bind(1, id.substr(0, cut));
   ResourceInterner interner(names_, names_mu_);
-  int rc;
-  while ((rc = s.step()) == SQLITE_ROW) {
-    if (whole) {
-      ArrayRows a;
-      if (auto d = read_array_row(s, a, interner); !d) return in_file(d.error(), d.code());
-      if (auto p = a.indices.rank(index); p && a.unsplit.contains(*p)) return std::optional<JobRecord>(a.member(*p));
-      continue;
-    }
-    auto indices = IndexRanges::parse(s.text(1));
-    auto unsplit = IndexRanges::parse(s.text(2));
-    if (!indices || !unsplit)
-      return Error{"state file " + path_ + ": array row " + std::to_string(s.int64(0)) + " does not decode",
-                   ErrorCode::kFailedPrecondition};
-    if (auto p = indices->rank(index); p && unsplit->contains(*p)) {
-      std::optional<JobRecord> m(std::in_place);
-      m->number = static_cast<std::uint64_t>(s.int64(0)) + *p;
-      return m;
-    }
-  }
-  if (rc != SQLITE_DONE) return read_failed("reading array_rows for job " + id);
-  return std::optional<JobRecord>();
+  auto m = find_member(whole ? member_rows_ : member_positions_, whole, id, interner);
+  if (!m && m.code() == ErrorCode::kUnavailable) return read_failed("reading array_rows for job " + id);
+  if (!m) return in_file(m.error(), m.code());
+  return m;
 }
 
 Result<std::optional<JobRecord>> SqliteStore::job(const std::string& id) {
@@ -683,27 +565,8 @@ Result<std::vector<ListEntry>> SqliteStore::list(const JobFilter& filter) {
     a.bind(5, filter.queue);
     ResourceInterner interner(names_, names_mu_);
     MemberCursor members(a, interner, filter.after_number);
-    std::vector<ListEntry> out;
-    out.reserve(std::min<std::size_t>(limit, 1000));
-    std::size_t i = 0;
-    while (out.size() < limit) {
-      auto m = members.peek();
-      if (!m) return m.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(m.error(), m.code());
-      if (i < rows.size() && (!*m || rows[i].number < **m)) {
-        const std::uint64_t number = rows[i].number;
-        out.push_back(ListEntry{std::move(rows[i++]), {}, number});
-      } else if (*m) {
-        if (filter.fold) {
-          out.push_back(members.take_run());
-        } else {
-          JobRecord j = members.take();
-          const std::uint64_t number = j.number;
-          out.push_back(ListEntry{std::move(j), {}, number});
-        }
-      } else {
-        break;
-      }
-    }
+    auto out = merge_members(std::move(rows), members, limit, filter.fold);
+    if (!out) return out.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(out.error(), out.code());
     return out;
   });
 }
@@ -738,18 +601,8 @@ Result<std::vector<EventRecord>> SqliteStore::events_after(std::uint64_t seq, st
     array_events_.bind(1, static_cast<std::int64_t>(seq));
     ResourceInterner interner(names_, names_mu_);
     EventRunCursor runs(array_events_, interner, seq);
-    std::vector<EventRecord> out;
-    std::size_t i = 0;
-    while (out.size() < limit) {
-      auto next = runs.peek();
-      if (!next) return next.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(next.error(), next.code());
-      if (i < rows.size() && (!*next || rows[i].seq < **next))
-        out.push_back(std::move(rows[i++]));
-      else if (*next)
-        out.push_back(runs.take());
-      else
-        break;
-    }
+    auto out = merge_events(std::move(rows), runs, limit);
+    if (!out) return out.code() == ErrorCode::kUnavailable ? read_failed("reading array_rows") : in_file(out.error(), out.code());
     return out;
   });
 }
