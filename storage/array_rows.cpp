@@ -163,11 +163,7 @@ void for_each_event(const Batch& batch, const std::function<void(const EventReco
   runs_before(UINT64_MAX);
 }
 
-std::size_t jobs_in(const Batch& batch) {
-  std::size_t n = batch.jobs.size();
-  for (const ArrayRows& a : batch.arrays) n += a.count();
-  return n;
-}
+std::size_t jobs_in(const Batch& batch) { return batch.jobs.size() + batch.arrays.size(); }
 
 void bind_job(Stmt& s, const JobRecord& j, const std::string& body) {
   s.bind(1, static_cast<std::int64_t>(j.number));

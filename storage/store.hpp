@@ -202,7 +202,7 @@ struct Batch {
 
 // Every event of a batch in seq order, its arrays' members' events included.
 void for_each_event(const Batch& batch, const std::function<void(const EventRecord&)>& f);
-// How many job rows a batch writes, its arrays' members included.
+// How many job rows a batch writes: its jobs, and one row per array (its members are not rows).
 std::size_t jobs_in(const Batch& batch);
 
 // What start-up needs to rebuild the engine.
