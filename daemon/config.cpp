@@ -25,7 +25,8 @@ binder::LocalConfig read_local(Node node, Path& at) {
   binder::LocalConfig l;
   spec::for_each_key(
       node, at, {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim",
-                  "gpuSampleInterval", "gpuIdleThreshold"},
+                  "gpuSampleInterval", "gpuIdleThreshold", "cgroups", "cgroupVersion", "cgroupRoot",
+                  "maxProcessesPerPod"},
       [&](std::string_view key, Node v) {
         if (key == "node") {
           l.node = spec::string_of(v, at);
@@ -62,6 +63,31 @@ binder::LocalConfig read_local(Node node, Path& at) {
           const auto t = spec::int_of(v, at);
           if (t < 0 || t > 100) spec::fail_at(v, at, std::to_string(t) + " is not allowed; use a percentage 0 to 100");
           l.gpu_idle_threshold = static_cast<int>(t);
+        } else if (key == "cgroups") {
+          const std::string m = spec::string_of(v, at);
+          using Mode = binder::CgroupSettings::Mode;
+          if (m == "auto") l.cgroups.mode = Mode::kAuto;
+          else if (m == "off") l.cgroups.mode = Mode::kOff;
+          else if (m == "required") l.cgroups.mode = Mode::kRequired;
+          else spec::fail_at(v, at, spec::quoted(m) + " is not allowed; use auto, off or required");
+        } else if (key == "cgroupVersion") {
+          const std::string m = spec::string_of(v, at);
+          using Version = binder::CgroupSettings::Version;
+          if (m == "auto") l.cgroups.version = Version::kAuto;
+          else if (m == "v1") l.cgroups.version = Version::kV1;
+          else if (m == "v2") l.cgroups.version = Version::kV2;
+          else spec::fail_at(v, at, spec::quoted(m) + " is not allowed; use auto, v1 or v2");
+        } else if (key == "cgroupRoot") {
+          l.cgroups.root = spec::string_of(v, at);
+          if (l.cgroups.root.size() > 1024 || l.cgroups.root.find("..") != std::string::npos ||
+              l.cgroups.root.find('\n') != std::string::npos)
+            spec::fail_at(v, at, spec::quoted(l.cgroups.root) + " is not allowed; use a cgroup path of at most 1024 "
+                                 "bytes without \"..\" (absolute from the hierarchy's root, or relative to gpuqd's own cgroup)");
+        } else if (key == "maxProcessesPerPod") {
+          const auto n = spec::int_of(v, at);
+          if (n < 0 || n > 4'194'304)
+            spec::fail_at(v, at, std::to_string(n) + " is not allowed; use 0 (no limit) to 4194304");
+          l.max_processes_per_pod = n;
         } else {
           l.shim = spec::string_of(v, at);
         }
@@ -289,6 +315,7 @@ Result<NodeSpec> prepare_local(Config& config) {
   }
   auto inventory = binder::discover(l);
   if (!inventory) return Error{inventory.error(), inventory.code()};
+  if (auto c = binder::open_cgroups(l, inventory.value()); !c) return Error{c.error(), c.code()};
   NodeSpec node = binder::local_node(l, inventory.value());
   try {  // the machine's node is a spec like any other: its name, flavor and labels are checked
     spec::Path at("local");

@@ -203,6 +203,9 @@ enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
 // executor sets it from nvidia-smi, the openb node lists from their model column, and a job's
 // gpuModels is a required node affinity on it.
 inline constexpr const char* kGpuModelLabel = "gpuq.io/gpu-model";
+// On the local executor's node: "v2", "v1" or "none", the cgroups that hold its jobs to what they
+// were given (binder/local/CGROUPS.md); "none" is a warning that they are not.
+inline constexpr const char* kCgroupsLabel = "gpuq.io/cgroups";
 
 struct NodeRequirement {  // one of a term's matchExpressions
   std::string key;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -78,7 +79,13 @@ Result<Inventory> discover(const LocalConfig& config) {
   }
   if (inv.gpus.empty()) {
     inv.source = "config";
-    for (int i = 0; i < config.gpus; ++i) inv.gpus.push_back(LocalGpu{i, "", config.model, 0});
+    for (int i = 0; i < config.gpus; ++i) inv.gpus.push_back(LocalGpu{i, "", config.model, 0, i});
+  } else {
+    const auto minors = nvidia_minors();
+    for (LocalGpu& g : inv.gpus) {
+      const auto it = minors.find(g.uuid);
+      g.minor = it != minors.end() ? it->second : g.index;
+    }
   }
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -96,6 +103,55 @@ Result<Inventory> discover(const LocalConfig& config) {
                      " bytes leaves no memory of this machine's; reserve less",
                  ErrorCode::kInvalidArgument};
   return inv;
+}
+
+std::map<std::string, int> nvidia_minors(const std::filesystem::path& driver_dir) {
+  std::map<std::string, int> out;
+  std::error_code ec;
+  for (const auto& gpu : std::filesystem::directory_iterator(driver_dir, ec)) {
+    std::ifstream in(gpu.path() / "information");
+    std::string uuid;
+    int minor = -1;
+    for (std::string line; std::getline(in, line);) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string key = line.substr(0, colon), value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) value.pop_back();
+      if (key == "GPU UUID") uuid = value;
+      if (key == "Device Minor") {
+        try {
+          minor = std::stoi(value);
+        } catch (const std::exception&) {
+          minor = -1;
+        }
+      }
+    }
+    if (!uuid.empty() && minor >= 0) out[uuid] = minor;
+  }
+  return out;
+}
+
+Result<void> open_cgroups(const LocalConfig& config, Inventory& inventory) {
+  using Mode = CgroupSettings::Mode;
+  if (config.cgroups.mode == Mode::kOff) {
+    inventory.cgroups_problem = "local.cgroups is off";
+    return Ok();
+  }
+  auto c = Cgroups::open(config.cgroups);
+  if (!c) {
+    if (config.cgroups.mode == Mode::kRequired)
+      return Error{"local.cgroups is required, and there are none: " + c.error(), ErrorCode::kUnavailable};
+    inventory.cgroups_problem = c.error();
+    spdlog::warn("event=cgroups_unavailable reason=\"{}\" note=\"jobs are not held to their GPUs, CPU and memory, "
+                 "and what a killed supervisor leaves is not found (binder/local/CGROUPS.md)\"",
+                 c.error());
+    return Ok();
+  }
+  spdlog::info("event=cgroups {}", c.value().describe());
+  for (const std::string& m : c.value().missing()) spdlog::warn("event=cgroup_limit_unavailable what=\"{}\"", m);
+  inventory.cgroups = std::move(c).value();
+  return Ok();
 }
 
 // A GPU's model as a Kubernetes label value, as NVIDIA's GPU feature discovery writes it:
@@ -127,6 +183,8 @@ NodeSpec local_node(const LocalConfig& config, const Inventory& inventory) {
   if (!inventory.gpus.empty())
     if (std::string model = model_label(inventory.gpus.front().name); !model.empty())
       n.labels.emplace(kGpuModelLabel, std::move(model));
+  // Whether jobs here are held to what they were given (gpuq nodes shows it).
+  n.labels.emplace(kCgroupsLabel, inventory.cgroups ? "v" + std::to_string(inventory.cgroups->version()) : "none");
   n.capacity[kGpu] = static_cast<Quantity>(inventory.gpus.size()) * kMilliPerGpu;
   n.capacity[kCpu] = inventory.cpu;
   n.capacity[kMemory] = inventory.memory;

@@ -25,6 +25,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "binder/local/cgroup_ops.hpp"
 #include "binder/local/gpu_sampler.hpp"
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"
@@ -45,6 +46,7 @@ struct Pod {
   std::unique_ptr<asio::posix::stream_descriptor> pidfd;
   bool done = false;
   bool lost = false;  // gone without a status file
+  int leftovers = 0;  // lost: the processes then found in its cgroup, and killed
   std::optional<ShimStatus> status;
 };
 
@@ -112,7 +114,10 @@ bool failed(const Pod& p) {
 BinderFact final_fact(const JobId& id, const Tracked& t) {
   if (t.stop_requested) return JobStopped{id};
   for (const Pod& p : t.pods)
-    if (p.lost) return JobLost{id, "lost"};
+    if (p.lost)
+      return JobLost{id, p.leftovers == 0 ? std::string("lost")
+                                          : "lost: its supervisor (gpuq-shim) ended without an outcome; " +
+                                                std::to_string(p.leftovers) + " process(es) left in its cgroup were killed"};
   const Pod* first = nullptr;
   std::size_t first_index = 0;
   for (std::size_t i = 0; i < t.pods.size(); ++i)
@@ -164,7 +169,39 @@ struct LocalBinder::State {
   // `report_unknown`: a job not held here is reported stopped (nothing of it runs).
   void stop_job(const std::string& job, bool now = false, bool report_unknown = true);
   void stop_within(const std::string& job, Time grace);
+  // With cgroups: the pod's cgroups made and limited for its placement (the directories to pass
+  // its shim), or why not; none without cgroups.
+  Result<std::vector<std::string>> pod_cgroups(const std::string& job, std::size_t pod, const PodPlacement& placement,
+                                               const storage::JobRecord& rec) const;
+  // With cgroups: kills what is left in a pod whose shim is gone; how many processes there were.
+  int kill_pod_leftovers(const std::string& job, std::size_t pod) const;
 };
+
+Result<std::vector<std::string>> LocalBinder::State::pod_cgroups(const std::string& job, std::size_t pod,
+                                                                 const PodPlacement& placement,
+                                                                 const storage::JobRecord& rec) const {
+  if (!inventory.cgroups) return std::vector<std::string>{};
+  PodCgroupLimits l;
+  if (placement.pod_set < rec.spec.pod_sets.size()) {
+    l.cpu = rec.spec.pod_sets[placement.pod_set].per_pod[kCpu];
+    l.memory = rec.spec.pod_sets[placement.pod_set].per_pod[kMemory];
+  }
+  l.max_processes = config.max_processes_per_pod;
+  for (std::size_t g = 0; g < inventory.gpus.size(); ++g) {
+    const bool own = std::find(placement.gpus.begin(), placement.gpus.end(), static_cast<int>(g)) != placement.gpus.end();
+    (own ? l.gpu_minors : l.other_gpu_minors).push_back(inventory.gpus[g].minor);
+  }
+  return inventory.cgroups->prepare(job, pod, l);
+}
+
+int LocalBinder::State::kill_pod_leftovers(const std::string& job, std::size_t pod) const {
+  if (!inventory.cgroups) return 0;
+  const auto dirs = inventory.cgroups->pod_dirs(job, pod);
+  const int n = local::kill_cgroup(dirs);
+  local::wait_cgroup_empty(dirs, 5000);
+  if (n > 0) spdlog::warn("event=pod_leftovers_killed job={} pod={} processes={}", job, pod, n);
+  return n;
+}
 
 // Binder thread. Starts every pod of the job; a pod that cannot start is done with an error
 // outcome, and the others are stopped.
@@ -194,7 +231,16 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   for (std::size_t i = 0; i < a.pods.size(); ++i) {
     if (tracked.pods[i].done) continue;
     PodLaunch launch{id, a.queue.value, i, a.pods.size(), a.pods[i], rec,
-                     status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i))};
+                     status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i)), {}};
+    auto cgroups = pod_cgroups(id, i, a.pods[i], rec);
+    if (!cgroups) {
+      (*errors)("cgroup_failed");
+      launcher.note(launch.log, cgroups.error(), &as.value());
+      tracked.pods[i].done = true;
+      tracked.pods[i].status = not_started(cgroups.error());
+      continue;
+    }
+    launch.cgroups = std::move(cgroups).value();
     auto started = launcher.start(launch, as.value());
     if (!started) {
       (*errors)("start_failed");
@@ -244,6 +290,7 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
     p.lost = true;
     (*errors)("pod_lost");
     spdlog::warn("event=pod_lost job={} pod={} note=\"gpuq-shim ended without a status file\"", job, pod);
+    p.leftovers = kill_pod_leftovers(job, pod);
   }
   finish_if_done(job, t, lock);
 }
@@ -404,6 +451,7 @@ void LocalBinder::forget(const JobId& job) {
     s->jobs.erase(it);
     std::error_code ec;
     fs::remove_all(s->run_dir(id), ec);
+    if (s->inventory.cgroups) s->inventory.cgroups->remove_job(id);
   });
 }
 
@@ -439,6 +487,9 @@ std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
     p.done = true;
     p.status = local::read_status_file(s.status_path(id, i).string());
     p.lost = !p.status;
+    // Its supervisor is gone; what it ran may not be (the job's children outlive it): found
+    // through the pod's cgroup, counted and killed.
+    if (p.lost) p.leftovers = s.kill_pod_leftovers(id, i);
   }
   if (!any_started) {
     // Admitted, but gpuqd stopped before the pods were started: start them now.
@@ -469,6 +520,7 @@ void LocalBinder::stop_strays() {
   State& s = *s_;
   std::vector<std::tuple<std::string, pid_t, int>> waiting;  // (job, pid, pidfd)
   std::set<std::string> stray_dirs;
+  std::set<std::string> keep;  // the jobs whose cgroups stay: adopted or tracked
   {
     std::lock_guard lock(s.mu);
     for (auto& [id, t] : s.jobs) {
@@ -502,6 +554,8 @@ void LocalBinder::stop_strays() {
         waiting.emplace_back(id, pf->pid, fd);
       }
     }
+    keep = s.adopted;
+    for (const auto& [id, t] : s.jobs) keep.insert(id);
     s.adopted.clear();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -519,6 +573,14 @@ void LocalBinder::stop_strays() {
   }
   std::error_code ec;
   for (const std::string& id : stray_dirs) fs::remove_all(s.run_dir(id), ec);
+  // A job's cgroup that no job gpuqd holds owns: whatever is still in it is killed (a supervisor
+  // gone, its job's children not), and the cgroup removed.
+  if (s.inventory.cgroups)
+    for (const std::string& id : s.inventory.cgroups->jobs()) {
+      if (keep.count(id) > 0) continue;
+      if (const int n = s.inventory.cgroups->remove_job(id); n > 0)
+        spdlog::warn("event=stray_cgroup_stopped job={} processes={}", id, n);
+    }
 }
 
 }  // namespace gpuq::binder

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "binder/binder.hpp"
+#include "binder/local/cgroups.hpp"
 
 namespace gpuq::binder {
 
@@ -23,6 +24,9 @@ struct LocalGpu {
   std::string uuid;  // empty for virtual GPUs
   std::string name;
   std::int64_t memory_mib = 0;
+  // Its device file's minor (/dev/nvidiaN, major 195): the driver's "Device Minor"; for a
+  // virtual GPU, its index. What a pod's cgroup lets it open.
+  int minor = -1;
 };
 
 struct LocalConfig {
@@ -43,6 +47,11 @@ struct LocalConfig {
   // A GPU is idle in a sample when its utilization is at most this (percent); gpuqd's Core
   // applies it (CoreConfig::gpu_idle_threshold), the binder only reads it from the config.
   int gpu_idle_threshold = 1;
+  // Each pod in a cgroup of its own (binder/local/CGROUPS.md): local.cgroups, cgroupVersion,
+  // cgroupRoot.
+  CgroupSettings cgroups;
+  // pids.max of each pod's cgroup: a fork bomb stops there. 0: no limit.
+  std::int64_t max_processes_per_pod = 4096;
 };
 
 struct Inventory {
@@ -50,6 +59,10 @@ struct Inventory {
   std::string source;  // "nvidia-smi" or "config"
   Quantity cpu = 0;     // millicores, less the reserve
   Quantity memory = 0;  // bytes, less the reserve
+  // The pods' cgroups (open_cgroups); none when local.cgroups is off or they are not available,
+  // and then why in cgroups_problem.
+  std::optional<Cgroups> cgroups;
+  std::string cgroups_problem;
 };
 
 // `nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader` output. Throws
@@ -58,6 +71,12 @@ std::vector<LocalGpu> parse_nvidia_smi(const std::string& csv);
 // The machine: GPUs from nvidia-smi when it runs and finds some, else `gpus` virtual ones; CPUs
 // and memory from the kernel, less the reserve. Errors say what is wrong.
 Result<Inventory> discover(const LocalConfig& config);
+// The GPUs' device minors from the driver (/proc/driver/nvidia/gpus/*/information: "GPU UUID"
+// and "Device Minor"), by UUID; empty without the driver.
+std::map<std::string, int> nvidia_minors(const std::filesystem::path& driver_dir = "/proc/driver/nvidia/gpus");
+// Opens the pods' cgroups into `inventory` as the config says: an error only when they are
+// required and not available; otherwise, without them, the reason in cgroups_problem.
+Result<void> open_cgroups(const LocalConfig& config, Inventory& inventory);
 // The one node the local executor runs on.
 NodeSpec local_node(const LocalConfig& config, const Inventory& inventory);
 std::filesystem::path pod_log_path(const std::filesystem::path& log_dir, const std::string& job, int pod);

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "binder/local/cgroup_ops.hpp"
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"
 
@@ -43,7 +44,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kUsage =
     "usage: gpuq-shim --status FILE --log FILE --grace SECONDS [--max-runtime SECONDS]"
     " [--workdir DIR] [--user NAME --uid UID --gid GID --groups GID,...] [--env-fd FD]"
-    " [--go-fd FD] [--stdin FIFO [--tty-size ROWSxCOLS]] -- COMMAND [ARGS...]\n";
+    " [--go-fd FD] [--stdin FIFO [--tty-size ROWSxCOLS]] [--cgroup DIR]... -- COMMAND [ARGS...]\n";
 // Seconds beyond this are as good as forever, and would overflow the clock's arithmetic.
 constexpr std::int64_t kMaxSeconds = std::int64_t{1} << 32;
 
@@ -72,6 +73,10 @@ struct Options {
   // and whose input is what gpuqd writes into this FIFO; its size ROWSxCOLS.
   std::string stdin_fifo, tty_size;
   unsigned short rows = 24, cols = 80;
+  // The pod's cgroups (binder/local/CGROUPS.md), one per hierarchy, made and limited by gpuqd:
+  // the job joins them before it execs, so it and all it forks are in them; the first lists
+  // their processes. The shim itself stays out: a stop kills the cgroup, not its supervisor.
+  std::vector<std::string> cgroups;
 };
 
 std::optional<std::int64_t> parse_seconds(std::string_view text) {
@@ -134,6 +139,14 @@ std::optional<Options> parse_args(int argc, char** argv, std::string& problem) {
   int i = 1;
   for (; i < argc && std::string_view(argv[i]) != "--"; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--cgroup") {
+      if (i + 1 >= argc || std::string_view(argv[i + 1]) == "--" || argv[i + 1][0] != '/') {
+        problem = "--cgroup needs an absolute directory";
+        return std::nullopt;
+      }
+      o.cgroups.push_back(argv[i + 1]);
+      continue;
+    }
     const bool seconds = flag == "--grace" || flag == "--max-runtime";
     std::string* text = flag == "--status"    ? &o.status
                         : flag == "--log"     ? &o.log
@@ -188,7 +201,7 @@ void log_line(const std::string& text) {
 }
 
 // What the forked child reports through its O_CLOEXEC pipe when it cannot exec the command.
-enum Stage : int { kSetup, kIdentity, kWorkdir, kExec };
+enum Stage : int { kSetup, kIdentity, kWorkdir, kExec, kCgroup };
 struct ChildFailure {
   int stage = kSetup;
   int error = 0;
@@ -206,7 +219,9 @@ struct ChildFailure {
 // It runs in a vfork() child: it shares the shim's memory until it execs, so it allocates
 // nothing and changes nothing the shim reads afterwards but `environ` (put back by start_job)
 // and errno.
-[[noreturn]] void exec_job(const Options& o, char** env, int log_fd, int null_fd, int tty, int pipe_fd, pid_t shim) {
+// `cgroup_fds`: the pod's cgroups' cgroup.procs, open for writing; the child joins each first.
+[[noreturn]] void exec_job(const Options& o, char** env, int log_fd, int null_fd, int tty, int pipe_fd, pid_t shim,
+                           const int* cgroup_fds, std::size_t cgroups) {
   // Default dispositions and an empty mask whatever the shim inherited: SIG_IGN and a blocked
   // SIGTERM would both survive exec and keep the job from being stopped.
   struct sigaction dfl {};
@@ -218,6 +233,9 @@ struct ChildFailure {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Into the pod's cgroups while still root: from here on, all the job forks is held there.
+  for (std::size_t i = 0; i < cgroups; ++i)
+    if (::write(cgroup_fds[i], "0", 1) != 1) child_fails(pipe_fd, kCgroup);
   if (::setsid() < 0) child_fails(pipe_fd, kSetup);
   if (tty >= 0 && ::ioctl(tty, TIOCSCTTY, 0) != 0) child_fails(pipe_fd, kSetup);
   // A SIGKILLed shim must not leave its job running unsupervised.
@@ -252,18 +270,20 @@ std::string failure_text(const Options& o, const ChildFailure& f) {
   if (f.stage == kIdentity) return "cannot become user " + o.user + ": " + why;
   if (f.stage == kWorkdir) return "working directory \"" + o.workdir + "\"" + as + ": " + why;
   if (f.stage == kExec) return "cannot run \"" + command + "\"" + as + ": " + why;
+  if (f.stage == kCgroup) return "cannot join the pod's cgroup: " + why;
   return "cannot start \"" + command + "\": " + why;
 }
 
 // vfork(): the shim is suspended until its child has exec'd the job (or failed to), and neither
 // copies the other's page tables or takes a page fault for a page the other wrote, which fork()
 // cost once per pod. Out of line, so that nothing of start_job's frame is live across the call.
-[[gnu::noinline]] pid_t spawn_job(const Options& o, char** env, int log_fd, int null_fd, int tty, const int (&fds)[2]) {
+[[gnu::noinline]] pid_t spawn_job(const Options& o, char** env, int log_fd, int null_fd, int tty, const int (&fds)[2],
+                                  const std::vector<int>& cgroup_fds) {
   const pid_t shim = ::getpid();
   const pid_t pid = ::vfork();
   if (pid == 0) {
     ::close(fds[0]);
-    exec_job(o, env, log_fd, null_fd, tty, fds[1], shim);
+    exec_job(o, env, log_fd, null_fd, tty, fds[1], shim, cgroup_fds.data(), cgroup_fds.size());
   }
   return pid;
 }
@@ -285,10 +305,25 @@ pid_t start_job(const Options& o, int log_fd, int tty, std::string& error) {
       env.push_back(const_cast<char*>(&o.env_text[at]));
     env.push_back(nullptr);
   }
+  // The cgroups' process lists, opened here: the vfork()ed child only writes to them.
+  std::vector<int> cgroup_fds;
+  for (const std::string& dir : o.cgroups) {
+    const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      error = "cannot join the pod's cgroup " + dir + ": " + std::strerror(errno);
+      for (const int f : cgroup_fds) ::close(f);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      ::close(null_fd);
+      return -1;
+    }
+    cgroup_fds.push_back(fd);
+  }
   char** const shim_env = environ;
-  const pid_t pid = spawn_job(o, env.empty() ? nullptr : env.data(), log_fd, null_fd, tty, fds);
+  const pid_t pid = spawn_job(o, env.empty() ? nullptr : env.data(), log_fd, null_fd, tty, fds, cgroup_fds);
   const int fork_errno = errno;
   environ = shim_env;  // the child set the job's
+  for (const int f : cgroup_fds) ::close(f);
   ::close(fds[1]);
   ::close(null_fd);
   if (pid < 0) {
@@ -430,8 +465,13 @@ class Supervisor {
 
   // The whole process group; the main process directly only if it has left that group (its own
   // setsid or setpgid), so that it does not get the signal twice.
+  // With cgroups, every process in them too, whatever session or group it made: SIGKILL as the
+  // cgroup's kill, which also takes processes forked meanwhile.
   void signal_job(int sig) {
     if (::kill(-pid_, sig) != 0 || ::getpgid(pid_) != pid_) ::kill(pid_, sig);
+    if (o_.cgroups.empty()) return;
+    if (sig == SIGKILL) gpuq::binder::local::kill_cgroup(o_.cgroups);
+    else gpuq::binder::local::signal_cgroup(o_.cgroups.front(), sig);
   }
 
   // A second request neither sends SIGTERM again nor moves the deadline.
@@ -485,6 +525,7 @@ class Supervisor {
         continue;
       }
       ::kill(-pid_, SIGKILL);  // the main process has ended: whatever is left of the job goes
+      if (!o_.cgroups.empty()) gpuq::binder::local::kill_cgroup(o_.cgroups);
       int ws = 0;
       ::waitpid(pid_, &ws, __WALL);
       status_.outcome =
@@ -510,10 +551,12 @@ class Supervisor {
 // descendant of the shim, and the shim being a subreaper, it becomes the shim's child when its
 // own parent dies: killing the shim's children again and again until none is left reaches them
 // all, even those that left the job's session and process group.
-int kill_leftovers(const sigset_t& sigchld) {
+// With cgroups, each round kills the cgroups as well.
+int kill_leftovers(const sigset_t& sigchld, const std::vector<std::string>& cgroups) {
   int reaped = 0;
   for (;;) {
     for (const pid_t child : gpuq::binder::local::child_pids(::getpid())) ::kill(child, SIGKILL);
+    if (!cgroups.empty()) gpuq::binder::local::kill_cgroup(cgroups);
     for (;;) {
       const pid_t r = ::waitpid(-1, nullptr, WNOHANG | __WALL);
       if (r > 0) ++reaped;
@@ -626,8 +669,15 @@ int main(int argc, char** argv) {
   sigset_t sigchld;
   sigemptyset(&sigchld);
   sigaddset(&sigchld, SIGCHLD);
-  if (const int left = kill_leftovers(sigchld); left > 0) {
+  if (const int left = kill_leftovers(sigchld, opts->cgroups); left > 0) {
     log_line("killed " + std::to_string(left) + " process(es) the job left behind");
+  }
+  if (!opts->cgroups.empty()) {
+    // Not a child of the shim (one moved in from outside): killed, and waited for a while.
+    if (!gpuq::binder::local::wait_cgroup_empty(opts->cgroups, 5000))
+      log_line("processes are still in the pod's cgroup " + opts->cgroups.front() + " after SIGKILL");
+    status.oom_kills = gpuq::binder::local::cgroup_oom_kills(opts->cgroups);
+    status.memory_limit = gpuq::binder::local::cgroup_memory_limit(opts->cgroups);
   }
   // On a terminal the log is the transcript the user sees (gpuq run says how it ended itself).
   if (const std::string how = gpuq::binder::local::describe(status); !how.empty() && !tty) {

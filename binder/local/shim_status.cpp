@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -80,6 +81,8 @@ bool apply(ShimStatus& s, std::string_view key, std::string_view v, bool& has_ou
   if (key == "started_at") return parse_number(v, s.started_at);
   if (key == "ended_at") return parse_number(v, s.ended_at);
   if (key == "max_runtime") return parse_number(v, s.max_runtime);
+  if (key == "oom_kills") return parse_number(v, s.oom_kills);
+  if (key == "memory_limit") return parse_number(v, s.memory_limit);
   return true;
 }
 
@@ -120,6 +123,8 @@ std::string format_status(const ShimStatus& s) {
   out += "started_at=" + std::to_string(s.started_at) + '\n';
   out += "ended_at=" + std::to_string(s.ended_at) + '\n';
   if (s.max_runtime > 0) out += "max_runtime=" + std::to_string(s.max_runtime) + '\n';
+  if (s.oom_kills > 0) out += "oom_kills=" + std::to_string(s.oom_kills) + '\n';
+  if (s.memory_limit > 0) out += "memory_limit=" + std::to_string(s.memory_limit) + '\n';
   return out;
 }
 
@@ -194,10 +199,32 @@ std::string describe(const ShimStatus& s) {
       break;
     }
   }
+  const bool failed = s.max_runtime_exceeded || s.outcome != ShimStatus::Outcome::kExited || s.code != 0;
+  if (s.oom_kills > 0 && failed) {
+    const std::string oom = s.memory_limit > 0 ? "out of memory: " + bytes_text(s.memory_limit) + " limit"
+                                               : std::string("out of memory");
+    base = base.empty() ? oom : oom + "; " + base;
+  }
   if (!s.max_runtime_exceeded) return base;
   const std::string limit =
       s.max_runtime > 0 ? "max runtime of " + std::to_string(s.max_runtime) + " s" : "max runtime";
   return limit + " exceeded; " + base;
+}
+
+std::string bytes_text(std::int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  if (unit == 0 || v == static_cast<double>(static_cast<std::int64_t>(v)))
+    std::snprintf(buf, sizeof buf, "%lld %s", static_cast<long long>(v), kUnits[unit]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  return buf;
 }
 
 int exit_code_of(const ShimStatus& s) {

@@ -24,6 +24,11 @@ struct ShimStatus {
   std::int64_t started_at = 0;        // unix seconds
   std::int64_t ended_at = 0;          // unix seconds: when the job's main process ended
   std::int64_t max_runtime = 0;       // seconds, as given to the shim (0: none); for describe()
+  // From the pod's cgroup (binder/local/CGROUPS.md), when it has a memory controller: how many
+  // of the job's processes the kernel's OOM killer took at the cgroup's limit, and that limit
+  // (bytes; 0: none or not known).
+  std::int64_t oom_kills = 0;
+  std::int64_t memory_limit = 0;
 };
 
 std::string format_status(const ShimStatus& status);
@@ -37,10 +42,14 @@ bool write_status_file(const std::string& path, const ShimStatus& status);
 std::optional<ShimStatus> read_status_file(const std::string& path);
 
 // The reason gpuqd shows for the job's end: "exit code 3", "killed by signal 9 (SIGKILL)",
-// "max runtime of 10 s exceeded; killed by signal 15 (SIGTERM)", the error text for kError.
+// "max runtime of 10 s exceeded; killed by signal 15 (SIGTERM)", the error text for kError;
+// "out of memory: 2 GiB limit; killed by signal 9 (SIGKILL)" when the OOM killer took a process
+// of a job that then failed.
 // Empty for a plain exit code 0.
 std::string describe(const ShimStatus& status);
 // The exit code a shell would report: the code; 128 + signal; 127 for an error.
 int exit_code_of(const ShimStatus& status);
+// Bytes as people write them: "2 GiB", "512 MiB", "1.5 GiB", "100 B".
+std::string bytes_text(std::int64_t bytes);
 
 }  // namespace gpuq::binder::local

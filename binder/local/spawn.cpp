@@ -298,6 +298,10 @@ Result<StartedPod> Launcher::start(const PodLaunch& pod, const auth::Account& as
   }
   args.push_back("--go-fd");
   args.push_back("4");
+  for (const std::string& dir : pod.cgroups) {
+    args.push_back("--cgroup");
+    args.push_back(dir);
+  }
   args.push_back("--");
   args.insert(args.end(), rec.run.command.begin(), rec.run.command.end());
   std::vector<char*> argv;

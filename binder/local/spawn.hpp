@@ -26,6 +26,7 @@ struct PodLaunch {
   const storage::JobRecord& record;
   std::filesystem::path status;
   std::filesystem::path log;
+  std::vector<std::string> cgroups;  // the pod's cgroups, made by gpuqd, which its job joins
 };
 
 struct StartedPod {

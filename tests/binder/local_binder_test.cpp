@@ -107,6 +107,40 @@ TEST_CASE("the node is this machine: its GPUs in milli-GPU, its CPU and memory l
   CHECK(pod_log_path("/l", "j1", 3) == fs::path("/l/j1/pod-3.log"));
 }
 
+TEST_CASE("cgroups: the hierarchies and gpuqd's place in them, from mountinfo and /proc/self/cgroup") {
+  // A hybrid machine (v1 controllers, v2 at unified) and a pure v2 one under systemd.
+  const std::string hybrid_mounts =
+      "30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:9 - cgroup cgroup rw,memory\n"
+      "31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:10 - cgroup cgroup rw,cpu,cpuacct\n"
+      "32 25 0:28 / /sys/fs/cgroup/systemd rw,relatime shared:11 - cgroup cgroup rw,xattr,name=systemd\n"
+      "33 25 0:29 / /sys/fs/cgroup/unified rw,relatime shared:12 - cgroup2 cgroup2 rw\n"
+      "34 25 0:30 / /sys/fs/cgroup/freezer rw,relatime shared:13 - cgroup cgroup rw,freezer\n"
+      "40 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n";
+  const std::string hybrid_self = "5:freezer:/\n4:memory:/box/1\n3:cpu,cpuacct:/\n1:name=systemd:/x\n0::/x\n";
+  const auto h = parse_cgroup_hierarchies(hybrid_mounts, hybrid_self);
+  REQUIRE(h.size() == 4);
+  CHECK(h[0].mount == "/sys/fs/cgroup/memory");
+  CHECK(h[0].own == "/box/1");
+  CHECK(h[1].controllers == std::vector<std::string>{"cpu", "cpuacct"});
+  CHECK(h[2].v2);
+  CHECK(h[2].own == "/x");
+  CHECK(h[3].controllers == std::vector<std::string>{"freezer"});
+  const auto v2 = parse_cgroup_hierarchies(
+      "29 22 0:25 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n",
+      "0::/system.slice/gpuqd.service\n");
+  REQUIRE(v2.size() == 1);
+  CHECK(v2[0].own == "/system.slice/gpuqd.service");
+  // A mount of part of the hierarchy: gpuqd's path is below it.
+  const auto part = parse_cgroup_hierarchies("29 22 0:25 /lxc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/lxc/a\n");
+  REQUIRE(part.size() == 1);
+  CHECK(part[0].own == "/a");
+  // No hierarchy at all: cgroups are not available, and the reason says so.
+  CHECK(Cgroups::open(CgroupSettings{}, {}).error().find("no cgroup hierarchy") == 0);
+  CgroupSettings v2only;
+  v2only.version = CgroupSettings::Version::kV2;
+  CHECK(Cgroups::open(v2only, {}).error() == "no cgroup v2 hierarchy is mounted");
+}
+
 TEST_CASE("before a pod starts: the command must exist and be executable, the directory must exist") {
   Scratch s;
   LocalConfig c;
@@ -149,7 +183,7 @@ TEST_CASE("a pod's environment: its GPUs by UUID when known, gpuq's variables ov
   storage::JobRecord rec;
   rec.run.env = {{"CUDA_VISIBLE_DEVICES", "7"}, {"MINE", "x"}};
   PodPlacement where{0, "box", {1}, 500};
-  PodLaunch pod{"j1", "vision", 1, 2, where, rec, "/s", "/l"};
+  PodLaunch pod{"j1", "vision", 1, 2, where, rec, "/s", "/l", {}};
   auto env = l.environment(pod, auth::own_account());
   auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
   CHECK(has("CUDA_VISIBLE_DEVICES=GPU-7c4f1d7f-1111-2222-3333-444455556666"));
@@ -172,7 +206,7 @@ TEST_CASE("a job of another account gets its identity and none of gpuqd's enviro
   ::unsetenv("GPUQD_ONLY_SECRET");
   storage::JobRecord rec;
   rec.run.env = {{"HOME", "/scratch/alice"}, {"USER", "root"}};
-  PodLaunch pod{"j1", "vision", 0, 1, PodPlacement{0, "box", {}, 0}, rec, "/s", "/l"};
+  PodLaunch pod{"j1", "vision", 0, 1, PodPlacement{0, "box", {}, 0}, rec, "/s", "/l", {}};
   auth::Account alice;
   alice.name = "alice";
   alice.uid = auth::own_account().uid + 4242;

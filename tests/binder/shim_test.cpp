@@ -390,6 +390,28 @@ TEST_CASE("status text: round trip, unknown keys, garbage") {
   }
 }
 
+TEST_CASE("status text: the OOM killer at the cgroup's limit is the reason a job failed; not of one that succeeded") {
+  ShimStatus s;
+  s.outcome = Outcome::kSignaled;
+  s.signal = 9;
+  s.oom_kills = 1;
+  s.memory_limit = std::int64_t{2} << 30;
+  const auto back = parse_status(format_status(s));
+  REQUIRE(back.has_value());
+  CHECK(back->oom_kills == 1);
+  CHECK(back->memory_limit == s.memory_limit);
+  CHECK(describe(*back) == "out of memory: 2 GiB limit; killed by signal 9 (SIGKILL)");
+  s.outcome = Outcome::kExited;
+  s.code = 1;  // a child was killed; the main process gave up
+  s.memory_limit = 0;
+  CHECK(describe(s) == "out of memory; exit code 1");
+  s.code = 0;  // it coped
+  CHECK(describe(s).empty());
+  CHECK(bytes_text(64 << 20) == "64 MiB");
+  CHECK(bytes_text(1536LL << 20) == "1.5 GiB");
+  CHECK(bytes_text(100) == "100 B");
+}
+
 TEST_CASE("status file: written atomically, read back") {
   TempDir d;
   ShimStatus s;

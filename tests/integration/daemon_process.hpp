@@ -58,6 +58,8 @@ inline std::string local_executor_config(const fs::path& dir) {
          "  gpus: 4\n"
          "  logDir: " + (dir / "logs").string() + "\n"
          "  runDir: " + (dir / "run").string() + "\n"
+         // Each gpuqd of the tests a cgroup subtree of its own (they run side by side).
+         "  cgroupRoot: gpuq-test-" + dir.filename().string() + "\n"
          "queues:\n"
          "  - name: q\n"
          "    quotas:\n"

@@ -1,0 +1,246 @@
+// The local executor's cgroups through a real gpuqd (binder/local/CGROUPS.md): a job opens only
+// its own GPUs' device files, is killed alone at its memory limit with that reason, leaves no
+// process behind when cancelled, and what its killed supervisor left is found and counted by
+// the next gpuqd. Each on cgroup v1 and on v2, where this machine has them writable (as root, as
+// CI runs); the device files are made with mknod in the test's folder (NVIDIA's major, 195):
+// one the cgroup allows answers ENXIO on open (no driver here), one it denies EPERM.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/daemon_process.hpp"
+#include "tests/support/files.hpp"
+
+using namespace gpuq::test;
+
+namespace {
+
+// The cgroup versions this machine lets the test hold jobs in (mounted, and the test is root);
+// `memory`: only those where gpuqd can have a memory controller.
+std::vector<std::string> versions(bool memory = false) {
+  std::vector<std::string> out;
+  if (::geteuid() != 0) return out;
+  std::string v2_mount;
+  bool v1_memory = false, v1_freezer = false;
+  std::istringstream in(slurp("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) f.push_back(w);
+    const auto dash = std::find(f.begin(), f.end(), "-");
+    if (dash == f.end() || f.end() - dash < 4) continue;
+    if (dash[1] == "cgroup2") v2_mount = f[4];
+    if (dash[1] == "cgroup") {
+      v1_memory = v1_memory || ("," + dash[3] + ",").find(",memory,") != std::string::npos;
+      v1_freezer = v1_freezer || ("," + dash[3] + ",").find(",freezer,") != std::string::npos;
+    }
+  }
+  if (v1_memory && v1_freezer) out.push_back("v1");
+  if (!v2_mount.empty() && (!memory || slurp(v2_mount + "/cgroup.controllers").find("memory") != std::string::npos))
+    out.push_back("v2");
+  return out;
+}
+
+std::string config(const fs::path& dir, const std::string& version) {
+  return "binder: local\n"
+         "local:\n"
+         "  node: box\n"
+         "  nvidiaSmi: \"\"\n"
+         "  gpus: 4\n"
+         "  logDir: " + (dir / "logs").string() + "\n"
+         "  runDir: " + (dir / "run").string() + "\n"
+         "  cgroups: required\n"
+         "  cgroupVersion: " + version + "\n"
+         "  cgroupRoot: gpuq-test-" + dir.filename().string() + "\n"
+         "queues:\n"
+         "  - name: q\n"
+         "    quotas:\n"
+         "      - flavor: default\n"
+         "        resources: {gpu: {nominal: 4}, cpu: {nominal: 1000}, memory: {nominal: 1Ti}}\n";
+}
+
+v1::SubmitJobRequest job(const std::string& id, const std::string& script, const std::string& gpus = "1",
+                         const std::string& memory = "", const std::string& on_node_loss = "") {
+  v1::SubmitJobRequest r;
+  auto* s = r.mutable_spec();
+  s->set_id(id);
+  s->set_queue("q");
+  auto* p = s->add_pod_sets();
+  p->set_count(1);
+  (*p->mutable_resources())["gpu"] = gpus;
+  (*p->mutable_resources())["cpu"] = "500m";
+  if (!memory.empty()) (*p->mutable_resources())["memory"] = memory;
+  s->set_grace_period_seconds(2);
+  s->set_on_node_loss(on_node_loss);
+  for (const char* a : {"sh", "-c"}) s->add_command(a);
+  s->add_command(script);
+  return r;
+}
+
+void submit_ok(Daemon& d, const v1::SubmitJobRequest& r) {
+  auto s = submit(d, r);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+}
+
+v1::Job wait_state(Daemon& d, const std::string& id, v1::JobState state) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  v1::Job j;
+  while (std::chrono::steady_clock::now() < until) {
+    j = get(d, id);
+    if (j.state() == state) return j;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("job " << id << " is " << v1::JobState_Name(j.state()) << " (" << j.reason() << "), not "
+              << v1::JobState_Name(state));
+  return j;
+}
+
+void wait_file(const fs::path& p) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(p) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE_MESSAGE(fs::exists(p), p << " never appeared");
+}
+
+// A live process (a zombie has ended).
+bool alive(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
+// Waits up to 10 s for every pid to be gone.
+bool all_gone(const std::vector<pid_t>& pids) {
+  for (int i = 0; i < 200; ++i) {
+    bool any = false;
+    for (pid_t p : pids) any = any || alive(p);
+    if (!any) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::vector<pid_t> pids_in(const fs::path& file) {
+  std::vector<pid_t> out;
+  std::istringstream in(slurp(file));
+  for (pid_t p; in >> p;) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cgroups: a job given one GPU of four opens its own device file and not the others, whatever its env says") {
+  const auto vs = versions();
+  if (vs.empty()) MESSAGE("no writable cgroups here (not root, or none mounted): nothing to check; CI runs as root");
+  for (const std::string& v : vs) {
+    CAPTURE(v);
+    TempDir dir;
+    for (int i = 0; i < 4; ++i) {
+      const std::string dev = (dir.path / ("nvidia" + std::to_string(i))).string();
+      REQUIRE_MESSAGE(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(195, static_cast<unsigned>(i))) == 0, dev);
+    }
+    Daemon d(dir.path, true, config(dir.path, v));
+    submit_ok(d, job("first", "touch " + dir.path.string() + "/first.ready; sleep 60"));
+    wait_file(dir.path / "first.ready");
+    // It sets CUDA_VISIBLE_DEVICES to every GPU, and tries each device file.
+    const std::string probe =
+        "echo \"given=$CUDA_VISIBLE_DEVICES\"; export CUDA_VISIBLE_DEVICES=0,1,2,3; "
+        "for i in 0 1 2 3; do python3 -c 'import errno, os, sys\n"
+        "try:\n os.open(sys.argv[1], os.O_RDONLY); print(sys.argv[2], \"opened\")\n"
+        "except OSError as e: print(sys.argv[2], errno.errorcode[e.errno])' " +
+        dir.path.string() + "/nvidia$i $i; done";
+    submit_ok(d, job("probe", probe));
+    wait_state(d, "probe", v1::JOB_STATE_SUCCEEDED);
+    grpc::ClientContext ctx;
+    v1::LogsRequest lr;
+    lr.set_id("probe");
+    auto reader = d.jobs->Logs(&ctx, lr);
+    std::string out;
+    for (v1::LogChunk c; reader->Read(&c);) out += c.data();
+    INFO(out);
+    const auto at = out.find("given=");
+    REQUIRE(at != std::string::npos);
+    const int given = std::stoi(out.substr(at + 6));
+    for (int i = 0; i < 4; ++i)
+      CHECK(out.find(std::to_string(i) + (i == given ? " ENXIO" : " EPERM")) != std::string::npos);
+    REQUIRE(cancel(d, "first").ok());
+  }
+}
+
+TEST_CASE("cgroups: a job past its memory is killed alone, with the out-of-memory reason; its neighbour runs on") {
+  const auto vs = versions(/*memory=*/true);
+  if (vs.empty()) MESSAGE("no writable memory cgroups here: nothing to check; CI runs as root");
+  for (const std::string& v : vs) {
+    CAPTURE(v);
+    TempDir dir;
+    Daemon d(dir.path, true, config(dir.path, v));
+    submit_ok(d, job("calm", "touch " + dir.path.string() + "/calm.ready; sleep 60", "1", "64Mi"));
+    wait_file(dir.path / "calm.ready");
+    // 256 MiB written, in a cgroup of 64 MiB.
+    submit_ok(d, job("hog", "python3 -c 'b = b\"x\" * (256 << 20); print(len(b))'", "1", "64Mi"));
+    const v1::Job hog = wait_state(d, "hog", v1::JOB_STATE_FAILED);
+    CHECK(hog.reason().find("out of memory: 64 MiB limit") == 0);
+    CHECK(get(d, "calm").state() == v1::JOB_STATE_RUNNING);
+    REQUIRE(cancel(d, "calm").ok());
+  }
+}
+
+TEST_CASE("cgroups: cancel leaves nothing of a job behind, children and a double-forked daemon included") {
+  const auto vs = versions();
+  if (vs.empty()) MESSAGE("no writable cgroups here: nothing to check; CI runs as root");
+  for (const std::string& v : vs) {
+    CAPTURE(v);
+    TempDir dir;
+    const std::string p = dir.path.string();
+    Daemon d(dir.path, true, config(dir.path, v));
+    // Two children, and a daemon in a session of its own whose parent has exited.
+    submit_ok(d, job("forks", "sleep 1000 & echo $! >> " + p + "/pids; sleep 1000 & echo $! >> " + p +
+                                  "/pids; (setsid sh -c 'sleep 1000 & echo $! >> " + p + "/pids' &); sleep 1; touch " +
+                                  p + "/forks.ready; wait"));
+    wait_file(dir.path / "forks.ready");
+    const auto pids = pids_in(dir.path / "pids");
+    REQUIRE(pids.size() == 3);
+    for (pid_t pid : pids) CHECK(alive(pid));
+    REQUIRE(cancel(d, "forks").ok());
+    CHECK(all_gone(pids));
+  }
+}
+
+TEST_CASE("cgroups: after gpuqd and the job's supervisor are killed, the next gpuqd finds, counts and stops what is left") {
+  const auto vs = versions();
+  if (vs.empty()) MESSAGE("no writable cgroups here: nothing to check; CI runs as root");
+  for (const std::string& v : vs) {
+    CAPTURE(v);
+    TempDir dir;
+    const std::string p = dir.path.string();
+    {
+      Daemon d(dir.path, true, config(dir.path, v));
+      submit_ok(d, job("orphaned", "sleep 1000 & echo $! >> " + p + "/pids; sleep 1000 & echo $! >> " + p +
+                                       "/pids; (setsid sh -c 'sleep 1000 & echo $! >> " + p + "/pids' &); sleep 1; touch " +
+                                       p + "/ready; wait",
+                                   "1", "", "Fail"));
+      wait_file(dir.path / "ready");
+      wait_state(d, "orphaned", v1::JOB_STATE_RUNNING);
+      d.stop(SIGKILL);
+    }
+    const pid_t shim = std::stoi(slurp(dir.path / "run" / "orphaned" / "pod-0.pid").substr(4));
+    REQUIRE(::kill(shim, SIGKILL) == 0);
+    const auto pids = pids_in(dir.path / "pids");
+    REQUIRE(pids.size() == 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (pid_t pid : pids) CHECK(alive(pid));  // the job's shell died with its supervisor; they did not
+    Daemon d(dir.path, true, config(dir.path, v));
+    const v1::Job j = wait_state(d, "orphaned", v1::JOB_STATE_FAILED);
+    CHECK(j.reason() == "lost: its supervisor (gpuq-shim) ended without an outcome; 3 process(es) left in its cgroup "
+                        "were killed");
+    CHECK(all_gone(pids));
+  }
+}
