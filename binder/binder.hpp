@@ -38,6 +38,24 @@ class ErrorCounter {
   std::function<void(std::string_view)> count_;
 };
 
+// What one pod of a job used, as its binder measured it (the local executor: from the pod's
+// cgroup at its end), for /metrics. Set once before start(); then called from any thread.
+struct PodUsage {
+  std::string queue;
+  double cpu_seconds = -1;           // -1: not measured
+  std::int64_t memory_peak_bytes = -1;
+};
+class UsageCounter {
+ public:
+  void set(std::function<void(const PodUsage&)> count) { count_ = std::move(count); }
+  void operator()(const PodUsage& u) const {
+    if (count_) count_(u);
+  }
+
+ private:
+  std::function<void(const PodUsage&)> count_;
+};
+
 // A binder that is also where jobs and nodes come from (the kubernetes binder: pods and nodes
 // are the API's) reports these besides its BinderFacts; the Core applies each in a turn.
 struct NodeSeen {  // a node appeared or changed (its capacity is what gpuq may use)
@@ -107,6 +125,8 @@ class Binder {
   virtual ~Binder() = default;
   // Where it counts its own failures (the Core sets it before start()).
   ErrorCounter& errors() { return *errors_; }
+  // Where it reports what each pod used (the Core sets it before start()).
+  UsageCounter& usage() { return *usage_; }
   // Starts an admitted job's pods where the engine placed them (nodes, GPU indices), running
   // what its record says (command, environment, working directory, max runtime, grace period).
   virtual void bind(const Admission& admission, const storage::JobRecord& job) = 0;
@@ -252,6 +272,7 @@ class Binder {
  protected:
   // Shared with the binder's inner state, which its threads reach after the binder is gone.
   std::shared_ptr<ErrorCounter> errors_ = std::make_shared<ErrorCounter>();
+  std::shared_ptr<UsageCounter> usage_ = std::make_shared<UsageCounter>();
 };
 
 // No processes: an admitted job is running at once and a stopped job has stopped at once. The

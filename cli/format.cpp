@@ -668,7 +668,14 @@ std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
     }
     t.add(row);
   }
-  return wide ? t.render(0) : t.render(80, {0, 1, 5, 4});
+  std::string out = wide ? t.render(0) : t.render(80, {0, 1, 5, 4});
+  // The local executor's node without cgroups (label gpuq.io/cgroups=none): a job there can use
+  // more than it was given; said under the table, in every format a person reads.
+  for (const auto& n : r.nodes())
+    if (auto it = n.spec().labels().find(kCgroupsLabel); it != n.spec().labels().end() && it->second == "none")
+      out += "warning: node " + escaped(n.spec().name()) +
+             " has no cgroups: its jobs are not held to their GPUs, CPU or memory (gpuqd's log says why)\n";
+  return out;
 }
 
 std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {

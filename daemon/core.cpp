@@ -20,6 +20,7 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
     binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) { observe(fact, bind_now_); });
   }
   binder_->errors().set([this](std::string_view kind) { metrics_.binder_error(kind); });
+  binder_->usage().set([this](const binder::PodUsage& u) { metrics_.pod_usage(u.queue, u.cpu_seconds, u.memory_peak_bytes); });
   config_.engine.stops_confirmed = binder_->confirms_stops();
   placing_ = !binder_->is_source();
 }

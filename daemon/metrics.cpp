@@ -23,6 +23,9 @@ namespace {
 const pm::Histogram::BucketBoundaries kWaitBuckets = {1, 5, 15, 60, 300, 900, 3600, 14400, 86400};
 const pm::Histogram::BucketBoundaries kCycleBuckets = {0.0001, 0.0005, 0.001, 0.005, 0.01,
                                                        0.05,   0.1,    0.5,   1,     5};
+// Bytes, 64 MiB to 1 TiB by fours: a pod's peak memory.
+const pm::Histogram::BucketBoundaries kMemoryBuckets = {67108864.0,   268435456.0,   1073741824.0,  4294967296.0,
+                                                        17179869184.0, 68719476736.0, 274877906944.0, 1099511627776.0};
 const pm::Histogram::BucketBoundaries kCommitBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                         0.05,   0.1,   0.25,   0.5,   1,    2.5};
 
@@ -70,6 +73,12 @@ struct Metrics::Impl {
                "Job notifications (HTTP POST), by result: sent, failed (every attempt), dropped.");
   pm::Family<pm::Counter>& binder_errors =
       counters(registry, "gpuq_binder_errors_total", "Failures of the binder's own, by kind.");
+  pm::Family<pm::Counter>& pod_cpu = counters(
+      registry, "gpuq_pod_cpu_seconds_total",
+      "CPU time the pods of each queue's jobs used, from their cgroups (local executor), counted at each pod's end.");
+  pm::Family<pm::Histogram>& pod_memory =
+      histograms(registry, "gpuq_pod_memory_peak_bytes",
+                 "The most memory a pod held at once, from its cgroup (local executor), per queue, at its end.");
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
@@ -109,6 +118,12 @@ void Metrics::estimate(double copy_seconds, double what_if_seconds) {
 }
 
 void Metrics::notification(const char* result) { impl_->notifications.Add({{"result", result}}).Increment(); }
+
+void Metrics::pod_usage(const std::string& queue, double cpu_seconds, std::int64_t memory_peak_bytes) {
+  if (cpu_seconds >= 0) impl_->pod_cpu.Add({{"queue", queue}}).Increment(cpu_seconds);
+  if (memory_peak_bytes >= 0)
+    impl_->pod_memory.Add({{"queue", queue}}, kMemoryBuckets).Observe(static_cast<double>(memory_peak_bytes));
+}
 
 void Metrics::binder_error(std::string_view kind) {
   impl_->binder_errors.Add({{"kind", std::string(kind)}}).Increment();

@@ -31,6 +31,8 @@ class Metrics {
   void commit(double seconds, bool ok);
   // A failure of the binder's own, by kind (bind_failed, evict_failed, pod_lost, ...).
   void binder_error(std::string_view kind);
+  // What one pod used (its cgroup's counts; -1: not measured), by its job's queue.
+  void pod_usage(const std::string& queue, double cpu_seconds, std::int64_t memory_peak_bytes);
   // One run of the start-time estimates: the engine's copy (on the engine thread), the what-if.
   void estimate(double copy_seconds, double what_if_seconds);
   // A notification's fate: sent, failed (every attempt) or dropped (the queue was full, or gpuqd stopped).

@@ -136,6 +136,31 @@ std::int64_t cgroup_oom_kills(const std::vector<std::string>& dirs) {
   return 0;
 }
 
+std::int64_t cgroup_cpu_usec(const std::vector<std::string>& dirs) {
+  std::string text;
+  for (const std::string& d : dirs) {
+    if (read_small_file(d + "/cpu.stat", text) && text.find("usage_usec ") != std::string::npos)
+      return keyed_value(text, "usage_usec");
+    std::int64_t ns = 0;
+    if (read_small_file(d + "/cpuacct.usage", text)) {
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      if (parse_number(text, ns)) return ns / 1000;
+    }
+  }
+  return -1;
+}
+
+std::int64_t cgroup_memory_peak(const std::vector<std::string>& dirs) {
+  std::string text;
+  for (const std::string& d : dirs) {
+    if (!read_small_file(d + "/memory.peak", text) && !read_small_file(d + "/memory.max_usage_in_bytes", text)) continue;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    std::int64_t v = 0;
+    if (parse_number(text, v)) return v;
+  }
+  return -1;
+}
+
 std::int64_t cgroup_memory_limit(const std::vector<std::string>& dirs) {
   std::string text;
   for (const std::string& d : dirs) {

@@ -32,5 +32,11 @@ bool wait_cgroup_empty(const std::vector<std::string>& dirs, int timeout_ms);
 std::int64_t cgroup_oom_kills(const std::vector<std::string>& dirs);
 // The memory limit of the pod (v2 memory.max, v1 memory.limit_in_bytes); 0: none or unknown.
 std::int64_t cgroup_memory_limit(const std::vector<std::string>& dirs);
+// The CPU time its processes used, microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage); -1
+// without a controller that counts it.
+std::int64_t cgroup_cpu_usec(const std::vector<std::string>& dirs);
+// The most memory it held at once, bytes (v2 memory.peak, v1 memory.max_usage_in_bytes); -1
+// without one.
+std::int64_t cgroup_memory_peak(const std::vector<std::string>& dirs);
 
 }  // namespace gpuq::binder::local

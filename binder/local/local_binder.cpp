@@ -51,6 +51,7 @@ struct Pod {
 };
 
 struct Tracked {
+  std::string queue;  // the job's, for the pods' usage
   std::vector<Pod> pods;
   Time grace = -1;  // the grace its shims were started with; -1: not known (adopted)
   bool stop_requested = false;
@@ -138,6 +139,7 @@ BinderFact final_fact(const JobId& id, const Tracked& t) {
 struct LocalBinder::State {
   LocalConfig config;
   std::shared_ptr<ErrorCounter> errors;  // the binder's (/metrics)
+  std::shared_ptr<UsageCounter> usage;   // the binder's (/metrics)
   Inventory inventory;
   Report report;
   std::string boot;
@@ -212,6 +214,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
   fs::create_directories(run_dir(id), ec);
   fs::create_directories(config.log_dir / id, ec);
   Tracked t;
+  t.queue = a.queue.value;
   t.pods.resize(a.pods.size());
   t.grace = rec.spec.grace_period;
   // Whom the job runs as, looked up once and before the lock (checked at submit; the account
@@ -286,6 +289,12 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
   if (p.pid > 0) (void)::waitpid(p.pid, nullptr, WNOHANG);  // ours: reap it; adopted: ECHILD
   p.pidfd.reset();
   p.status = local::read_status_file(status_path(job, pod).string());
+  if (p.status && (p.status->cpu_usec >= 0 || p.status->memory_peak >= 0)) {
+    const double cpu = p.status->cpu_usec >= 0 ? static_cast<double>(p.status->cpu_usec) / 1e6 : -1;
+    (*usage)(PodUsage{t.queue, cpu, p.status->memory_peak});
+    spdlog::info("event=pod_usage job={} pod={} cpu_seconds={:.3f} memory_peak_bytes={}", job, pod, cpu,
+                 p.status->memory_peak);
+  }
   if (!p.status) {
     p.lost = true;
     (*errors)("pod_lost");
@@ -340,6 +349,7 @@ LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report)
   s_->inventory = std::move(inventory);
   s_->report = std::move(report);
   s_->errors = errors_;
+  s_->usage = usage_;
   s_->boot = local::boot_id();
   s_->launcher = Launcher(s_->config, s_->inventory);
   s_->guard.emplace(s_->io.get_executor());
@@ -463,6 +473,7 @@ std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
   s.adopted.insert(id);
   if (auto it = s.jobs.find(id); it != s.jobs.end()) return it->second.fact;  // a rebuild: known
   Tracked t;
+  t.queue = job.spec.queue.value;
   t.pods.resize(job.placement.size());
   bool any_started = false;
   std::vector<std::pair<std::size_t, int>> alive;

@@ -13,7 +13,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -277,15 +281,45 @@ std::string failure_text(const Options& o, const ChildFailure& f) {
 // vfork(): the shim is suspended until its child has exec'd the job (or failed to), and neither
 // copies the other's page tables or takes a page fault for a page the other wrote, which fork()
 // cost once per pod. Out of line, so that nothing of start_job's frame is live across the call.
+//
+// With one cgroup v2 (`into_cgroup`, its directory), clone3(CLONE_INTO_CGROUP) instead: the child
+// starts in the cgroup. Joining by a write to cgroup.procs is a migration, which takes the
+// kernel's cgroup_threadgroup_rwsem for writing and, unless another migration came just before,
+// waits out an RCU grace period: 14 ms of a pod's start on these machines (BENCHMARKS.md).
+// Without CLONE_VM (clone3 takes no function to run on another stack) the child has a copy of
+// the shim's memory, as after fork(); CLONE_VFORK still holds the shim until it has exec'd.
 [[gnu::noinline]] pid_t spawn_job(const Options& o, char** env, int log_fd, int null_fd, int tty, const int (&fds)[2],
-                                  const std::vector<int>& cgroup_fds) {
+                                  const std::vector<int>& cgroup_fds, int into_cgroup) {
   const pid_t shim = ::getpid();
+  if (into_cgroup >= 0) {
+    clone_args args{};
+    args.flags = CLONE_VFORK | CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<std::uint64_t>(into_cgroup);
+    const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) {
+      ::close(fds[0]);
+      exec_job(o, env, log_fd, null_fd, tty, fds[1], shim, nullptr, 0);
+    }
+    if (pid > 0 || (errno != ENOSYS && errno != EINVAL && errno != E2BIG)) return static_cast<pid_t>(pid);
+    // A kernel before 5.7: joined by the write below.
+  }
   const pid_t pid = ::vfork();
   if (pid == 0) {
     ::close(fds[0]);
     exec_job(o, env, log_fd, null_fd, tty, fds[1], shim, cgroup_fds.data(), cgroup_fds.size());
   }
   return pid;
+}
+
+// The directory of the pod's one cgroup when it is cgroup v2 (for CLONE_INTO_CGROUP); -1 else.
+int cgroup2_dir(const Options& o) {
+  if (o.cgroups.size() != 1) return -1;
+  const int fd = ::open(o.cgroups.front().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct statfs fs {};
+  if (fd >= 0 && ::fstatfs(fd, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
 }
 
 // Starts the job. Its pid once exec has succeeded; -1 with `error` set (and the child
@@ -319,11 +353,13 @@ pid_t start_job(const Options& o, int log_fd, int tty, std::string& error) {
     }
     cgroup_fds.push_back(fd);
   }
+  const int into = cgroup2_dir(o);
   char** const shim_env = environ;
-  const pid_t pid = spawn_job(o, env.empty() ? nullptr : env.data(), log_fd, null_fd, tty, fds, cgroup_fds);
+  const pid_t pid = spawn_job(o, env.empty() ? nullptr : env.data(), log_fd, null_fd, tty, fds, cgroup_fds, into);
   const int fork_errno = errno;
   environ = shim_env;  // the child set the job's
   for (const int f : cgroup_fds) ::close(f);
+  if (into >= 0) ::close(into);
   ::close(fds[1]);
   ::close(null_fd);
   if (pid < 0) {
@@ -678,6 +714,8 @@ int main(int argc, char** argv) {
       log_line("processes are still in the pod's cgroup " + opts->cgroups.front() + " after SIGKILL");
     status.oom_kills = gpuq::binder::local::cgroup_oom_kills(opts->cgroups);
     status.memory_limit = gpuq::binder::local::cgroup_memory_limit(opts->cgroups);
+    status.cpu_usec = gpuq::binder::local::cgroup_cpu_usec(opts->cgroups);
+    status.memory_peak = gpuq::binder::local::cgroup_memory_peak(opts->cgroups);
   }
   // On a terminal the log is the transcript the user sees (gpuq run says how it ended itself).
   if (const std::string how = gpuq::binder::local::describe(status); !how.empty() && !tty) {

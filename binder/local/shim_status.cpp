@@ -83,6 +83,8 @@ bool apply(ShimStatus& s, std::string_view key, std::string_view v, bool& has_ou
   if (key == "max_runtime") return parse_number(v, s.max_runtime);
   if (key == "oom_kills") return parse_number(v, s.oom_kills);
   if (key == "memory_limit") return parse_number(v, s.memory_limit);
+  if (key == "cpu_usec") return parse_number(v, s.cpu_usec);
+  if (key == "memory_peak") return parse_number(v, s.memory_peak);
   return true;
 }
 
@@ -125,6 +127,8 @@ std::string format_status(const ShimStatus& s) {
   if (s.max_runtime > 0) out += "max_runtime=" + std::to_string(s.max_runtime) + '\n';
   if (s.oom_kills > 0) out += "oom_kills=" + std::to_string(s.oom_kills) + '\n';
   if (s.memory_limit > 0) out += "memory_limit=" + std::to_string(s.memory_limit) + '\n';
+  if (s.cpu_usec >= 0) out += "cpu_usec=" + std::to_string(s.cpu_usec) + '\n';
+  if (s.memory_peak >= 0) out += "memory_peak=" + std::to_string(s.memory_peak) + '\n';
   return out;
 }
 

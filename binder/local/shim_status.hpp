@@ -29,6 +29,10 @@ struct ShimStatus {
   // (bytes; 0: none or not known).
   std::int64_t oom_kills = 0;
   std::int64_t memory_limit = 0;
+  // What the pod used, from its cgroup (-1: not known): CPU time of all its processes,
+  // microseconds, and the most memory it held at once, bytes.
+  std::int64_t cpu_usec = -1;
+  std::int64_t memory_peak = -1;
 };
 
 std::string format_status(const ShimStatus& status);

@@ -98,6 +98,11 @@ TEST_CASE("tables fit 80 columns and show human units") {
   CHECK(nt.find("64.5/192") != std::string::npos);
   CHECK(nt.find("1.5Gi/2Ti") != std::string::npos);
   CHECK(nt.find("Ready") != std::string::npos);
+  CHECK(nt.find("warning") == std::string::npos);
+  (*n->mutable_spec()->mutable_labels())["gpuq.io/cgroups"] = "none";
+  CHECK(nodes_table(ns, false).find("warning: node gpu-node-with-a-very-long-hostname.cluster.example.com has no "
+                                    "cgroups: its jobs are not held to their GPUs, CPU or memory") != std::string::npos);
+  n->mutable_spec()->mutable_labels()->erase("gpuq.io/cgroups");
 
   CHECK(human_milli(1500) == "1.5");
   CHECK(human_milli(250) == "0.25");

@@ -171,6 +171,8 @@ TEST_CASE("cgroups: a job given one GPU of four opens its own device file and no
     const int given = std::stoi(out.substr(at + 6));
     for (int i = 0; i < 4; ++i)
       CHECK(out.find(std::to_string(i) + (i == given ? " ENXIO" : " EPERM")) != std::string::npos);
+    // Its CPU time, from its cgroup, is in /metrics (v2 counts it without a cpu controller too).
+    CHECK(d.http_get("/metrics").find("gpuq_pod_cpu_seconds_total{queue=\"q\"}") != std::string::npos);
     REQUIRE(cancel(d, "first").ok());
   }
 }
@@ -188,6 +190,10 @@ TEST_CASE("cgroups: a job past its memory is killed alone, with the out-of-memor
     submit_ok(d, job("hog", "python3 -c 'b = b\"x\" * (256 << 20); print(len(b))'", "1", "64Mi"));
     const v1::Job hog = wait_state(d, "hog", v1::JOB_STATE_FAILED);
     CHECK(hog.reason().find("out of memory: 64 MiB limit") == 0);
+    // Its peak memory, from its cgroup, is in /metrics: at most the limit.
+    const std::string metrics = d.http_get("/metrics");
+    CHECK(metrics.find("gpuq_pod_memory_peak_bytes_count{queue=\"q\"} 1") != std::string::npos);
+    CHECK(metrics.find("gpuq_pod_memory_peak_bytes_bucket{queue=\"q\",le=\"67108864\"} 1") != std::string::npos);
     CHECK(get(d, "calm").state() == v1::JOB_STATE_RUNNING);
     REQUIRE(cancel(d, "calm").ok());
   }
