@@ -26,7 +26,7 @@ binder::LocalConfig read_local(Node node, Path& at) {
   spec::for_each_key(
       node, at, {"node", "flavor", "labels", "nvidiaSmi", "gpus", "model", "reserve", "logDir", "runDir", "shim",
                   "gpuSampleInterval", "gpuIdleThreshold", "cgroups", "cgroupVersion", "cgroupRoot",
-                  "maxProcessesPerPod"},
+                  "maxProcessesPerPod", "cpuset"},
       [&](std::string_view key, Node v) {
         if (key == "node") {
           l.node = spec::string_of(v, at);
@@ -83,6 +83,8 @@ binder::LocalConfig read_local(Node node, Path& at) {
               l.cgroups.root.find('\n') != std::string::npos)
             spec::fail_at(v, at, spec::quoted(l.cgroups.root) + " is not allowed; use a cgroup path of at most 1024 "
                                  "bytes without \"..\" (absolute from the hierarchy's root, or relative to gpuqd's own cgroup)");
+        } else if (key == "cpuset") {
+          l.cgroups.cpuset = spec::bool_of(v, at);
         } else if (key == "maxProcessesPerPod") {
           const auto n = spec::int_of(v, at);
           if (n < 0 || n > 4'194'304)

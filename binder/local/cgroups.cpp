@@ -143,6 +143,27 @@ Result<std::shared_ptr<int>> lock_dir(const std::string& dir) {
   });
 }
 
+// v1's cpuset: a new cgroup's cpuset.cpus and cpuset.mems are empty, and no process may join it
+// until they are set. Each directory from below `mount` down to `dir` gets its parent's.
+void inherit_cpuset(const std::string& mount, const std::string& dir) {
+  std::string at = mount;
+  std::string_view rest = std::string_view(dir).substr(mount.size());
+  while (!rest.empty()) {
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    const std::size_t slash = std::min(rest.find('/'), rest.size());
+    if (slash == 0) break;
+    const std::string parent = at;
+    at += "/" + std::string(rest.substr(0, slash));
+    rest.remove_prefix(slash);
+    for (const char* f : {"/cpuset.cpus", "/cpuset.mems"}) {
+      std::string mine, theirs;
+      if (read_small_file(at + f, mine) && mine.find_first_not_of(" \n") == std::string::npos &&
+          read_small_file(parent + f, theirs))
+        (void)write_small_file(at + f, theirs);
+    }
+  }
+}
+
 std::string join(const std::vector<std::string>& xs, const char* sep) {
   std::string out;
   for (const auto& x : xs) out += (out.empty() ? "" : sep) + x;
@@ -243,22 +264,25 @@ Result<Cgroups> Cgroups::open(const CgroupSettings& settings, const std::vector<
     read_small_file(root + "/cgroup.controllers", available);
     const auto have = split(available.substr(0, available.find('\n')), ' ');
     if (auto r = make_dirs(root + "/jobs"); !r) return Error{r.error(), r.code()};
-    for (const char* ctrl : kV2Controllers) {
+    std::vector<std::string> wanted(std::begin(kV2Controllers), std::end(kV2Controllers));
+    if (settings.cpuset) wanted.push_back("cpuset");
+    for (const std::string& ctrl : wanted) {
       if (!has(have, ctrl)) {
-        c.missing_.push_back(std::string(ctrl) + ": not available in " + root + " (its parent does not delegate it)");
+        c.missing_.push_back(ctrl + ": not available in " + root + " (its parent does not delegate it)");
         continue;
       }
-      const std::string plus = std::string("+") + ctrl;
+      const std::string plus = "+" + ctrl;
       if (auto r = write_file(root + "/cgroup.subtree_control", plus); !r) {
-        c.missing_.push_back(std::string(ctrl) + ": " + r.error());
+        c.missing_.push_back(ctrl + ": " + r.error());
         continue;
       }
       if (auto r = write_file(root + "/jobs/cgroup.subtree_control", plus); !r) {
-        c.missing_.push_back(std::string(ctrl) + ": " + r.error());
+        c.missing_.push_back(ctrl + ": " + r.error());
         continue;
       }
       c.enabled_.push_back(ctrl);
     }
+    c.cpuset_ = has(c.enabled_, "cpuset");
     const int prog = load_device_program({});
     if (prog >= 0) {
       c.bpf_devices_ = true;
@@ -271,17 +295,23 @@ Result<Cgroups> Cgroups::open(const CgroupSettings& settings, const std::vector<
     return c;
   }
   // v1: a hierarchy per controller (some mounted together, such as cpu,cpuacct).
-  for (const char* ctrl : kV1Controllers) {
+  std::vector<std::string> wanted(std::begin(kV1Controllers), std::end(kV1Controllers));
+  if (settings.cpuset) wanted.push_back("cpuset");
+  for (const std::string& ctrl : wanted) {
     const auto h = std::find_if(found.begin(), found.end(), [&](const auto& x) { return !x.v2 && has(x.controllers, ctrl); });
     if (h == found.end()) {
-      c.missing_.push_back(std::string(ctrl) + ": no cgroup v1 hierarchy has it mounted");
+      c.missing_.push_back(ctrl + ": no cgroup v1 hierarchy has it mounted");
       continue;
     }
     const std::string root = h->mount + subtree(h->own, settings.root, false);
     if (std::any_of(c.roots_.begin(), c.roots_.end(), [&](const Root& r) { return r.dir == root; })) continue;
     if (auto r = make_dirs(root + "/jobs"); !r) {
-      c.missing_.push_back(std::string(ctrl) + ": " + r.error());
+      c.missing_.push_back(ctrl + ": " + r.error());
       continue;
+    }
+    if (ctrl == "cpuset") {
+      inherit_cpuset(h->mount, root + "/jobs");
+      c.cpuset_ = true;
     }
     if (c.roots_.empty()) {
       auto lock = lock_dir(root);
@@ -334,6 +364,8 @@ Result<void> Cgroups::limit_v2(const std::string& dir, const PodCgroupLimits& l)
   }
   if (l.max_processes > 0 && has(enabled_, "pids"))
     if (auto r = write_file(dir + "/pids.max", std::to_string(l.max_processes)); !r) return r;
+  if (!l.cpus.empty() && cpuset_)
+    if (auto r = write_file(dir + "/cpuset.cpus", l.cpus); !r) return r;
   if (bpf_devices_) {
     std::vector<int> allowed = l.gpu_minors;
     allowed.push_back(254);  // /dev/nvidia-modeset
@@ -360,6 +392,13 @@ Result<void> Cgroups::limit_v1(const Root& r, const std::string& dir, const PodC
     if (auto w = write_file(dir + "/cpu.cfs_quota_us", std::to_string(std::max<Quantity>(1000, l.cpu * 100))); !w)
       return w;
   }
+  if (has(r.controllers, "cpuset")) {
+    std::string parent;
+    read_small_file(dir.substr(0, dir.rfind('/')) + "/cpuset.mems", parent);
+    if (auto w = write_file(dir + "/cpuset.mems", parent); !w) return w;
+    if (l.cpus.empty()) read_small_file(dir.substr(0, dir.rfind('/')) + "/cpuset.cpus", parent);
+    if (auto w = write_file(dir + "/cpuset.cpus", l.cpus.empty() ? parent : l.cpus); !w) return w;
+  }
   if (has(r.controllers, "pids") && l.max_processes > 0)
     if (auto w = write_file(dir + "/pids.max", std::to_string(l.max_processes)); !w) return w;
   if (has(r.controllers, "devices"))  // Slurm's way on v1: the machine's other GPUs are denied
@@ -379,6 +418,8 @@ Result<std::vector<std::string>> Cgroups::prepare(const std::string& job, std::s
       return Error{"cannot make cgroup " + jdir + ": " + errno_text(), ErrorCode::kUnavailable};
     if (v2_)
       for (const std::string& ctrl : enabled_) (void)write_small_file(jdir + "/cgroup.subtree_control", "+" + ctrl);
+    else if (has(roots_[i].controllers, "cpuset"))
+      inherit_cpuset(roots_[i].dir, jdir);
     // A pod's cgroup left from an earlier attempt is emptied and made anew: fresh counters.
     if (::access(dirs[i].c_str(), F_OK) == 0) {
       local::kill_cgroup({dirs[i]});
@@ -391,6 +432,42 @@ Result<std::vector<std::string>> Cgroups::prepare(const std::string& job, std::s
       return Error{r.error(), r.code()};
   }
   return dirs;
+}
+
+std::vector<int> Cgroups::pod_cpus(const std::string& job, std::size_t pod) const {
+  if (!cpuset_) return {};
+  for (std::size_t i = 0; i < roots_.size(); ++i) {
+    if (!v2_ && !has(roots_[i].controllers, "cpuset")) continue;
+    std::string text;
+    if (read_small_file(pod_dirs(job, pod)[i] + "/cpuset.cpus", text)) return parse_cpu_list(text);
+  }
+  return {};
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> out;
+  for (std::string part : split(text.substr(0, text.find('\n')), ',')) {
+    const auto dash = part.find('-');
+    int a = 0, b = 0;
+    if (!local::parse_number(std::string_view(part).substr(0, dash), a)) continue;
+    b = a;
+    if (dash != std::string::npos && !local::parse_number(std::string_view(part).substr(dash + 1), b)) continue;
+    for (int c = a; c <= b && c - a < 65536; ++c) out.push_back(c);
+  }
+  return out;
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 std::vector<std::string> Cgroups::jobs() const {

@@ -27,6 +27,9 @@ struct CgroupSettings {
   // ("gpuq") under gpuqd's own cgroup; empty: gpuqd's own cgroup (under systemd, its unit's,
   // delegated to it with Delegate=yes).
   std::string root;
+  // Each pod with a cpu request also gets as many whole CPUs of its own (cpuset.cpus), as
+  // Slurm's ConstrainCores; off by default (the CPU bandwidth limit applies either way).
+  bool cpuset = false;
 };
 
 // One mounted hierarchy and gpuqd's place in it.
@@ -46,7 +49,12 @@ struct PodCgroupLimits {
   std::int64_t max_processes = 0;  // 0: no limit
   // NVIDIA device minors (major 195): the pod's own GPUs, and the machine's others.
   std::vector<int> gpu_minors, other_gpu_minors;
+  // The CPUs it may run on ("2-3,6"); empty: those of the subtree.
+  std::string cpus;
 };
+// CPU numbers as the kernel lists them ("0-2,5" <-> {0, 1, 2, 5}); an unreadable part is skipped.
+std::vector<int> parse_cpu_list(const std::string& text);
+std::string cpu_list_text(const std::vector<int>& cpus);
 
 // The NVIDIA character devices' major: /dev/nvidia0..N, /dev/nvidiactl (255), /dev/nvidia-modeset (254).
 inline constexpr int kNvidiaMajor = 195;
@@ -75,6 +83,10 @@ class Cgroups {
   // Kills what is left in each of the job's pods and removes its cgroups: how many processes
   // there were.
   int remove_job(const std::string& job) const;
+  // Whether pods can be given CPUs of their own (settings.cpuset and a cpuset controller).
+  bool has_cpuset() const { return cpuset_; }
+  // The CPUs a pod's cgroup holds it to (after a restart: which are taken); empty: none.
+  std::vector<int> pod_cpus(const std::string& job, std::size_t pod) const;
 
  private:
   struct Root {
@@ -89,6 +101,7 @@ class Cgroups {
   std::vector<Root> roots_;  // v2: one; v1: one per hierarchy, the freezer's first
   std::vector<std::string> enabled_;  // v2: the controllers enabled for the jobs
   bool bpf_devices_ = false;          // v2: the device program can be loaded
+  bool cpuset_ = false;
   std::vector<std::string> missing_;
   // An flock on the subtree's first root, held while gpuqd runs: two gpuqds never share one (each
   // would kill the other's jobs as strays).

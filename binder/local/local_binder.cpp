@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,14 +175,37 @@ struct LocalBinder::State {
   // With cgroups: the pod's cgroups made and limited for its placement (the directories to pass
   // its shim), or why not; none without cgroups.
   Result<std::vector<std::string>> pod_cgroups(const std::string& job, std::size_t pod, const PodPlacement& placement,
-                                               const storage::JobRecord& rec) const;
+                                               const storage::JobRecord& rec);
+  // local.cpuset: the CPUs each running pod holds, by CPU (with `mu`). A pod takes the lowest free
+  // ones; what it held is free again once it is done.
+  std::vector<int> cpus_allowed;  // gpuqd's affinity: the CPUs the node's capacity counts
+  std::map<int, std::pair<std::string, std::size_t>> cpu_taken;
+  std::vector<int> take_cpus(const std::string& job, std::size_t pod, std::size_t n);
+  void release_cpus(const std::string& job, std::size_t pod);
   // With cgroups: kills what is left in a pod whose shim is gone; how many processes there were.
   int kill_pod_leftovers(const std::string& job, std::size_t pod) const;
 };
 
+std::vector<int> LocalBinder::State::take_cpus(const std::string& job, std::size_t pod, std::size_t n) {
+  release_cpus(job, pod);  // an earlier attempt's
+  std::vector<int> got;
+  for (const int c : cpus_allowed) {
+    if (got.size() == n) break;
+    if (cpu_taken.count(c) == 0) got.push_back(c);
+  }
+  if (got.size() < n) return {};
+  for (const int c : got) cpu_taken[c] = {job, pod};
+  return got;
+}
+
+void LocalBinder::State::release_cpus(const std::string& job, std::size_t pod) {
+  for (auto it = cpu_taken.begin(); it != cpu_taken.end();)
+    it = it->second.first == job && it->second.second == pod ? cpu_taken.erase(it) : std::next(it);
+}
+
 Result<std::vector<std::string>> LocalBinder::State::pod_cgroups(const std::string& job, std::size_t pod,
                                                                  const PodPlacement& placement,
-                                                                 const storage::JobRecord& rec) const {
+                                                                 const storage::JobRecord& rec) {
   if (!inventory.cgroups) return std::vector<std::string>{};
   PodCgroupLimits l;
   if (placement.pod_set < rec.spec.pod_sets.size()) {
@@ -189,6 +213,17 @@ Result<std::vector<std::string>> LocalBinder::State::pod_cgroups(const std::stri
     l.memory = rec.spec.pod_sets[placement.pod_set].per_pod[kMemory];
   }
   l.max_processes = config.max_processes_per_pod;
+  if (inventory.cgroups->has_cpuset() && l.cpu > 0) {
+    // Whole CPUs, as many as the request rounded up. The engine counts millicores, so rounding
+    // can ask for more than are free: such a pod shares the others' CPUs (its bandwidth limit
+    // still holds it), and the log says so.
+    const auto n = static_cast<std::size_t>((l.cpu + 999) / 1000);
+    const auto cpus = take_cpus(job, pod, n);
+    if (cpus.empty())
+      spdlog::warn("event=cpuset_short job={} pod={} cpus={} free={} note=\"it runs on the CPUs the others do not hold\"",
+                   job, pod, n, cpus_allowed.size() - std::min(cpus_allowed.size(), cpu_taken.size()));
+    l.cpus = cpu_list_text(cpus);
+  }
   for (std::size_t g = 0; g < inventory.gpus.size(); ++g) {
     const bool own = std::find(placement.gpus.begin(), placement.gpus.end(), static_cast<int>(g)) != placement.gpus.end();
     (own ? l.gpu_minors : l.other_gpu_minors).push_back(inventory.gpus[g].minor);
@@ -286,6 +321,7 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
   Tracked& t = it->second;
   Pod& p = t.pods[pod];
   p.done = true;
+  release_cpus(job, pod);
   if (p.pid > 0) (void)::waitpid(p.pid, nullptr, WNOHANG);  // ours: reap it; adopted: ECHILD
   p.pidfd.reset();
   p.status = local::read_status_file(status_path(job, pod).string());
@@ -352,6 +388,11 @@ LocalBinder::LocalBinder(LocalConfig config, Inventory inventory, Report report)
   s_->usage = usage_;
   s_->boot = local::boot_id();
   s_->launcher = Launcher(s_->config, s_->inventory);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) s_->cpus_allowed.push_back(c);
   s_->guard.emplace(s_->io.get_executor());
 }
 
@@ -491,6 +532,14 @@ std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
       if (fd >= 0 && local::process_start_ticks(pf->pid) == pf->start) {
         p.pid = pf->pid;
         alive.emplace_back(i, fd);
+        // Its CPUs of its own (local.cpuset) are taken again; a pod that got none (too few
+        // were free) holds its parent's set, which is not its own.
+        if (s.inventory.cgroups && s.inventory.cgroups->has_cpuset() && job.spec.pod_sets.size() > job.placement[i].pod_set) {
+          const Quantity cpu = job.spec.pod_sets[job.placement[i].pod_set].per_pod[kCpu];
+          const auto cpus = s.inventory.cgroups->pod_cpus(id, i);
+          if (cpu > 0 && cpus.size() == static_cast<std::size_t>((cpu + 999) / 1000))
+            for (const int c : cpus) s.cpu_taken[c] = {id, i};
+        }
         continue;
       }
       if (fd >= 0) ::close(fd);

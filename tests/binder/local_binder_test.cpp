@@ -134,6 +134,11 @@ TEST_CASE("cgroups: the hierarchies and gpuqd's place in them, from mountinfo an
   const auto part = parse_cgroup_hierarchies("29 22 0:25 /lxc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/lxc/a\n");
   REQUIRE(part.size() == 1);
   CHECK(part[0].own == "/a");
+  // CPU lists as the kernel writes them.
+  CHECK(parse_cpu_list("0-2,5\n") == std::vector<int>{0, 1, 2, 5});
+  CHECK(parse_cpu_list("") == std::vector<int>{});
+  CHECK(cpu_list_text({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
+  CHECK(cpu_list_text({}) == "");
   // No hierarchy at all: cgroups are not available, and the reason says so.
   CHECK(Cgroups::open(CgroupSettings{}, {}).error().find("no cgroup hierarchy") == 0);
   CgroupSettings v2only;
