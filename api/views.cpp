@@ -42,6 +42,8 @@ v1::Job to_proto(const storage::JobRecord& r, const daemon::Core& core) {
   if (auto util = r.gpu_use.mean()) j.set_gpu_util_percent(*util);
   j.set_gpu_samples(r.gpu_use.samples);
   j.set_gpu_memory_peak_mib(r.gpu_use.memory_peak_mib);
+  if (r.used.cpu_usec >= 0) j.set_cpu_seconds(static_cast<double>(r.used.cpu_usec) / 1e6);
+  if (r.used.memory_peak >= 0) j.set_memory_peak_bytes(r.used.memory_peak);
   if (r.state == JobState::kRunning) j.set_idle_since(r.gpu_use.idle_since);
   j.set_held(r.state == JobState::kPending && r.held);
   j.set_retries_used(r.retried);

@@ -41,6 +41,7 @@ class ErrorCounter {
 // What one pod of a job used, as its binder measured it (the local executor: from the pod's
 // cgroup at its end), for /metrics. Set once before start(); then called from any thread.
 struct PodUsage {
+  std::string job;
   std::string queue;
   double cpu_seconds = -1;           // -1: not measured
   std::int64_t memory_peak_bytes = -1;

@@ -462,6 +462,7 @@ std::string job_detail(const v1::Job& j, std::int64_t now) {
     << "Finished:    " << format_time(j.finished_at()) << "\n"
     << "Flavor:      " << or_dash(j.flavor()) << "\n"
     << "GPU use:     " << gpu_use_text(j, now) << "\n"
+    << process_use_text(j)
     << "Attempts:    " << j.attempts() << "  Preemptions: " << j.preemptions()
     << (j.preempted_by().empty() ? "" : "  (last by " + escaped(j.preempted_by()) + ")") << "\n";
   if (is_finished(j.state())) o << "Exit code:   " << j.exit_code() << "\n";
@@ -641,6 +642,19 @@ std::int64_t at(const google::protobuf::Map<std::string, std::int64_t>& m, const
   return it == m.end() ? 0 : it->second;
 }
 }  // namespace
+
+std::string process_use_text(const v1::Job& j) {
+  if (!j.has_cpu_seconds() && !j.has_memory_peak_bytes()) return "";
+  std::string out = "Used:        ";
+  if (j.has_cpu_seconds()) {
+    char cpu[32];
+    std::snprintf(cpu, sizeof cpu, "%.2f", j.cpu_seconds());
+    out += std::string("CPU ") + cpu + " s";
+  }
+  if (j.has_memory_peak_bytes())
+    out += std::string(j.has_cpu_seconds() ? ", " : "") + "memory peak " + human_bytes(j.memory_peak_bytes());
+  return out + " (from its cgroups)\n";
+}
 
 std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
   std::vector<std::string> header = {"NAME",     "FLAVOR",      "STATE", "GPU FREE",

@@ -70,6 +70,8 @@ std::string start_text(const v1::Job& job, std::int64_t now);
 std::string percent_text(std::optional<double> percent);
 // `gpuq show`'s GPU use line: mean, samples, peak memory, idle since.
 std::string gpu_use_text(const v1::Job& job, std::int64_t now);
+// `gpuq show`'s "Used:" line: what the job's processes used (its cgroups), or "" when unmeasured.
+std::string process_use_text(const v1::Job& job);
 std::string job_detail(const v1::Job& job, std::int64_t now);
 // `gpuq explain`: why it waits, what orders it, the quota and the nodes (cli/explain_format.cpp).
 std::string explanation_text(const v1::Job& job, const v1::JobExplanation& e);

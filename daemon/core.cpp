@@ -20,14 +20,18 @@ Core::Core(const CoreConfig& config, std::unique_ptr<ResourceNames> names,
     binder_ = std::make_unique<binder::NoneBinder>([this](const BinderFact& fact) { observe(fact, bind_now_); });
   }
   binder_->errors().set([this](std::string_view kind) { metrics_.binder_error(kind); });
-  binder_->usage().set([this](const binder::PodUsage& u) { metrics_.pod_usage(u.queue, u.cpu_seconds, u.memory_peak_bytes); });
   config_.engine.stops_confirmed = binder_->confirms_stops();
   placing_ = !binder_->is_source();
 }
 
 void Core::start_binder(std::function<void(const BinderFact&)> post,
-                        std::function<void(binder::SourceFact)> post_source, binder::GpuReport post_gpus) {
+                        std::function<void(binder::SourceFact)> post_source, binder::GpuReport post_gpus,
+                        std::function<void(const binder::PodUsage&)> post_usage) {
   fact_post_ = std::move(post);
+  binder_->usage().set([this, post_usage = std::move(post_usage)](const binder::PodUsage& u) {
+    metrics_.pod_usage(u.queue, u.cpu_seconds, u.memory_peak_bytes);
+    if (post_usage) post_usage(u);
+  });
   if (post_gpus) binder_->set_gpu_report(std::move(post_gpus));
   if (binder_->is_source()) binder_->set_source(std::move(post_source), *names_);
   binder_started_ = true;

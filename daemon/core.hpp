@@ -194,9 +194,15 @@ class Core {
   void audit(storage::AuditRecord record, Time now);
   // Starts the binder's own thread; its facts go to `post`, which must run observe() in a turn;
   // a source's (binder.hpp, SourceFact) go to `post_source`, which must run observe_source().
+  // `post_usage` (each pod's use, counted in /metrics on the binder's thread) must run
+  // observe_usage() in a turn, before the fact its pod's end brings.
   void start_binder(std::function<void(const BinderFact&)> post,
                     std::function<void(binder::SourceFact)> post_source = {},
-                    binder::GpuReport post_gpus = {});
+                    binder::GpuReport post_gpus = {},
+                    std::function<void(const binder::PodUsage&)> post_usage = {});
+  // What a pod used (the local executor's cgroups), in a turn: added to its job's record while
+  // the job is unfinished (a job cancelled while it ran has ended already: /metrics alone).
+  void observe_usage(const binder::PodUsage& usage);
   // A sample of a node's GPUs (the local executor's; daemon/gpu_use.cpp), in a turn: each running
   // job placed on sampled GPUs gets its GPU use updated, and its queue's idle policy applied
   // (an event once its GPUs have been idle for idle.warnAfter, a cancel after idle.cancelAfter).

@@ -193,6 +193,12 @@ int main(int argc, char** argv) {
             core.observe_gpus(sample, now);
             return {};
           });
+        },
+        [&loop](const binder::PodUsage& usage) {
+          loop.post([usage](daemon::Core& core, Time) -> daemon::Loop::Done {
+            core.observe_usage(usage);
+            return {};
+          });
         });
   });
 

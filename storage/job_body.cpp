@@ -22,7 +22,8 @@
 // retries and retried (decimal), array (id), array_index and array_throttle (decimal), singleton
 // ("1"), after (dependencies, comma-separated, each ok|any|notok ':' job id), tty ("1", or the
 // terminal's size ROWSxCOLS), image (the container image, binder kubernetes), workdir_implicit
-// ("1": working_dir is only where the submitter was, not asked for).
+// ("1": working_dir is only where the submitter was, not asked for), cpu_usec and memory_peak
+// (decimal: ProcessUse).
 // Resources by name (never ResourceId), enums by name: see codec.hpp.
 #include <algorithm>
 #include <charconv>
@@ -166,6 +167,8 @@ std::string encode_job_body(const JobRecord& j, const ResourceNames& names) {
   if (j.spec.expected_runtime) extra.emplace_back("expected_runtime", std::to_string(*j.spec.expected_runtime));
   if (!j.notify.url.empty()) extra.emplace_back("notify_url", j.notify.url);
   if (j.held) extra.emplace_back("held", "1");
+  if (j.used.cpu_usec >= 0) extra.emplace_back("cpu_usec", std::to_string(j.used.cpu_usec));
+  if (j.used.memory_peak >= 0) extra.emplace_back("memory_peak", std::to_string(j.used.memory_peak));
   if (j.spec.retries != 0) extra.emplace_back("retries", std::to_string(j.spec.retries));
   if (j.retried != 0) extra.emplace_back("retried", std::to_string(j.retried));
   if (!j.spec.array_id.empty()) {
@@ -309,6 +312,12 @@ Result<void> decode_job_body(std::string_view text, JobRecord& j, ResourceIntern
           j.spec.expected_runtime = seconds;
         } else if (name == "held") {
           j.held = value == "1";
+        } else if (name == "cpu_usec" || name == "memory_peak") {
+          std::int64_t v = 0;
+          const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+          if (ec != std::errc() || end != value.data() + value.size() || v < 0)
+            return fail(std::string(name) + " \"" + std::string(value) + "\" is not a number");
+          (name == "cpu_usec" ? j.used.cpu_usec : j.used.memory_peak) = v;
         } else if (name == "singleton") {
           j.spec.singleton = value == "1";
         } else if (name == "tty") {

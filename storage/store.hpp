@@ -44,6 +44,14 @@ struct GpuUse {
   }
 };
 
+// What a job's processes used, as its binder measured it at each pod's end (the local executor:
+// from the pods' cgroups; binder/local/CGROUPS.md), over all its pods and runs. -1: never
+// measured (no cgroups, another binder, or only runs that were cancelled while they ran).
+struct ProcessUse {
+  std::int64_t cpu_usec = -1;     // CPU time, summed
+  std::int64_t memory_peak = -1;  // bytes: the most one pod held at once
+};
+
 struct JobRecord {
   JobSpec spec;             // priority resolved to an integer; submitted_at set
   RunSpec run;
@@ -63,6 +71,7 @@ struct JobRecord {
   std::string preempted_by;
   std::uint64_t number = 0;   // submission number: strictly increasing, the listing order
   GpuUse gpu_use;
+  ProcessUse used;
   bool held = false;  // pending and held (Engine::hold)
   std::vector<Dependency> after;  // what it waits for (gpuq submit --after-*)
   std::int32_t retried = 0;       // failed runs requeued so far (spec.retries)

@@ -273,6 +273,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
     auto cgroups = pod_cgroups(id, i, a.pods[i], rec);
     if (!cgroups) {
       (*errors)("cgroup_failed");
+      release_cpus(id, i);
       launcher.note(launch.log, cgroups.error(), &as.value());
       tracked.pods[i].done = true;
       tracked.pods[i].status = not_started(cgroups.error());
@@ -282,6 +283,7 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
     auto started = launcher.start(launch, as.value());
     if (!started) {
       (*errors)("start_failed");
+      release_cpus(id, i);
       launcher.note(launch.log, started.error(), &as.value());
       tracked.pods[i].done = true;
       tracked.pods[i].status = not_started(started.error());
@@ -327,7 +329,7 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
   p.status = local::read_status_file(status_path(job, pod).string());
   if (p.status && (p.status->cpu_usec >= 0 || p.status->memory_peak >= 0)) {
     const double cpu = p.status->cpu_usec >= 0 ? static_cast<double>(p.status->cpu_usec) / 1e6 : -1;
-    (*usage)(PodUsage{t.queue, cpu, p.status->memory_peak});
+    (*usage)(PodUsage{job, t.queue, cpu, p.status->memory_peak});
     spdlog::info("event=pod_usage job={} pod={} cpu_seconds={:.3f} memory_peak_bytes={}", job, pod, cpu,
                  p.status->memory_peak);
   }

@@ -99,6 +99,11 @@ TEST_CASE("tables fit 80 columns and show human units") {
   CHECK(nt.find("1.5Gi/2Ti") != std::string::npos);
   CHECK(nt.find("Ready") != std::string::npos);
   CHECK(nt.find("warning") == std::string::npos);
+  v1::Job measured;
+  CHECK(process_use_text(measured).empty());
+  measured.set_cpu_seconds(12.5);
+  measured.set_memory_peak_bytes(std::int64_t{3} << 29);
+  CHECK(process_use_text(measured) == "Used:        CPU 12.50 s, memory peak 1.5Gi (from its cgroups)\n");
   (*n->mutable_spec()->mutable_labels())["gpuq.io/cgroups"] = "none";
   CHECK(nodes_table(ns, false).find("warning: node gpu-node-with-a-very-long-hostname.cluster.example.com has no "
                                     "cgroups: its jobs are not held to their GPUs, CPU or memory") != std::string::npos);

@@ -172,8 +172,12 @@ TEST_CASE("cgroups: a job given one GPU of four opens its own device file and no
     const int given = std::stoi(out.substr(at + 6));
     for (int i = 0; i < 4; ++i)
       CHECK(out.find(std::to_string(i) + (i == given ? " ENXIO" : " EPERM")) != std::string::npos);
-    // Its CPU time, from its cgroup, is in /metrics (v2 counts it without a cpu controller too).
+    // Its CPU time, from its cgroup, is in /metrics and on the job (v2 counts it without a cpu
+    // controller too): four pythons took some.
     CHECK(d.http_get("/metrics").find("gpuq_pod_cpu_seconds_total{queue=\"q\"}") != std::string::npos);
+    const v1::Job done = get(d, "probe");
+    REQUIRE(done.has_cpu_seconds());
+    CHECK(done.cpu_seconds() > 0);
     REQUIRE(cancel(d, "first").ok());
   }
 }
@@ -193,6 +197,9 @@ TEST_CASE("cgroups: a job past its memory is killed alone, with the out-of-memor
     CHECK(hog.reason().find("out of memory: 64 MiB limit") == 0);
     // Its peak memory, from its cgroup, is in /metrics: at most the limit.
     const std::string metrics = d.http_get("/metrics");
+    REQUIRE(hog.has_memory_peak_bytes());
+    CHECK(hog.memory_peak_bytes() > 0);
+    CHECK(hog.memory_peak_bytes() <= 64 << 20);
     CHECK(metrics.find("gpuq_pod_memory_peak_bytes_count{queue=\"q\"} 1") != std::string::npos);
     CHECK(metrics.find("gpuq_pod_memory_peak_bytes_bucket{queue=\"q\",le=\"67108864\"} 1") != std::string::npos);
     CHECK(get(d, "calm").state() == v1::JOB_STATE_RUNNING);

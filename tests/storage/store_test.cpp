@@ -332,6 +332,7 @@ TEST_CASE("pack_job and unpack_job give back every stored field of a record") {
   full.gpu_use.samples = 12;
   full.gpu_use.util_sum = 900;
   full.gpu_use.memory_peak_mib = 70000;
+  full.used = {12'345'678, std::int64_t{3} << 30};
   full.finished_at = 0;
   const std::string packed = pack_job(full, names);
   std::mutex mu;
@@ -354,7 +355,15 @@ TEST_CASE("pack_job and unpack_job give back every stored field of a record") {
   CHECK(back.gpu_use.samples == 12);
   CHECK(back.gpu_use.util_sum == 900);
   CHECK(back.gpu_use.memory_peak_mib == 70000);
+  CHECK(back.used.cpu_usec == 12'345'678);
+  CHECK(back.used.memory_peak == std::int64_t{3} << 30);
   CHECK(pack_job(back, names) == packed);  // and packs the same again
+  JobRecord unmeasured = full;  // never measured: nothing written, -1 read back
+  unmeasured.used = {};
+  JobRecord back2;
+  REQUIRE(unpack_job(pack_job(unmeasured, names), back2, interner).ok());
+  CHECK(back2.used.cpu_usec == -1);
+  CHECK(back2.used.memory_peak == -1);
 
   // A damaged string is refused, not half read.
   JobRecord bad;
