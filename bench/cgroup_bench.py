@@ -23,45 +23,20 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loop_cpu  # noqa: E402
 import side_by_side as sbs  # noqa: E402
-
-HZ = os.sysconf("SC_CLK_TCK")
-
 
 def cpu_ms(pid):
     """(utime + stime, cutime + cstime) of pid, in ms."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    ut, st, cut, cst = (int(fields[i]) * 1000 / HZ for i in (11, 12, 13, 14))
-    return ut + st, cut + cst
+    return loop_cpu.own_and_reaped_ms(pid)
 
 
 def start_gpuqd(work, build, mode):
     """gpuqd in work with cgroups `mode` (off, v1, v2): (env, process)."""
-    os.makedirs(work, exist_ok=True)
     cg = "  cgroups: off\n" if mode == "off" else \
         f"  cgroups: required\n  cgroupVersion: {mode}\n  cgroupRoot: gpuq-bench-{os.getpid()}-{os.path.basename(work)}\n"
-    conf = os.path.join(work, "gpuqd.yaml")
-    with open(conf, "w") as f:
-        f.write(f"""grpc: 127.0.0.1:0
-http: 127.0.0.1:0
-stateFile: {work}/gpuqd.db
-binder: local
-local:
-  nvidiaSmi: ""
-  gpus: 8
-  logDir: {work}/logs
-  runDir: {work}/run
-{cg}queues:
-  - name: q
-    quotas: [{{flavor: default, resources: {{gpu: {{nominal: 8}}, cpu: {{nominal: 1000}}, memory: {{nominal: 1Ti}}}}}}]
-""")
-    proc = subprocess.Popen([os.path.join(build, "daemon", "gpuqd"), "--config", conf],
-                            stdout=open(os.path.join(work, "gpuqd.log"), "w"), stderr=subprocess.STDOUT)
-    env = dict(os.environ, GPUQ_SERVER=f"unix:{work}/gpuqd.sock")
-    gpuq = os.path.join(build, "cli", "gpuq")
-    sbs.wait_until("gpuqd answering", lambda: subprocess.run([gpuq, "queues"], env=env, stdout=subprocess.DEVNULL,
-                                                             stderr=subprocess.DEVNULL).returncode == 0)
-    return env, proc
+    return sbs.start_gpuqd(work, build, local_extra=cg,
+                           resources="{gpu: {nominal: 8}, cpu: {nominal: 1000}, memory: {nominal: 1Ti}}")
 
 
 def start_round(build, mode, jobs, tmp):

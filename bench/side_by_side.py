@@ -162,10 +162,12 @@ MaxJobCount={max(10000, 4 * max_array)}
     return env, procs
 
 
-def start_gpuqd(work, build, gpuqd=None, gpuq=None, shim=None):
+def start_gpuqd(work, build, gpuqd=None, gpuq=None, shim=None, local_extra="",
+                resources="{gpu: {nominal: 8}}"):
     """A fresh gpuqd in work (local executor, 8 virtual GPUs, queue q): (the env its clients need,
     its process). gpuqd, gpuq and shim name other binaries than build's (gpuqd otherwise runs the
-    gpuq-shim beside its own real path, a link followed)."""
+    gpuq-shim beside its own real path, a link followed); local_extra: more lines of `local:`
+    (indented); resources: the queue's nominal quota."""
     os.makedirs(work, exist_ok=True)
     gpuqd = gpuqd or os.path.join(build, "daemon", "gpuqd")
     gpuq = gpuq or os.path.join(build, "cli", "gpuq")
@@ -181,9 +183,9 @@ local:
   gpus: 8
   logDir: {work}/logs
   runDir: {work}/run{shim_line}
-queues:
+{local_extra}queues:
   - name: q
-    quotas: [{{flavor: default, resources: {{gpu: {{nominal: 8}}}}}}]
+    quotas: [{{flavor: default, resources: {resources}}}]
 """)
     proc = subprocess.Popen([gpuqd, "--config", conf],
                             stdout=open(os.path.join(work, "gpuqd.log"), "w"), stderr=subprocess.STDOUT)

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -20,6 +23,18 @@ namespace {
 using spec::Path;
 using spec::SpecError;
 using spec::yaml::Node;
+
+// A value that is one of `words`; the error lists them.
+template <class T>
+T one_of(Node v, Path& at, std::initializer_list<std::pair<std::string_view, T>> words) {
+  const std::string text = spec::string_of(v, at);
+  std::string names;
+  for (const auto& [word, value] : words) {
+    if (text == word) return value;
+    names += (names.empty() ? "" : ", ") + std::string(word);
+  }
+  spec::fail_at(v, at, spec::quoted(text) + " is not allowed; use one of " + names);
+}
 
 binder::LocalConfig read_local(Node node, Path& at) {
   binder::LocalConfig l;
@@ -64,19 +79,11 @@ binder::LocalConfig read_local(Node node, Path& at) {
           if (t < 0 || t > 100) spec::fail_at(v, at, std::to_string(t) + " is not allowed; use a percentage 0 to 100");
           l.gpu_idle_threshold = static_cast<int>(t);
         } else if (key == "cgroups") {
-          const std::string m = spec::string_of(v, at);
           using Mode = binder::CgroupSettings::Mode;
-          if (m == "auto") l.cgroups.mode = Mode::kAuto;
-          else if (m == "off") l.cgroups.mode = Mode::kOff;
-          else if (m == "required") l.cgroups.mode = Mode::kRequired;
-          else spec::fail_at(v, at, spec::quoted(m) + " is not allowed; use auto, off or required");
+          l.cgroups.mode = one_of<Mode>(v, at, {{"auto", Mode::kAuto}, {"off", Mode::kOff}, {"required", Mode::kRequired}});
         } else if (key == "cgroupVersion") {
-          const std::string m = spec::string_of(v, at);
           using Version = binder::CgroupSettings::Version;
-          if (m == "auto") l.cgroups.version = Version::kAuto;
-          else if (m == "v1") l.cgroups.version = Version::kV1;
-          else if (m == "v2") l.cgroups.version = Version::kV2;
-          else spec::fail_at(v, at, spec::quoted(m) + " is not allowed; use auto, v1 or v2");
+          l.cgroups.version = one_of<Version>(v, at, {{"auto", Version::kAuto}, {"v1", Version::kV1}, {"v2", Version::kV2}});
         } else if (key == "cgroupRoot") {
           l.cgroups.root = spec::string_of(v, at);
           if (l.cgroups.root.size() > 1024 || l.cgroups.root.find("..") != std::string::npos ||

@@ -12,7 +12,8 @@
 
 namespace gpuq::binder::local {
 
-// The whole file (read(2) alone: cgroup and /proc files report size 0). False with errno set.
+// The whole file, by read(2) alone: cgroup and /proc files report size 0, and the shim keeps to
+// POSIX calls. False with errno set. (proc.cpp reads /proc with it too.)
 bool read_small_file(const std::string& path, std::string& out);
 // Writes `text` in one write(2), as cgroup files want it. False with errno set.
 bool write_small_file(const std::string& path, std::string_view text);

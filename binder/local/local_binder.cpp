@@ -270,23 +270,23 @@ void LocalBinder::State::spawn(const Admission& a, const storage::JobRecord& rec
     if (tracked.pods[i].done) continue;
     PodLaunch launch{id, a.queue.value, i, a.pods.size(), a.pods[i], rec,
                      status_path(id, i), pod_log_path(config.log_dir, id, static_cast<int>(i)), {}};
+    // A pod that cannot start is done, with the reason in its log and its outcome.
+    auto not_starting = [&](std::string_view kind, const std::string& why) {
+      (*errors)(kind);
+      release_cpus(id, i);
+      launcher.note(launch.log, why, &as.value());
+      tracked.pods[i].done = true;
+      tracked.pods[i].status = not_started(why);
+    };
     auto cgroups = pod_cgroups(id, i, a.pods[i], rec);
     if (!cgroups) {
-      (*errors)("cgroup_failed");
-      release_cpus(id, i);
-      launcher.note(launch.log, cgroups.error(), &as.value());
-      tracked.pods[i].done = true;
-      tracked.pods[i].status = not_started(cgroups.error());
+      not_starting("cgroup_failed", cgroups.error());
       continue;
     }
     launch.cgroups = std::move(cgroups).value();
     auto started = launcher.start(launch, as.value());
     if (!started) {
-      (*errors)("start_failed");
-      release_cpus(id, i);
-      launcher.note(launch.log, started.error(), &as.value());
-      tracked.pods[i].done = true;
-      tracked.pods[i].status = not_started(started.error());
+      not_starting("start_failed", started.error());
       continue;
     }
     StartedPod pod = std::move(started).value();

@@ -1,5 +1,7 @@
 #include "binder/local/proc.hpp"
 
+#include "binder/local/cgroup_ops.hpp"
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,29 +18,6 @@
 
 namespace gpuq::binder::local {
 namespace {
-
-// Plain read(2): /proc files report size 0, and this code also runs in the shim, which keeps
-// to POSIX calls. False (errno set) when the file cannot be opened or read.
-bool read_file(const std::string& path, std::string& out) {
-  out.clear();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      errno = err;
-      return false;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return true;
-}
 
 // The fields of /proc/PID/stat after the comm, split on spaces: [0] is field 3 (state), [1]
 // field 4 (ppid), [19] field 22 (starttime). The comm (field 2) may hold spaces and parentheses,
@@ -75,7 +54,7 @@ bool numeric(const char* name, pid_t& out) { return parse_number(std::string_vie
 std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
   if (pid <= 0) return std::nullopt;
   std::string stat;
-  if (!read_file("/proc/" + std::to_string(pid) + "/stat", stat)) return std::nullopt;
+  if (!read_small_file("/proc/" + std::to_string(pid) + "/stat", stat)) return std::nullopt;
   const auto fields = stat_fields(stat);
   if (fields.size() < 20 || fields[0] == "Z" || fields[0] == "X") return std::nullopt;
   std::uint64_t ticks = 0;
@@ -85,7 +64,7 @@ std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
 
 std::string boot_id() {
   std::string id;
-  if (!read_file("/proc/sys/kernel/random/boot_id", id)) return "";
+  if (!read_small_file("/proc/sys/kernel/random/boot_id", id)) return "";
   const auto first = id.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return "";
   const auto last = id.find_last_not_of(" \t\r\n");
@@ -102,7 +81,7 @@ std::vector<pid_t> child_pids(pid_t parent) {
     pid_t tid = 0;
     if (!numeric(entry->d_name, tid)) continue;
     std::string text;
-    if (read_file(task_dir + "/" + entry->d_name + "/children", text)) {
+    if (read_small_file(task_dir + "/" + entry->d_name + "/children", text)) {
       append_pids(text, out);
     } else if (errno == ENOENT && ::access((task_dir + "/" + entry->d_name).c_str(), F_OK) == 0) {
       missing = true;  // the thread exists but the kernel has no children file
@@ -120,7 +99,7 @@ std::vector<pid_t> child_pids_by_scan(pid_t parent) {
     pid_t pid = 0;
     std::string stat;
     if (!numeric(entry->d_name, pid)) continue;
-    if (!read_file(std::string("/proc/") + entry->d_name + "/stat", stat)) continue;
+    if (!read_small_file(std::string("/proc/") + entry->d_name + "/stat", stat)) continue;
     const auto fields = stat_fields(stat);
     pid_t ppid = 0;
     if (fields.size() > 1 && parse_number(fields[1], ppid) && ppid == parent) out.push_back(pid);

@@ -49,8 +49,10 @@ nodes:
 )";
 
 // gpuqd with the local executor (4 virtual GPUs on node `box`, logs and run files in `dir`) and
-// one queue `q` with all of them, preempting lower priorities within it.
-inline std::string local_executor_config(const fs::path& dir) {
+// one queue `q` with all of them, preempting lower priorities within it. `local_extra`: more
+// lines of `local:`; `resources`: the queue's nominal quota.
+inline std::string local_executor_config(const fs::path& dir, const std::string& local_extra = "",
+                                         const std::string& resources = "{gpu: {nominal: 4}}") {
   return "binder: local\n"
          "local:\n"
          "  node: box\n"
@@ -59,12 +61,12 @@ inline std::string local_executor_config(const fs::path& dir) {
          "  logDir: " + (dir / "logs").string() + "\n"
          "  runDir: " + (dir / "run").string() + "\n"
          // Each gpuqd of the tests a cgroup subtree of its own (they run side by side).
-         "  cgroupRoot: gpuq-test-" + dir.filename().string() + "\n"
+         "  cgroupRoot: gpuq-test-" + dir.filename().string() + "\n" + local_extra +
          "queues:\n"
          "  - name: q\n"
          "    quotas:\n"
          "      - flavor: default\n"
-         "        resources: {gpu: {nominal: 4}}\n"
+         "        resources: " + resources + "\n"
          "    preemption: {withinQueue: LowerPriority}\n";
 }
 

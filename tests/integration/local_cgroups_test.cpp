@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/daemon_process.hpp"
+#include "tests/integration/local_helpers.hpp"
 #include "tests/support/files.hpp"
 
 using namespace gpuq::test;
@@ -50,21 +50,16 @@ std::vector<std::string> versions(bool memory = false) {
 }
 
 std::string config(const fs::path& dir, const std::string& version, const std::string& extra = "") {
-  return "binder: local\n"
-         "local:\n"
-         "  node: box\n"
-         "  nvidiaSmi: \"\"\n"
-         "  gpus: 4\n"
-         "  logDir: " + (dir / "logs").string() + "\n"
-         "  runDir: " + (dir / "run").string() + "\n"
-         "  cgroups: required\n"
-         "  cgroupVersion: " + version + "\n"
-         "  cgroupRoot: gpuq-test-" + dir.filename().string() + "\n" + extra +
-         "queues:\n"
-         "  - name: q\n"
-         "    quotas:\n"
-         "      - flavor: default\n"
-         "        resources: {gpu: {nominal: 4}, cpu: {nominal: 1000}, memory: {nominal: 1Ti}}\n";
+  return local_executor_config(dir, "  cgroups: required\n  cgroupVersion: " + version + "\n" + extra,
+                               "{gpu: {nominal: 4}, cpu: {nominal: 1000}, memory: {nominal: 1Ti}}");
+}
+
+// Two children and a daemon in a session of its own whose parent has exited, their pids in
+// DIR/pids; DIR/NAME once they all run.
+std::string forking_script(const std::string& dir, const std::string& ready) {
+  return "sleep 1000 & echo $! >> " + dir + "/pids; sleep 1000 & echo $! >> " + dir +
+         "/pids; (setsid sh -c 'sleep 1000 & echo $! >> " + dir + "/pids' &); sleep 1; touch " + dir + "/" + ready +
+         "; wait";
 }
 
 v1::SubmitJobRequest job(const std::string& id, const std::string& script, const std::string& gpus = "1",
@@ -86,38 +81,6 @@ v1::SubmitJobRequest job(const std::string& id, const std::string& script, const
   return r;
 }
 
-void submit_ok(Daemon& d, const v1::SubmitJobRequest& r) {
-  auto s = submit(d, r);
-  REQUIRE_MESSAGE(s.ok(), s.error_message());
-}
-
-v1::Job wait_state(Daemon& d, const std::string& id, v1::JobState state) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  v1::Job j;
-  while (std::chrono::steady_clock::now() < until) {
-    j = get(d, id);
-    if (j.state() == state) return j;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("job " << id << " is " << v1::JobState_Name(j.state()) << " (" << j.reason() << "), not "
-              << v1::JobState_Name(state));
-  return j;
-}
-
-void wait_file(const fs::path& p) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(p) && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE_MESSAGE(fs::exists(p), p << " never appeared");
-}
-
-// A live process (a zombie has ended).
-bool alive(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
-}
-
 // Waits up to 10 s for every pid to be gone.
 bool all_gone(const std::vector<pid_t>& pids) {
   for (int i = 0; i < 200; ++i) {
@@ -136,28 +99,37 @@ std::vector<pid_t> pids_in(const fs::path& file) {
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("cgroups: a job given one GPU of four opens its own device file and not the others, whatever its env says") {
-  const auto vs = versions();
+// Runs `body` once per cgroup version this machine has (`memory`: with a memory controller), in
+// a fresh folder each; says so when it has none.
+template <class F>
+void each_version(bool memory, F body) {
+  const auto vs = versions(memory);
   if (vs.empty()) MESSAGE("no writable cgroups here (not root, or none mounted): nothing to check; CI runs as root");
   for (const std::string& v : vs) {
     CAPTURE(v);
     TempDir dir;
+    body(v, dir.path);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cgroups: a job given one GPU of four opens its own device file and not the others, whatever its env says") {
+  each_version(false, [](const std::string& v, const fs::path& dir) {
     for (int i = 0; i < 4; ++i) {
-      const std::string dev = (dir.path / ("nvidia" + std::to_string(i))).string();
+      const std::string dev = (dir / ("nvidia" + std::to_string(i))).string();
       REQUIRE_MESSAGE(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(195, static_cast<unsigned>(i))) == 0, dev);
     }
-    Daemon d(dir.path, true, config(dir.path, v));
-    submit_ok(d, job("first", "touch " + dir.path.string() + "/first.ready; sleep 60"));
-    wait_file(dir.path / "first.ready");
+    Daemon d(dir, true, config(dir, v));
+    submit_ok(d, job("first", "touch " + dir.string() + "/first.ready; sleep 60"));
+    wait_file(dir / "first.ready");
     // It sets CUDA_VISIBLE_DEVICES to every GPU, and tries each device file.
     const std::string probe =
         "echo \"given=$CUDA_VISIBLE_DEVICES\"; export CUDA_VISIBLE_DEVICES=0,1,2,3; "
         "for i in 0 1 2 3; do python3 -c 'import errno, os, sys\n"
         "try:\n os.open(sys.argv[1], os.O_RDONLY); print(sys.argv[2], \"opened\")\n"
         "except OSError as e: print(sys.argv[2], errno.errorcode[e.errno])' " +
-        dir.path.string() + "/nvidia$i $i; done";
+        dir.string() + "/nvidia$i $i; done";
     submit_ok(d, job("probe", probe));
     wait_state(d, "probe", v1::JOB_STATE_SUCCEEDED);
     grpc::ClientContext ctx;
@@ -179,18 +151,14 @@ TEST_CASE("cgroups: a job given one GPU of four opens its own device file and no
     REQUIRE(done.has_cpu_seconds());
     CHECK(done.cpu_seconds() > 0);
     REQUIRE(cancel(d, "first").ok());
-  }
+  });
 }
 
 TEST_CASE("cgroups: a job past its memory is killed alone, with the out-of-memory reason; its neighbour runs on") {
-  const auto vs = versions(/*memory=*/true);
-  if (vs.empty()) MESSAGE("no writable memory cgroups here: nothing to check; CI runs as root");
-  for (const std::string& v : vs) {
-    CAPTURE(v);
-    TempDir dir;
-    Daemon d(dir.path, true, config(dir.path, v));
-    submit_ok(d, job("calm", "touch " + dir.path.string() + "/calm.ready; sleep 60", "1", "64Mi"));
-    wait_file(dir.path / "calm.ready");
+  each_version(true, [](const std::string& v, const fs::path& dir) {
+    Daemon d(dir, true, config(dir, v));
+    submit_ok(d, job("calm", "touch " + dir.string() + "/calm.ready; sleep 60", "1", "64Mi"));
+    wait_file(dir / "calm.ready");
     // 256 MiB written, in a cgroup of 64 MiB.
     submit_ok(d, job("hog", "python3 -c 'b = b\"x\" * (256 << 20); print(len(b))'", "1", "64Mi"));
     const v1::Job hog = wait_state(d, "hog", v1::JOB_STATE_FAILED);
@@ -204,78 +172,60 @@ TEST_CASE("cgroups: a job past its memory is killed alone, with the out-of-memor
     CHECK(metrics.find("gpuq_pod_memory_peak_bytes_bucket{queue=\"q\",le=\"67108864\"} 1") != std::string::npos);
     CHECK(get(d, "calm").state() == v1::JOB_STATE_RUNNING);
     REQUIRE(cancel(d, "calm").ok());
-  }
+  });
 }
 
 TEST_CASE("cgroups: cancel leaves nothing of a job behind, children and a double-forked daemon included") {
-  const auto vs = versions();
-  if (vs.empty()) MESSAGE("no writable cgroups here: nothing to check; CI runs as root");
-  for (const std::string& v : vs) {
-    CAPTURE(v);
-    TempDir dir;
-    const std::string p = dir.path.string();
-    Daemon d(dir.path, true, config(dir.path, v));
-    // Two children, and a daemon in a session of its own whose parent has exited.
-    submit_ok(d, job("forks", "sleep 1000 & echo $! >> " + p + "/pids; sleep 1000 & echo $! >> " + p +
-                                  "/pids; (setsid sh -c 'sleep 1000 & echo $! >> " + p + "/pids' &); sleep 1; touch " +
-                                  p + "/forks.ready; wait"));
-    wait_file(dir.path / "forks.ready");
-    const auto pids = pids_in(dir.path / "pids");
+  each_version(false, [](const std::string& v, const fs::path& dir) {
+    const std::string p = dir.string();
+    Daemon d(dir, true, config(dir, v));
+    submit_ok(d, job("forks", forking_script(p, "forks.ready")));
+    wait_file(dir / "forks.ready");
+    const auto pids = pids_in(dir / "pids");
     REQUIRE(pids.size() == 3);
     for (pid_t pid : pids) CHECK(alive(pid));
     REQUIRE(cancel(d, "forks").ok());
     CHECK(all_gone(pids));
-  }
+  });
 }
 
 TEST_CASE("cgroups: after gpuqd and the job's supervisor are killed, the next gpuqd finds, counts and stops what is left") {
-  const auto vs = versions();
-  if (vs.empty()) MESSAGE("no writable cgroups here: nothing to check; CI runs as root");
-  for (const std::string& v : vs) {
-    CAPTURE(v);
-    TempDir dir;
-    const std::string p = dir.path.string();
+  each_version(false, [](const std::string& v, const fs::path& dir) {
+    const std::string p = dir.string();
     {
-      Daemon d(dir.path, true, config(dir.path, v));
-      submit_ok(d, job("orphaned", "sleep 1000 & echo $! >> " + p + "/pids; sleep 1000 & echo $! >> " + p +
-                                       "/pids; (setsid sh -c 'sleep 1000 & echo $! >> " + p + "/pids' &); sleep 1; touch " +
-                                       p + "/ready; wait",
-                                   "1", "", "Fail"));
-      wait_file(dir.path / "ready");
+      Daemon d(dir, true, config(dir, v));
+      submit_ok(d, job("orphaned", forking_script(p, "ready"), "1", "", "Fail"));
+      wait_file(dir / "ready");
       wait_state(d, "orphaned", v1::JOB_STATE_RUNNING);
       d.stop(SIGKILL);
     }
-    const pid_t shim = std::stoi(slurp(dir.path / "run" / "orphaned" / "pod-0.pid").substr(4));
+    const pid_t shim = std::stoi(slurp(dir / "run" / "orphaned" / "pod-0.pid").substr(4));
     REQUIRE(::kill(shim, SIGKILL) == 0);
-    const auto pids = pids_in(dir.path / "pids");
+    const auto pids = pids_in(dir / "pids");
     REQUIRE(pids.size() == 3);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     for (pid_t pid : pids) CHECK(alive(pid));  // the job's shell died with its supervisor; they did not
-    Daemon d(dir.path, true, config(dir.path, v));
+    Daemon d(dir, true, config(dir, v));
     const v1::Job j = wait_state(d, "orphaned", v1::JOB_STATE_FAILED);
     CHECK(j.reason() == "lost: its supervisor (gpuq-shim) ended without an outcome; 3 process(es) left in its cgroup "
                         "were killed");
     CHECK(all_gone(pids));
-  }
+  });
 }
 
 TEST_CASE("cgroups: with local.cpuset, pods that ask for whole CPUs each get CPUs of their own") {
-  const auto vs = versions();
-  if (vs.empty()) MESSAGE("no writable cgroups here: nothing to check; CI runs as root");
-  for (const std::string& v : vs) {
-    CAPTURE(v);
-    TempDir dir;
-    const std::string p = dir.path.string();
-    Daemon d(dir.path, true, config(dir.path, v, "  cpuset: true\n"));
+  each_version(false, [](const std::string& v, const fs::path& dir) {
+    const std::string p = dir.string();
+    Daemon d(dir, true, config(dir, v, "  cpuset: true\n"));
     for (const char* id : {"a", "b"})
       submit_ok(d, job(id, "grep Cpus_allowed_list /proc/self/status > " + p + "/" + id + ".cpus; sleep 60", "1", "", "", "1"));
-    wait_file(dir.path / "a.cpus");
-    wait_file(dir.path / "b.cpus");
+    wait_file(dir / "a.cpus");
+    wait_file(dir / "b.cpus");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const std::string a = slurp(dir.path / "a.cpus"), b = slurp(dir.path / "b.cpus");
+    const std::string a = slurp(dir / "a.cpus"), b = slurp(dir / "b.cpus");
     INFO(a << b);
     // A hierarchy without a cpuset controller (these hybrid machines' v2) says so at start.
-    const std::string log = slurp(dir.path / "gpuqd.err") + slurp(dir.path / "gpuqd.out");
+    const std::string log = slurp(dir / "gpuqd.err") + slurp(dir / "gpuqd.out");
     const bool cpuset = log.find("what=\"cpuset:") == std::string::npos;
     if (!cpuset) {
       MESSAGE("no cpuset controller for " << v << " here: " << a);
@@ -286,5 +236,5 @@ TEST_CASE("cgroups: with local.cpuset, pods that ask for whole CPUs each get CPU
     }
     REQUIRE(cancel(d, "a").ok());
     REQUIRE(cancel(d, "b").ok());
-  }
+  });
 }

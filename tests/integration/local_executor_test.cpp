@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/daemon_process.hpp"
+#include "tests/integration/local_helpers.hpp"
 #include "tests/support/files.hpp"
 
 using namespace gpuq::test;
@@ -46,38 +46,12 @@ v1::SubmitJobRequest job(const std::string& id, std::vector<std::string> command
 
 std::vector<std::string> sh(const std::string& script) { return {"sh", "-c", script}; }
 
-void submit_ok(Daemon& d, const v1::SubmitJobRequest& r) {
-  auto s = submit(d, r);
-  REQUIRE_MESSAGE(s.ok(), s.error_message());
-}
-
 void cancel_ok(Daemon& d, const std::string& id) {
   auto s = cancel(d, id);
   REQUIRE_MESSAGE(s.ok(), s.error_message());
 }
 
 
-
-// Polls until the job is in `state` (at most 30 s; the test fails with where it is otherwise).
-v1::Job wait_state(Daemon& d, const std::string& id, v1::JobState state) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  v1::Job j;
-  while (std::chrono::steady_clock::now() < until) {
-    j = get(d, id);
-    if (j.state() == state) return j;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("job " << id << " is " << v1::JobState_Name(j.state()) << " (" << j.reason() << "), not "
-              << v1::JobState_Name(state));
-  return j;
-}
-
-void wait_file(const fs::path& p) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(p) && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE_MESSAGE(fs::exists(p), p << " never appeared");
-}
 
 grpc::Status read_logs(Daemon& d, const std::string& id, int pod, std::string& out, bool follow = false) {
   grpc::ClientContext ctx;
@@ -376,17 +350,6 @@ TEST_CASE("local: gpuqd killed with SIGKILL: running jobs are adopted, finished 
   CHECK(logs(d, "long").find("long done") != std::string::npos);
   wait_state(d, "after", v1::JOB_STATE_SUCCEEDED);
 }
-
-namespace {
-
-// Whether pid is a live process (a zombie is not: it has ended, unreaped by its new parent).
-bool alive(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
-}
-
-}  // namespace
 
 TEST_CASE("local: what still runs for a job gpuqd does not hold running is killed at start, before scheduling") {
   TempDir dir;
