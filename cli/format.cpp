@@ -643,19 +643,6 @@ std::int64_t at(const google::protobuf::Map<std::string, std::int64_t>& m, const
 }
 }  // namespace
 
-std::string process_use_text(const v1::Job& j) {
-  if (!j.has_cpu_seconds() && !j.has_memory_peak_bytes()) return "";
-  std::string out = "Used:        ";
-  if (j.has_cpu_seconds()) {
-    char cpu[32];
-    std::snprintf(cpu, sizeof cpu, "%.2f", j.cpu_seconds());
-    out += std::string("CPU ") + cpu + " s";
-  }
-  if (j.has_memory_peak_bytes())
-    out += std::string(j.has_cpu_seconds() ? ", " : "") + "memory peak " + human_bytes(j.memory_peak_bytes());
-  return out + " (from its cgroups)\n";
-}
-
 std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
   std::vector<std::string> header = {"NAME",     "FLAVOR",      "STATE", "GPU FREE",
                                      "CPU USED", "MEMORY USED", "PODS"};
@@ -690,19 +677,6 @@ std::string nodes_table(const v1::ListNodesResponse& r, bool wide) {
       out += "warning: node " + escaped(n.spec().name()) +
              " has no cgroups: its jobs are not held to their GPUs, CPU or memory (gpuqd's log says why)\n";
   return out;
-}
-
-std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {
-  std::vector<std::string> header = {"AT", "USER", "ACTION", "TARGET", "RESULT"};
-  if (wide) header.push_back("ORIGIN");
-  Table t(header);
-  for (const auto& e : entries) {
-    std::vector<std::string> row = {format_time(e.at()), e.user().empty() ? "(anonymous)" : e.user(), e.action(),
-                                    or_dash(e.target()), e.result()};
-    if (wide) row.push_back(e.origin());
-    t.add(std::move(row));
-  }
-  return t.render(wide ? 0 : 100, {3, 4});
 }
 
 std::string event_line(const v1::JobEvent& e) {

@@ -88,6 +88,33 @@ std::string percent_text(std::optional<double> percent) {
   return percent ? fixed(*percent, 0) + "%" : "-";
 }
 
+// The audit log (gpuq audit): a report, as usage is.
+std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {
+  std::vector<std::string> header = {"AT", "USER", "ACTION", "TARGET", "RESULT"};
+  if (wide) header.push_back("ORIGIN");
+  Table t(header);
+  for (const auto& e : entries) {
+    std::vector<std::string> row = {format_time(e.at()), e.user().empty() ? "(anonymous)" : e.user(), e.action(),
+                                    e.target().empty() ? std::string("-") : e.target(), e.result()};
+    if (wide) row.push_back(e.origin());
+    t.add(std::move(row));
+  }
+  return t.render(wide ? 0 : 100, {3, 4});
+}
+
+std::string process_use_text(const v1::Job& j) {
+  if (!j.has_cpu_seconds() && !j.has_memory_peak_bytes()) return "";
+  std::string out = "Used:        ";
+  if (j.has_cpu_seconds()) {
+    char cpu[32];
+    std::snprintf(cpu, sizeof cpu, "%.2f", j.cpu_seconds());
+    out += std::string("CPU ") + cpu + " s";
+  }
+  if (j.has_memory_peak_bytes())
+    out += std::string(j.has_cpu_seconds() ? ", " : "") + "memory peak " + human_bytes(j.memory_peak_bytes());
+  return out + " (from its cgroups)\n";
+}
+
 std::string gpu_use_text(const v1::Job& j, std::int64_t now) {
   if (!j.has_gpu_util_percent()) return "- (not sampled)";
   std::string out = percent_text(j.gpu_util_percent()) + " mean over " + std::to_string(j.gpu_samples()) +
