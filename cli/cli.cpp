@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/requests.hpp"
-#include "sim/openb.hpp"
+#include "sim/trace_error.hpp"
 #include "spec/error.hpp"
 
 namespace gpuq::cli {
@@ -120,8 +120,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                  "gpuqd's address: unix:PATH (its socket) or HOST:PORT; default $GPUQ_SERVER, then the first "
                  "socket found of ./var/gpuqd.sock, /run/gpuq/gpuqd.sock, /var/lib/gpuq/gpuqd.sock, then "
                  "127.0.0.1:7433");
-  app.add_option("--timeout", ctx.timeout_s, "seconds per call (default 30; 0: none; watch and logs -f: none)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", ctx.timeout_s, "per call: 30, 90s, 5m (default 30 s; 0: none; watch and logs -f: none)")
+      ->transform(duration_arg(/*fractional=*/true));
   // Over TCP only (cli/credentials.hpp). Prefer the file or the environment: argv shows in ps.
   app.add_option("--token", ctx.credential_flags.token,
                  "bearer token for a TCP server (default $GPUQ_TOKEN; visible in ps: prefer --token-file)");

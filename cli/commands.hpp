@@ -3,10 +3,12 @@
 // Context::action; run_cli runs it once every option (the global ones included) has its value.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
 #include "cli/client.hpp"
+#include "spec/duration.hpp"
 
 namespace gpuq::cli {
 
@@ -22,6 +24,29 @@ struct Only {
     return false;
   }
 };
+
+// A flag's duration in Slurm's or Kubernetes' words (spec/duration.hpp: 90, 90s, 15m, 2h, 1d,
+// 1h30m, 1:30:00, 1-12:00:00), handed on to the option as whole seconds. `fractional`: a
+// decimal number of seconds (0.3) and milliseconds (300ms) too, handed on as seconds (0.3).
+inline CLI::Validator duration_arg(bool fractional = false) {
+  return CLI::Validator(
+      [fractional](std::string& v) -> std::string {
+        if (fractional) {
+          if (const auto ms = spec::duration_ms(v, true)) {
+            v = std::to_string(static_cast<double>(*ms) / 1000.0);
+            return {};
+          }
+          char* end = nullptr;
+          const double d = std::strtod(v.c_str(), &end);
+          if (!v.empty() && end == v.c_str() + v.size() && d >= 0 && d < 1e12) return {};
+        } else if (const auto s = spec::duration_seconds(v)) {
+          v = std::to_string(*s);
+          return {};
+        }
+        return "\"" + v + "\" is not a duration; use " + spec::kDurationForms + (fractional ? ", 0.5 or 500ms" : "");
+      },
+      "DURATION");
+}
 
 // The whole tree (commands_all.cpp, in gpuq-full and the tests' run_cli), or the quick gpuq's
 // part of it, which runs gpuq-full for everything else (quick.cpp). Called before the parse.

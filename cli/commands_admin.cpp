@@ -154,7 +154,8 @@ void add_audit(CLI::App& admin, Context& ctx) {
   auto o = std::make_shared<AuditOptions>();
   auto* cmd = admin.add_subcommand("audit", "Who changed what, newest first (admins; README: Security)");
   cmd->add_option("-u,--user", o->user, "only this user's calls");
-  cmd->add_option("--since", o->since, "Unix seconds, -7d/-24h/-30m relative, or YYYY-MM-DD (UTC)");
+  cmd->add_option("--since", o->since,
+                  "Unix seconds, -7d/-24h/-1h30m back from now, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]");
   cmd->add_option("-n,--limit", o->limit, "at most this many entries (0: all)")->check(CLI::Range(0, 1000000));
   cmd->add_option("-o,--output", o->output, "table, wide, json or yaml")
       ->check(CLI::IsMember({"table", "wide", "json", "yaml"}));

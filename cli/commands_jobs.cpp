@@ -203,7 +203,8 @@ void add_update(CLI::App& app, Context& ctx) {
   cmd->add_option_function<std::string>("--priority", [req](const std::string& v) { req->set_priority(v); },
                                         "integer or class name");
   cmd->add_option_function<std::int64_t>("--max-runtime", [req](std::int64_t v) { req->set_max_runtime_seconds(v); },
-                                         "seconds; 0: no limit (the queue's maxRuntime still applies)");
+                                         "3600, 1h, 1:00:00 or 1-0; 0: no limit (the queue's maxRuntime still applies)")
+      ->transform(duration_arg());
   cmd->add_option_function<std::string>("-q,--queue", [req](const std::string& v) { req->set_queue(v); },
                                         "move it to this queue (you must be allowed to submit there)");
   cmd->callback([&ctx, ids, req] {

@@ -158,7 +158,8 @@ void add_run_command(CLI::App& sim, Context& ctx) {
   run->add_option("--queue-count", o->queue_count, "queues q0..qN-1 for round-robin/hash without --queues (default 4)");
   run->add_option("--policy", o->policies, "placement policies, comma-separated: pack, spread, frag-aware (each one a variant)");
   run->add_option("--node-events", o->node_events, "CSV time,node,event (down|up): node failures to inject");
-  run->add_option("--grace", o->grace, "seconds a preempted job takes to stop (default 30)");
+  run->add_option("--grace", o->grace, "how long a preempted job takes to stop: 30, 90s, 2m (default 30 s)")
+      ->transform(duration_arg());
   run->add_option("--points", o->points, "samples in the timeline (default 300)");
   run->add_option("--out", o->out, "output folder (default sim-out)");
   run->add_flag("--skip-bad-rows", o->skip_bad_rows, "skip malformed trace rows (counted on stderr) instead of failing");

@@ -33,9 +33,12 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
   flag_opts.push_back(cmd.add_option("--flavor", o.flags.flavors, "accepted flavor (repeatable); default any"));
   c.preemptible = cmd.add_option("--preemptible", o.preemptible, "true (default) or false");
   flag_opts.push_back(c.preemptible);
-  c.grace = cmd.add_option("--grace-period", o.grace, "seconds between stop and kill; default 30");
+  c.grace = cmd.add_option("--grace-period", o.grace, "between stop and kill: 30, 90s, 5m (default 30 s)")
+                ->transform(duration_arg());
   flag_opts.push_back(c.grace);
-  flag_opts.push_back(cmd.add_option("--max-runtime", o.flags.max_runtime, "seconds; 0 (default) no limit"));
+  flag_opts.push_back(cmd.add_option("--max-runtime", o.flags.max_runtime,
+                                     "3600, 1h, 1:00:00 or 1-0 (Slurm's); 0 (default): no limit")
+                          ->transform(duration_arg()));
   flag_opts.push_back(cmd.add_option("--notify", o.flags.notify,
                                      "URL gpuqd POSTs the job's state changes to (JSON; README: Notifications)"));
   flag_opts.push_back(cmd.add_option("--notify-on", o.flags.notify_on,
@@ -43,7 +46,9 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
                                      "cancelled (default finished,failed)")
                           ->delimiter(','));
   flag_opts.push_back(cmd.add_option("--expected-runtime", o.flags.expected_runtime,
-                                     "seconds it expects to run, for start-time estimates only (<= --max-runtime)"));
+                                     "how long it expects to run (30m, 2h), for start-time estimates only "
+                                     "(<= --max-runtime)")
+                          ->transform(duration_arg()));
   flag_opts.push_back(cmd.add_flag("--exclusive", o.flags.exclusive, "no other queue's pods on its nodes"));
   flag_opts.push_back(cmd.add_option("--env", o.flags.env, "NAME=VALUE for the command (repeatable)"));
   flag_opts.push_back(

@@ -89,8 +89,8 @@ void add_usage_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--by", o->by, "queue (default), user, flavor or job");
   cmd->add_option(
       "--since,--from", o->since,
-      "start: Unix seconds, 7d/-7d, 24h, 30m, 2w back from now, or YYYY-MM-DD (UTC); default: the "
-      "beginning");
+      "start: Unix seconds, 7d/-7d, 24h, 1h30m, 2w back from now, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM] "
+      "(UTC unless it says otherwise); default: the beginning");
   cmd->add_option("--until,--to", o->until, "end (not included), the same forms; default: now");
   cmd->add_option("-q,--queue", o->queue, "only this queue's jobs");
   cmd->add_option("-u,--user", o->user, "only this user's jobs");

@@ -1,5 +1,7 @@
 #include "cli/requests.hpp"
 
+#include "spec/duration.hpp"
+
 #include <pwd.h>
 #include <unistd.h>
 
@@ -330,49 +332,56 @@ std::vector<ApplyItem> parse_apply_file(const std::string& text, const std::stri
 std::int64_t parse_time_arg(const std::string& text, std::int64_t now) {
   if (text.empty()) return 0;
   if (auto v = to_int(text); v && *v >= 0) return *v;
-  // Back from now: -7d, or 7d (the sign is optional: a time is never ahead of now this way).
-  const std::size_t sign = text[0] == '-' ? 1 : 0;
-  if (text.size() >= sign + 2) {
-    auto n = to_int(text.substr(sign, text.size() - sign - 1));
-    std::int64_t unit = 0;
-    switch (text.back()) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = 86400;
-        break;
-      case 'w':
-        unit = 7 * 86400;
-        break;
-      default:
-        break;
-    }
-    if (n && *n >= 0 && unit > 0 && *n <= 100LL * 365 * 86400 / unit) return now - *n * unit;
+  // Back from now: -7d, or 7d (the sign is optional: a time is never ahead of now this way);
+  // any duration with a unit (spec/duration.hpp: 1h30m, 1-12:00:00), and weeks (2w).
+  const std::string back = text.substr(text[0] == '-' ? 1 : 0);
+  std::optional<std::int64_t> ago;
+  if (back.size() >= 2 && back.back() == 'w') {
+    if (auto n = to_int(back.substr(0, back.size() - 1)); n && *n >= 0 && *n <= 100 * 52) ago = *n * 7 * 86400;
+  } else if (!to_int(back)) {  // a bare number is Unix seconds (above), never "ago"
+    ago = spec::duration_seconds(back);
   }
-  if (text.size() == 10 && text[4] == '-' && text[7] == '-') {
+  if (ago && *ago <= 100LL * 365 * 86400) return now - *ago;
+  // A date, or a date and time (ISO 8601): YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM|-HH:MM];
+  // UTC unless an offset says otherwise.
+  if (text.size() >= 10 && text[4] == '-' && text[7] == '-' && (text.size() == 10 || text[10] == 'T')) {
     auto y = to_int(text.substr(0, 4));
     auto m = to_int(text.substr(5, 2));
     auto d = to_int(text.substr(8, 2));
-    if (y && m && d && *y >= 1970 && *m >= 1 && *m <= 12 && *d >= 1 && *d <= 31) {
+    std::int64_t hh = 0, mm = 0, ss = 0, offset = 0;
+    bool ok = true;
+    if (text.size() > 10) {
+      std::string rest = text.substr(11);
+      if (!rest.empty() && rest.back() == 'Z') {
+        rest.pop_back();
+      } else if (rest.size() > 6 && (rest[rest.size() - 6] == '+' || rest[rest.size() - 6] == '-') &&
+                 rest[rest.size() - 3] == ':') {
+        const auto oh = to_int(rest.substr(rest.size() - 5, 2)), om = to_int(rest.substr(rest.size() - 2));
+        ok = oh && om && *oh <= 23 && *om <= 59;
+        if (ok) offset = (rest[rest.size() - 6] == '+' ? 1 : -1) * (*oh * 3600 + *om * 60);
+        rest.resize(rest.size() - 6);
+      }
+      // HH:MM or HH:MM:SS, each field two digits.
+      ok = ok && (rest.size() == 5 || (rest.size() == 8 && rest[5] == ':')) && rest[2] == ':';
+      hh = ok ? to_int(rest.substr(0, 2)).value_or(-1) : -1;
+      mm = ok ? to_int(rest.substr(3, 2)).value_or(-1) : -1;
+      ss = ok && rest.size() == 8 ? to_int(rest.substr(6, 2)).value_or(-1) : 0;
+      ok = ok && hh >= 0 && hh <= 23 && mm >= 0 && mm <= 59 && ss >= 0 && ss <= 59;
+    }
+    if (ok && y && m && d && *y >= 1970 && *m >= 1 && *m <= 12 && *d >= 1 && *d <= 31) {
       std::tm tm{};
       tm.tm_year = static_cast<int>(*y - 1900);
       tm.tm_mon = static_cast<int>(*m - 1);
       tm.tm_mday = static_cast<int>(*d);
       const std::int64_t t = timegm(&tm);
       // timegm normalizes 2024-02-31 to March; refuse dates that do not exist.
-      if (tm.tm_mday == *d && tm.tm_mon == *m - 1) return t;
+      if (tm.tm_mday == *d && tm.tm_mon == *m - 1) return t + hh * 3600 + mm * 60 + ss - offset;
     }
   }
   throw UsageError("time \"" + text +
-                   "\": expected Unix seconds, a time back from now such as 7d, 24h, 30m, 45s, 2w "
-                   "(or -7d), or a date YYYY-MM-DD (UTC)");
+                   "\": expected Unix seconds, a time back from now such as 7d, 24h, 30m, 1h30m, 2w "
+                   "(or -7d), or a date YYYY-MM-DD or date and time YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM] (UTC "
+                   "unless it says otherwise)");
 }
 
 std::string resolve_server(const std::string& flag, const char* env) {

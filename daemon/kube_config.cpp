@@ -7,6 +7,7 @@
 #include "binder/kubernetes/kube_binder.hpp"
 #include "daemon/config.hpp"
 #include "daemon/config_read.hpp"
+#include "spec/duration.hpp"
 #include "spec/validate.hpp"
 #include "spec/yaml_read.hpp"
 
@@ -56,24 +57,15 @@ std::vector<std::string> names_of(Node v, Path& at, std::size_t max, bool labels
 
 // "500ms", "15s", "10m", "2h", or a number of seconds; in milliseconds.
 std::int64_t millis_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
-  std::string text(spec::text_of(v, at, "a duration such as 15s, 10m or 1h"));
-  std::int64_t unit = 1000;
-  if (text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
-    unit = 1;
-    text.resize(text.size() - 2);
-  } else if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h' || text.back() == 'd')) {
-    unit = text.back() == 's' ? 1000 : text.back() == 'm' ? 60000 : text.back() == 'h' ? 3600000 : 86400000;
-    text.pop_back();
-  }
-  std::int64_t n = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
-    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not a duration; use e.g. 15s, 10m or 1h");
-  if (n > max / unit || n * unit < min || n * unit > max)
-    spec::fail_at(v, at, spec::quoted(spec::text_of(v, at)) + " is not allowed; use " +
+  const std::string_view text = spec::text_of(v, at, "a duration such as 15s, 10m or 1h");
+  const auto ms = spec::duration_ms(text, true);
+  if (!ms)
+    spec::fail_at(v, at, spec::quoted(text) + " is not a duration; use " + spec::kDurationForms + " (or 500ms)");
+  if (*ms < min || *ms > max)
+    spec::fail_at(v, at, spec::quoted(text) + " is not allowed; use " +
                              (min % 1000 == 0 ? std::to_string(min / 1000) + "s" : std::to_string(min) + "ms") +
                              " to " + std::to_string(max / 1000) + "s");
-  return n * unit;
+  return *ms;
 }
 
 std::int64_t seconds_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {

@@ -16,18 +16,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "scheduler/model.hpp"
+#include "sim/trace_error.hpp"
 #include "spec/constraints.hpp"
 
 namespace gpuq::sim {
-
-struct TraceError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct TraceReadOptions {
   bool skip_bad_rows = false;  // skip malformed rows (and count them) instead of throwing

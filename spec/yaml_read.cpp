@@ -1,5 +1,7 @@
 #include "spec/yaml_read.hpp"
 
+#include "spec/duration.hpp"
+
 #include <charconv>
 
 #include "spec/constraints.hpp"
@@ -130,6 +132,17 @@ std::vector<std::string> read_names(yaml::Node v, Path& at, std::size_t max, con
 
 namespace {
 
+// A duration in whole seconds (spec/duration.hpp: 90, "90s", "30m", "2h", "1d", "1h30m",
+// "1:30:00", "1-12:00:00"); a negative one ("-5") is read, and refused by validate().
+Time duration_of(yaml::Node n, const Path& at) {
+  const std::string_view text = text_of(n, at, "a duration such as 30m or 2h");
+  const bool negative = !text.empty() && text.front() == '-';
+  const auto v = duration_seconds(negative ? text.substr(1) : text);
+  if (!v || *v > (Time{1} << 40)) fail_at(n, at, quoted(text) + " is not a duration; use " + kDurationForms);
+  return negative ? -*v : *v;
+}
+
+
 PreemptionSpec read_preemption(yaml::Node n, Path& at) {
   PreemptionSpec p;
   for_each_key(
@@ -140,7 +153,7 @@ PreemptionSpec read_preemption(yaml::Node n, Path& at) {
         } else if (key == "reclaimWithinCohort") {
           p.reclaim_within_cohort = enum_of<ReclaimPolicy>(v, at);
         } else if (key == "minRuntime") {
-          p.min_runtime = int_of(v, at);
+          p.min_runtime = duration_of(v, at);
         } else {  // borrowWithinCohort
           if (!v.is_map())
             fail_at(
@@ -219,22 +232,6 @@ Members read_members(yaml::Node n, Path& at) {
   return m;
 }
 
-// A duration in whole seconds: 90, "90s", "30m", "2h" or "1d" (a negative one is read, and
-// refused by validate()).
-Time duration_of(yaml::Node n, const Path& at) {
-  std::string text(text_of(n, at, "a duration such as 30m or 2h"));
-  Time unit = 1;
-  if (!text.empty() && std::string_view("smhd").find(text.back()) != std::string_view::npos) {
-    unit = text.back() == 's' ? 1 : text.back() == 'm' ? 60 : text.back() == 'h' ? 3600 : 86400;
-    text.pop_back();
-  }
-  Time v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > (Time{1} << 40) ||
-      v < -(Time{1} << 40))
-    fail_at(n, at, quoted(std::string(text_of(n, at))) + " is not a duration; use e.g. 90s, 30m, 2h or 1d");
-  return v * unit;
-}
 
 // idle: {warnAfter: 2h, cancelAfter: 6h}
 IdlePolicy read_idle(yaml::Node n, Path& at) {
@@ -253,13 +250,13 @@ bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) 
   else if (key == "maxPodsPerJob")
     q.max_pods_per_job = int32_of(v, at);
   else if (key == "maxRuntime")
-    q.max_runtime = int_of(v, at);
+    q.max_runtime = duration_of(v, at);
   else if (key == "defaultMaxRuntime")
-    q.default_max_runtime = int_of(v, at);
+    q.default_max_runtime = duration_of(v, at);
   else if (key == "runtimeEstimate")
-    q.runtime_estimate = int_of(v, at);
+    q.runtime_estimate = duration_of(v, at);
   else if (key == "maxGracePeriod")
-    q.max_grace_period = int_of(v, at);
+    q.max_grace_period = duration_of(v, at);
   else if (key == "allowedPriorityClasses")
     q.allowed_priority_classes = read_names(v, at, limits::kPriorityClasses, "classes");
   else if (key == "nonPreemptibleMayBorrow")
@@ -507,11 +504,11 @@ Submission read_job(yaml::Node n, Path& at, ResourceNames& names, const JobKeys&
     } else if (key == "exclusive") {
       j.exclusive = bool_of(v, at);
     } else if (key == "maxRuntime") {
-      j.max_runtime = int_of(v, at);
+      j.max_runtime = duration_of(v, at);
     } else if (key == "expectedRuntime") {
-      j.expected_runtime = int_of(v, at);
+      j.expected_runtime = duration_of(v, at);
     } else if (key == "gracePeriod") {
-      j.grace_period = int_of(v, at);
+      j.grace_period = duration_of(v, at);
     } else if (key == "onNodeLoss") {
       j.on_node_loss = enum_of<NodeLossPolicy>(v, at);
     } else if (key == "command") {
@@ -602,7 +599,7 @@ SchedulingPolicy read_policy(yaml::Node root, Path& at) {
                    if (key == "enabled") {
                      p.fair_sharing.enabled = bool_of(v, at);
                    } else if (key == "usageHalfLife") {
-                     p.usage_half_life = int_of(v, at);
+                     p.usage_half_life = duration_of(v, at);
                      if (p.usage_half_life <= 0) fail_at(v, at, v.shown() + " must be > 0 seconds");
                    } else {
                      expect_list(v, at);

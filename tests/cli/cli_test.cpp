@@ -451,7 +451,15 @@ TEST_CASE("time arguments for usage") {
   CHECK(parse_time_arg("7d", now) == now - 7 * 86400);
   CHECK(parse_time_arg("2w", now) == now - 14 * 86400);
   CHECK(parse_time_arg("90s", now) == now - 90);
-  for (const char* bad : {"yesterday", "-7x", "-d", "d", "--7d", "2024-02-30", "2024-13-01", "7x", "-5"})
+  CHECK(parse_time_arg("-1h30m", now) == now - 5400);  // any duration with a unit (spec/duration.hpp)
+  CHECK(parse_time_arg("1-12:00:00", now) == now - 129600);
+  // ISO 8601: a date and time, UTC unless an offset says otherwise.
+  CHECK(parse_time_arg("2024-01-01T12:30", now) == 1'704'067'200 + 45'000);
+  CHECK(parse_time_arg("2024-01-01T12:30:15Z", now) == 1'704'067'200 + 45'015);
+  CHECK(parse_time_arg("2024-01-01T12:30:00+02:00", now) == 1'704'067'200 + 45'000 - 7200);
+  CHECK(parse_time_arg("2024-01-01T12:30:00-05:30", now) == 1'704'067'200 + 45'000 + 19'800);
+  for (const char* bad : {"yesterday", "-7x", "-d", "d", "--7d", "2024-02-30", "2024-13-01", "7x", "-5",
+                          "2024-01-01T25:00", "2024-01-01T12", "2024-01-01T12:30:00+2", "2024-01-01 12:30"})
     CHECK_THROWS_AS(parse_time_arg(bad, now), UsageError);
 }
 
@@ -517,6 +525,15 @@ TEST_CASE("submit: everything after -- is the command, also after a repeated opt
   CHECK(submit({"--flavor", "h100", "--node-selector", "zone=a", "--toleration", "gpu", "--", "python", "-m", "x",
                 "--flag", "--"}) == V{"python", "-m", "x", "--flag", "--"});
   CHECK(submit({"--", "--looks-like-an-option"}) == V{"--looks-like-an-option"});
+  // Durations in Slurm's and Kubernetes' words.
+  submit({"--max-runtime", "1h", "--grace-period", "90s", "--expected-runtime", "30:00", "--", "true"});
+  CHECK(jobs.last.spec().max_runtime_seconds() == 3600);
+  CHECK(jobs.last.spec().grace_period_seconds() == 90);
+  CHECK(jobs.last.spec().expected_runtime_seconds() == 1800);
+  submit({"--max-runtime", "1-12:00:00", "--", "true"});
+  CHECK(jobs.last.spec().max_runtime_seconds() == 129600);
+  submit({"--max-runtime", "5400", "--", "true"});
+  CHECK(jobs.last.spec().max_runtime_seconds() == 5400);
   server->Shutdown();
 }
 
@@ -531,6 +548,11 @@ TEST_CASE("run_cli: exit codes without a server") {
   CHECK(clash.rc == 2);  // -f takes the whole job from the file
   CHECK(clash.err.find("--queue") != std::string::npos);
   CHECK(run({"ls", "-o", "xml"}).rc == 2);
+  Run duration = run({"submit", "-q", "a", "--gpus", "1", "--max-runtime", "1x", "--", "true"});
+  CHECK(duration.rc == 2);
+  CHECK(duration.err.find("--max-runtime") != std::string::npos);
+  CHECK(duration.err.find("\"1x\" is not a duration; use 90 (seconds), 90s, 15m, 2h, 1d, 1h30m, 1:30:00 or "
+                          "1-12:00:00") != std::string::npos);
   CHECK(run({"usage", "--from", "yesterday"}).rc == 2);
   // usage's flags are checked before anything is sent: each error names the flag, the value and
   // what is allowed.

@@ -73,11 +73,13 @@ TEST_CASE("bad input: jobs, running or pending") {
       {"exclusive: 1", job("exclusive: 1"), ".exclusive", "1", "use true or false"},
       {"maxRuntime: zero", job("maxRuntime: 0"), ".maxRuntime", "0", "must be > 0 seconds"},
       {"maxRuntime: negative", job("maxRuntime: -5"), ".maxRuntime", "-5", "must be > 0 seconds"},
-      {"maxRuntime: with a unit", job("maxRuntime: 1h"), ".maxRuntime", "1h", "is not an integer"},
+      {"maxRuntime: a word", job("maxRuntime: long"), ".maxRuntime", "long",
+       "is not a duration; use 90 (seconds), 90s, 15m, 2h, 1d, 1h30m, 1:30:00 or 1-12:00:00"},
+      {"maxRuntime: a fraction", job("maxRuntime: 1.5h"), ".maxRuntime", "1.5h", "is not a duration"},
       {"gracePeriod: negative", job("gracePeriod: -1"), ".gracePeriod", "-1",
        "must be >= 0 seconds"},
       {"gracePeriod: a word", job("gracePeriod: short"), ".gracePeriod", "short",
-       "is not an integer"},
+       "is not a duration"},
   };
   for (const char* list : {"running", "pending"}) {
     for (const JobBad& c : cases) {

@@ -242,8 +242,8 @@ TEST_CASE("bad input: queues") {
        "32-bit integer range"},
       {"minRuntime: negative", "queues: [{name: q, preemption: {minRuntime: -1}}]\n",
        q0 + ".preemption.minRuntime", "-1", "must be >= 0 seconds"},
-      {"minRuntime: with a unit", "queues: [{name: q, preemption: {minRuntime: 10m}}]\n",
-       q0 + ".preemption.minRuntime", "10m", "is not an integer"},
+      {"minRuntime: a word", "queues: [{name: q, preemption: {minRuntime: brief}}]\n",
+       q0 + ".preemption.minRuntime", "brief", "is not a duration"},
   });
 }
 

@@ -151,7 +151,8 @@ TEST_CASE("a bad guardrail or role is refused naming the field, the value and wh
       {"name: q\nidle: {cancelAfter: -1h}\n", "idle.cancelAfter: \"-3600s\" is not allowed; it must be a duration > 0"},
       {"name: q\nidle: {warnAfter: 2m, cancelAfter: 60}\n",
        "idle.cancelAfter: \"60s\" is less than warnAfter \"120s\"; it must be >= warnAfter"},
-      {"name: q\nidle: {warnAfter: soon}\n", "idle.warnAfter: \"soon\" is not a duration; use e.g. 90s, 30m, 2h or 1d"},
+      {"name: q\nidle: {warnAfter: soon}\n", "idle.warnAfter: \"soon\" is not a duration; use 90 (seconds), 90s, 15m, 2h, 1d, 1h30m, 1:30:00 or "
+       "1-12:00:00"},
       {"name: q\nidle: {warn: 1h}\n", "idle.warn: unknown key"},
       {"name: q\nidle: 2h\n", "idle: expected a map such as {warnAfter: 2h, cancelAfter: 6h}"},
   };
