@@ -43,7 +43,7 @@ class ErrorCounter {
 struct PodUsage {
   std::string job;
   std::string queue;
-  double cpu_seconds = -1;           // -1: not measured
+  std::int64_t cpu_usec = -1;        // CPU time, microseconds; -1: not measured
   std::int64_t memory_peak_bytes = -1;
 };
 class UsageCounter {

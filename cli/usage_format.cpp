@@ -105,11 +105,7 @@ std::string audit_table(const std::vector<v1::AuditEntry>& entries, bool wide) {
 std::string process_use_text(const v1::Job& j) {
   if (!j.has_cpu_seconds() && !j.has_memory_peak_bytes()) return "";
   std::string out = "Used:        ";
-  if (j.has_cpu_seconds()) {
-    char cpu[32];
-    std::snprintf(cpu, sizeof cpu, "%.2f", j.cpu_seconds());
-    out += std::string("CPU ") + cpu + " s";
-  }
+  if (j.has_cpu_seconds()) out += "CPU " + fixed(j.cpu_seconds(), 2) + " s";
   if (j.has_memory_peak_bytes())
     out += std::string(j.has_cpu_seconds() ? ", " : "") + "memory peak " + human_bytes(j.memory_peak_bytes());
   return out + " (from its cgroups)\n";

@@ -29,7 +29,7 @@ void Core::start_binder(std::function<void(const BinderFact&)> post,
                         std::function<void(const binder::PodUsage&)> post_usage) {
   fact_post_ = std::move(post);
   binder_->usage().set([this, post_usage = std::move(post_usage)](const binder::PodUsage& u) {
-    metrics_.pod_usage(u.queue, u.cpu_seconds, u.memory_peak_bytes);
+    metrics_.pod_usage(u.queue, u.cpu_usec >= 0 ? static_cast<double>(u.cpu_usec) / 1e6 : -1, u.memory_peak_bytes);
     if (post_usage) post_usage(u);
   });
   if (post_gpus) binder_->set_gpu_report(std::move(post_gpus));

@@ -80,8 +80,7 @@ void Core::record_note(const storage::JobRecord& rec, std::string reason, Time n
 void Core::observe_usage(const binder::PodUsage& u) {
   storage::JobRecord* rec = live(u.job);
   if (rec == nullptr) return;  // ended already (cancelled while it ran): /metrics has it
-  if (u.cpu_seconds >= 0)
-    rec->used.cpu_usec = std::max<std::int64_t>(rec->used.cpu_usec, 0) + std::llround(u.cpu_seconds * 1e6);
+  if (u.cpu_usec >= 0) rec->used.cpu_usec = std::max<std::int64_t>(rec->used.cpu_usec, 0) + u.cpu_usec;
   if (u.memory_peak_bytes >= 0) rec->used.memory_peak = std::max(rec->used.memory_peak, u.memory_peak_bytes);
   batch_.jobs.push_back(*rec);
 }

@@ -55,7 +55,7 @@ std::vector<std::string> names_of(Node v, Path& at, std::size_t max, bool labels
 
 }  // namespace
 
-// "500ms", "15s", "10m", "2h", or a number of seconds; in milliseconds.
+// A duration (spec/duration.hpp, and "500ms"), in milliseconds.
 std::int64_t millis_of(Node v, const Path& at, std::int64_t min, std::int64_t max) {
   const std::string_view text = spec::text_of(v, at, "a duration such as 15s, 10m or 1h");
   const auto ms = spec::duration_ms(text, true);

@@ -104,16 +104,4 @@ std::optional<std::int64_t> duration_seconds(std::string_view t) {
   return *ms / 1000;
 }
 
-std::string duration_text(std::int64_t s) {
-  if (s <= 0) return "0s";
-  std::string out;
-  for (const auto& [unit, name] : {std::pair<std::int64_t, char>{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}}) {
-    if (s >= unit) {
-      out += std::to_string(s / unit) + name;
-      s %= unit;
-    }
-  }
-  return out;
-}
-
 }  // namespace gpuq::spec

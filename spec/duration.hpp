@@ -23,7 +23,5 @@ inline constexpr const char* kDurationForms = "90 (seconds), 90s, 15m, 2h, 1d, 1
 std::optional<std::int64_t> duration_ms(std::string_view text, bool millis = false);
 // Whole seconds (a duration in milliseconds must be whole seconds here: "1500ms" is refused).
 std::optional<std::int64_t> duration_seconds(std::string_view text);
-// A duration for people: "90s", "15m", "2h", "1d", "1h30m" (whole units, largest first).
-std::string duration_text(std::int64_t seconds);
 
 }  // namespace gpuq::spec

@@ -11,9 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include "binder/local/cgroup_ops.hpp"
+#include "spec/job_array.hpp"
 
 namespace gpuq::binder {
 
@@ -347,9 +347,11 @@ std::vector<std::string> Cgroups::pod_dirs(const std::string& job, std::size_t p
   return out;
 }
 
-std::vector<pid_t> Cgroups::pod_pids(const std::string& job, std::size_t pod) const {
-  if (roots_.empty()) return {};
-  return local::cgroup_pids(pod_dirs(job, pod).front());
+int Cgroups::kill_pod(const std::string& job, std::size_t pod) const {
+  const auto dirs = pod_dirs(job, pod);
+  const int killed = local::kill_cgroup(dirs);
+  local::wait_cgroup_empty(dirs, 5000);
+  return killed;
 }
 
 Result<void> Cgroups::limit_v2(const std::string& dir, const PodCgroupLimits& l) const {
@@ -393,11 +395,9 @@ Result<void> Cgroups::limit_v1(const Root& r, const std::string& dir, const PodC
       return w;
   }
   if (has(r.controllers, "cpuset")) {
-    std::string parent;
-    read_small_file(dir.substr(0, dir.rfind('/')) + "/cpuset.mems", parent);
-    if (auto w = write_file(dir + "/cpuset.mems", parent); !w) return w;
-    if (l.cpus.empty()) read_small_file(dir.substr(0, dir.rfind('/')) + "/cpuset.cpus", parent);
-    if (auto w = write_file(dir + "/cpuset.cpus", l.cpus.empty() ? parent : l.cpus); !w) return w;
+    inherit_cpuset(r.dir, dir);  // the job's and the pod's cgroups get the subtree's CPUs and memory nodes
+    if (!l.cpus.empty())
+      if (auto w = write_file(dir + "/cpuset.cpus", l.cpus); !w) return w;
   }
   if (has(r.controllers, "pids") && l.max_processes > 0)
     if (auto w = write_file(dir + "/pids.max", std::to_string(l.max_processes)); !w) return w;
@@ -412,20 +412,18 @@ Result<void> Cgroups::limit_v1(const Root& r, const std::string& dir, const PodC
 Result<std::vector<std::string>> Cgroups::prepare(const std::string& job, std::size_t pod,
                                                   const PodCgroupLimits& limits) const {
   std::vector<std::string> dirs = pod_dirs(job, pod);
+  // A pod's cgroups left from an earlier attempt are emptied and made anew: fresh counters.
+  if (!dirs.empty() && ::access(dirs.front().c_str(), F_OK) == 0) {
+    kill_pod(job, pod);
+    for (const std::string& d : dirs) ::rmdir(d.c_str());
+  }
+  std::string plus;  // v2: the controllers the job's cgroup hands down to its pods
+  for (const std::string& ctrl : enabled_) plus += (plus.empty() ? "+" : " +") + ctrl;
   for (std::size_t i = 0; i < roots_.size(); ++i) {
     const std::string jdir = job_dir(roots_[i], job);
     if (::mkdir(jdir.c_str(), 0755) != 0 && errno != EEXIST)
       return Error{"cannot make cgroup " + jdir + ": " + errno_text(), ErrorCode::kUnavailable};
-    if (v2_)
-      for (const std::string& ctrl : enabled_) (void)write_small_file(jdir + "/cgroup.subtree_control", "+" + ctrl);
-    else if (has(roots_[i].controllers, "cpuset"))
-      inherit_cpuset(roots_[i].dir, jdir);
-    // A pod's cgroup left from an earlier attempt is emptied and made anew: fresh counters.
-    if (::access(dirs[i].c_str(), F_OK) == 0) {
-      local::kill_cgroup({dirs[i]});
-      local::wait_cgroup_empty({dirs[i]}, 2000);
-      ::rmdir(dirs[i].c_str());
-    }
+    if (v2_ && !plus.empty()) (void)write_small_file(jdir + "/cgroup.subtree_control", plus);
     if (::mkdir(dirs[i].c_str(), 0755) != 0)
       return Error{"cannot make cgroup " + dirs[i] + ": " + errno_text(), ErrorCode::kUnavailable};
     if (auto r = v2_ ? limit_v2(dirs[i], limits) : limit_v1(roots_[i], dirs[i], limits); !r)
@@ -445,29 +443,9 @@ std::vector<int> Cgroups::pod_cpus(const std::string& job, std::size_t pod) cons
 }
 
 std::vector<int> parse_cpu_list(const std::string& text) {
-  std::vector<int> out;
-  for (std::string part : split(text.substr(0, text.find('\n')), ',')) {
-    const auto dash = part.find('-');
-    int a = 0, b = 0;
-    if (!local::parse_number(std::string_view(part).substr(0, dash), a)) continue;
-    b = a;
-    if (dash != std::string::npos && !local::parse_number(std::string_view(part).substr(dash + 1), b)) continue;
-    for (int c = a; c <= b && c - a < 65536; ++c) out.push_back(c);
-  }
-  return out;
-}
-
-std::string cpu_list_text(const std::vector<int>& cpus) {
-  std::string out;
-  for (std::size_t i = 0; i < cpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
+  const auto r = spec::parse_array(std::string_view(text).substr(0, text.find('\n')));
+  if (!r) return {};
+  return r.value().indices;
 }
 
 std::vector<std::string> Cgroups::jobs() const {
@@ -494,10 +472,8 @@ int Cgroups::remove_job(const std::string& job) const {
       pods.push_back(n);
   }
   for (const std::size_t pod : pods) {
-    const auto dirs = pod_dirs(job, pod);
-    killed += local::kill_cgroup(dirs);
-    local::wait_cgroup_empty(dirs, 5000);
-    for (const std::string& d : dirs) ::rmdir(d.c_str());
+    killed += kill_pod(job, pod);
+    for (const std::string& d : pod_dirs(job, pod)) ::rmdir(d.c_str());
   }
   for (const Root& r : roots_) ::rmdir(job_dir(r, job).c_str());
   return killed;

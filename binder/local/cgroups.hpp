@@ -52,9 +52,9 @@ struct PodCgroupLimits {
   // The CPUs it may run on ("2-3,6"); empty: those of the subtree.
   std::string cpus;
 };
-// CPU numbers as the kernel lists them ("0-2,5" <-> {0, 1, 2, 5}); an unreadable part is skipped.
+// CPU numbers as the kernel lists them ("0-2,5\n" -> {0, 1, 2, 5}; empty when unreadable). The
+// kernel's list is Slurm's array form: spec::array_text writes it.
 std::vector<int> parse_cpu_list(const std::string& text);
-std::string cpu_list_text(const std::vector<int>& cpus);
 
 // The NVIDIA character devices' major: /dev/nvidia0..N, /dev/nvidiactl (255), /dev/nvidia-modeset (254).
 inline constexpr int kNvidiaMajor = 195;
@@ -76,8 +76,9 @@ class Cgroups {
   // first lists its processes). An error names the file and why.
   Result<std::vector<std::string>> prepare(const std::string& job, std::size_t pod, const PodCgroupLimits& limits) const;
   std::vector<std::string> pod_dirs(const std::string& job, std::size_t pod) const;
-  // The processes in a pod's cgroup.
-  std::vector<pid_t> pod_pids(const std::string& job, std::size_t pod) const;
+  // Kills what is in a pod's cgroups and waits (up to 5 s) until they are empty: how many
+  // processes there were.
+  int kill_pod(const std::string& job, std::size_t pod) const;
   // The jobs that have cgroups here.
   std::vector<std::string> jobs() const;
   // Kills what is left in each of the job's pods and removes its cgroups: how many processes

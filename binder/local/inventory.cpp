@@ -134,15 +134,11 @@ std::map<std::string, int> nvidia_minors(const std::filesystem::path& driver_dir
 
 Result<void> open_cgroups(const LocalConfig& config, Inventory& inventory) {
   using Mode = CgroupSettings::Mode;
-  if (config.cgroups.mode == Mode::kOff) {
-    inventory.cgroups_problem = "local.cgroups is off";
-    return Ok();
-  }
+  if (config.cgroups.mode == Mode::kOff) return Ok();
   auto c = Cgroups::open(config.cgroups);
   if (!c) {
     if (config.cgroups.mode == Mode::kRequired)
       return Error{"local.cgroups is required, and there are none: " + c.error(), ErrorCode::kUnavailable};
-    inventory.cgroups_problem = c.error();
     spdlog::warn("event=cgroups_unavailable reason=\"{}\" note=\"jobs are not held to their GPUs, CPU and memory, "
                  "and what a killed supervisor leaves is not found (binder/local/CGROUPS.md)\"",
                  c.error());

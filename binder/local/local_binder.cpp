@@ -31,6 +31,7 @@
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"
 #include "binder/local/spawn.hpp"
+#include "spec/job_array.hpp"
 
 namespace gpuq::binder {
 
@@ -104,6 +105,9 @@ ShimStatus not_started(const std::string& why) {
   s.error = why;
   return s;
 }
+
+// local.cpuset: the whole CPUs a pod asking for `cpu` millicores gets.
+std::size_t whole_cpus(Quantity cpu) { return static_cast<std::size_t>((cpu + 999) / 1000); }
 
 bool failed(const Pod& p) {
   if (p.lost) return true;
@@ -217,12 +221,12 @@ Result<std::vector<std::string>> LocalBinder::State::pod_cgroups(const std::stri
     // Whole CPUs, as many as the request rounded up. The engine counts millicores, so rounding
     // can ask for more than are free: such a pod shares the others' CPUs (its bandwidth limit
     // still holds it), and the log says so.
-    const auto n = static_cast<std::size_t>((l.cpu + 999) / 1000);
+    const std::size_t n = whole_cpus(l.cpu);
     const auto cpus = take_cpus(job, pod, n);
     if (cpus.empty())
       spdlog::warn("event=cpuset_short job={} pod={} cpus={} free={} note=\"it runs on the CPUs the others do not hold\"",
                    job, pod, n, cpus_allowed.size() - std::min(cpus_allowed.size(), cpu_taken.size()));
-    l.cpus = cpu_list_text(cpus);
+    l.cpus = spec::array_text(cpus);
   }
   for (std::size_t g = 0; g < inventory.gpus.size(); ++g) {
     const bool own = std::find(placement.gpus.begin(), placement.gpus.end(), static_cast<int>(g)) != placement.gpus.end();
@@ -233,9 +237,7 @@ Result<std::vector<std::string>> LocalBinder::State::pod_cgroups(const std::stri
 
 int LocalBinder::State::kill_pod_leftovers(const std::string& job, std::size_t pod) const {
   if (!inventory.cgroups) return 0;
-  const auto dirs = inventory.cgroups->pod_dirs(job, pod);
-  const int n = local::kill_cgroup(dirs);
-  local::wait_cgroup_empty(dirs, 5000);
+  const int n = inventory.cgroups->kill_pod(job, pod);
   if (n > 0) spdlog::warn("event=pod_leftovers_killed job={} pod={} processes={}", job, pod, n);
   return n;
 }
@@ -328,9 +330,8 @@ void LocalBinder::State::pod_exited(const std::string& job, std::size_t pod) {
   p.pidfd.reset();
   p.status = local::read_status_file(status_path(job, pod).string());
   if (p.status && (p.status->cpu_usec >= 0 || p.status->memory_peak >= 0)) {
-    const double cpu = p.status->cpu_usec >= 0 ? static_cast<double>(p.status->cpu_usec) / 1e6 : -1;
-    (*usage)(PodUsage{job, t.queue, cpu, p.status->memory_peak});
-    spdlog::info("event=pod_usage job={} pod={} cpu_seconds={:.3f} memory_peak_bytes={}", job, pod, cpu,
+    (*usage)(PodUsage{job, t.queue, p.status->cpu_usec, p.status->memory_peak});
+    spdlog::info("event=pod_usage job={} pod={} cpu_usec={} memory_peak_bytes={}", job, pod, p.status->cpu_usec,
                  p.status->memory_peak);
   }
   if (!p.status) {
@@ -539,7 +540,7 @@ std::optional<BinderFact> LocalBinder::adopt(const storage::JobRecord& job) {
         if (s.inventory.cgroups && s.inventory.cgroups->has_cpuset() && job.spec.pod_sets.size() > job.placement[i].pod_set) {
           const Quantity cpu = job.spec.pod_sets[job.placement[i].pod_set].per_pod[kCpu];
           const auto cpus = s.inventory.cgroups->pod_cpus(id, i);
-          if (cpu > 0 && cpus.size() == static_cast<std::size_t>((cpu + 999) / 1000))
+          if (cpu > 0 && cpus.size() == whole_cpus(cpu))
             for (const int c : cpus) s.cpu_taken[c] = {id, i};
         }
         continue;

@@ -59,10 +59,9 @@ struct Inventory {
   std::string source;  // "nvidia-smi" or "config"
   Quantity cpu = 0;     // millicores, less the reserve
   Quantity memory = 0;  // bytes, less the reserve
-  // The pods' cgroups (open_cgroups); none when local.cgroups is off or they are not available,
-  // and then why in cgroups_problem.
+  // The pods' cgroups (open_cgroups); none when local.cgroups is off or they are not available
+  // (the start-up log says why).
   std::optional<Cgroups> cgroups;
-  std::string cgroups_problem;
 };
 
 // `nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader` output. Throws
@@ -75,7 +74,7 @@ Result<Inventory> discover(const LocalConfig& config);
 // and "Device Minor"), by UUID; empty without the driver.
 std::map<std::string, int> nvidia_minors(const std::filesystem::path& driver_dir = "/proc/driver/nvidia/gpus");
 // Opens the pods' cgroups into `inventory` as the config says: an error only when they are
-// required and not available; otherwise, without them, the reason in cgroups_problem.
+// required and not available; otherwise, without them, the reason in the log.
 Result<void> open_cgroups(const LocalConfig& config, Inventory& inventory);
 // The one node the local executor runs on.
 NodeSpec local_node(const LocalConfig& config, const Inventory& inventory);

@@ -14,6 +14,7 @@
 #include "binder/local/gpu_sampler.hpp"
 #include "binder/local/local_binder.hpp"
 #include "binder/local/spawn.hpp"
+#include "spec/job_array.hpp"
 
 using namespace gpuq;
 using namespace gpuq::binder;
@@ -137,8 +138,8 @@ TEST_CASE("cgroups: the hierarchies and gpuqd's place in them, from mountinfo an
   // CPU lists as the kernel writes them.
   CHECK(parse_cpu_list("0-2,5\n") == std::vector<int>{0, 1, 2, 5});
   CHECK(parse_cpu_list("") == std::vector<int>{});
-  CHECK(cpu_list_text({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
-  CHECK(cpu_list_text({}) == "");
+  CHECK(spec::array_text({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");  // what gpuqd writes to cpuset.cpus
+  CHECK(spec::array_text({}) == "");
   // No hierarchy at all: cgroups are not available, and the reason says so.
   CHECK(Cgroups::open(CgroupSettings{}, {}).error().find("no cgroup hierarchy") == 0);
   CgroupSettings v2only;

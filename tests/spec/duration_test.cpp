@@ -36,12 +36,3 @@ TEST_CASE("durations: what is refused") {
   CHECK_FALSE(duration_seconds("1500ms").has_value());  // not whole seconds
   CHECK(std::string(kDurationForms).find("1-12:00:00") != std::string::npos);
 }
-
-TEST_CASE("durations for people: whole units, largest first") {
-  CHECK(duration_text(0) == "0s");
-  CHECK(duration_text(90) == "1m30s");
-  CHECK(duration_text(3600) == "1h");
-  CHECK(duration_text(129600) == "1d12h");
-  for (std::int64_t s : {1, 59, 61, 3599, 86399, 90061, 1'000'000})
-    CHECK(duration_seconds(duration_text(s)) == s);
-}
