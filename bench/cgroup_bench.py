@@ -26,9 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import loop_cpu  # noqa: E402
 import side_by_side as sbs  # noqa: E402
 
-def cpu_ms(pid):
-    """(utime + stime, cutime + cstime) of pid, in ms."""
-    return loop_cpu.own_and_reaped_ms(pid)
+cpu_ms = loop_cpu.own_and_reaped_ms  # (own, reaped children's) CPU ms of a pid
 
 
 def start_gpuqd(work, build, mode):
