@@ -210,7 +210,7 @@ void add_sim_commands(CLI::App& app, Context& ctx, Only only) {
   auto file = std::make_shared<std::string>();
   auto* scenario = sim->add_subcommand(
       "scenario", "Run one scheduling cycle on the state in FILE and print the decisions as JSON");
-  scenario->add_option("FILE", *file, "scenario YAML (the format: docs/scenarios.md)")->required();
+  scenario->add_option("FILE", *file, "scenario YAML (the format: docs/reference/scenarios.md)")->required();
   scenario->callback(
       [&ctx, file] { ctx.action = [file](Context& c) { return run_scenario_file(c, *file); }; });
   add_fill_command(*sim, ctx);

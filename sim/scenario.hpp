@@ -1,6 +1,6 @@
 #pragma once
 // `gpuq sim scenario FILE`: load a state, run one scheduling cycle at `now`, report the
-// decisions as JSON (docs/scenarios.md is the format).
+// decisions as JSON (docs/reference/scenarios.md is the format).
 #include <string>
 
 #include <boost/json/value.hpp>

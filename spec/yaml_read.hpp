@@ -1,6 +1,6 @@
 #pragma once
 // Specs from YAML documents (spec/yaml.hpp), with the keys of the scenario format
-// (docs/scenarios.md), which gpuqd's config, `gpuq apply` and job files share. Every error
+// (docs/reference/scenarios.md), which gpuqd's config, `gpuq apply` and job files share. Every error
 // is a SpecError naming the field's path and its line and column; unknown keys are refused with
 // the nearest allowed key as a suggestion. Each spec is checked with spec/validate.hpp before it
 // is returned.

@@ -1,6 +1,6 @@
 #pragma once
 // The harness of the bad-input suites (bad_input_test.cpp, bad_input_jobs_test.cpp): every field
-// of the scenario format (docs/scenarios.md), fed a wrong value, a wrong type, a duplicate or
+// of the scenario format (docs/reference/scenarios.md), fed a wrong value, a wrong type, a duplicate or
 // nothing at all, must give a SpecError that starts with the file's name, line and column, names
 // the field by its path, shows the offending value and says what is allowed.
 #include <doctest/doctest.h>
