@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A 1,000-member array's answer against one held job's, for one or more gpuqd binaries, each on
 a fresh gpuqd and state file (the side-by-side script's local-executor config), the binaries
-alternated round by round (BENCHMARKS.md: an array's job made once).
+alternated round by round (bench/HISTORY.md: an array's job made once).
 
 Per run: one array first (it faults in the memory its jobs take), then ROUNDS_PER_RUN times
 `gpuq submit -q q --gpus 1 --hold --array 0-999 -- true` and the same without --array, each

@@ -488,7 +488,7 @@ int main(int argc, char** argv) {
     const double per_member = arrays(gpuqd, dir, array_members, array_size);
     if (max_bytes_per_member > 0 && per_member > max_bytes_per_member) {
       std::printf("FAIL: %.0f bytes per held array member is above the budget of %ld (--max-bytes-per-member; "
-                  "BENCHMARKS.md, \"Lazy arrays\")\n",
+                  "BENCHMARKS.md, \"Arrays as one row\")\n",
                   per_member, max_bytes_per_member);
       rc = 1;
     }

@@ -1,4 +1,4 @@
-// job_memory: what gpuqd keeps per pending job, by part (issue [5/7]; BENCHMARKS.md "Under 1,000
+// job_memory: what gpuqd keeps per pending job, by part (issue [5/7]; bench/HISTORY.md "Under 1,000
 // bytes a pending job"). The same jobs as daemon_bench's restart run (bench/restart_job.hpp), held
 // the way gpuqd holds them after a restart: in the engine (scheduler/engine.hpp's Job, its spec's
 // heap, the engine's indexes), in the Core (daemon/core.hpp's packed_: each pending job's record

@@ -1,7 +1,7 @@
 #pragma once
 // The pending job daemon_bench's restart run writes and job_memory holds by part: job i of a
 // state file of one-pod jobs (1-4 GPUs, a 4-word command, queue "team"), so the two benchmarks
-// measure the same jobs (BENCHMARKS.md: Under 1,000 bytes a pending job).
+// measure the same jobs (bench/HISTORY.md: Under 1,000 bytes a pending job).
 #include <cstdint>
 #include <string>
 
