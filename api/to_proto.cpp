@@ -1,5 +1,7 @@
 #include "api/to_proto.hpp"
 
+#include "spec/quantity.hpp"
+
 namespace gpuq::api {
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include "gpuq/v1/gpuq.pb.h"
 #include "scheduler/model.hpp"
-#include "spec/quantity.hpp"  // format_quantity
+#include "spec/resources.hpp"
 
 namespace gpuq::api {
 

@@ -1,6 +1,7 @@
 // The gRPC channel: gpuq-full's (streams, TCP, TLS, GPUQ_TRANSPORT=grpc) and the tests' run_cli.
 // The quick gpuq links quick.cpp's channel_unary instead and no gRPC at all.
 #include <grpcpp/impl/client_unary_call.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/impl/rpc_method.h>
 
 #include <chrono>

@@ -4,7 +4,8 @@
 // field, the value and what is allowed.
 #include <cstdint>
 
-#include "spec/yaml_read.hpp"
+#include "spec/error.hpp"
+#include "spec/yaml.hpp"
 
 namespace gpuq::daemon {
 

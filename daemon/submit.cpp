@@ -5,6 +5,7 @@
 
 #include "daemon/core.hpp"
 #include "spec/validate.hpp"
+#include "storage/codec.hpp"
 
 namespace gpuq::daemon {
 

@@ -9,7 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scheduler/model.hpp"
+#include "spec/resources.hpp"
+#include "spec/types.hpp"
 #include "scheduler/node_set.hpp"
 #include "spec/result.hpp"
 

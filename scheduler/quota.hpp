@@ -14,7 +14,8 @@
 
 #include "drf/share.hpp"
 #include "scheduler/cluster.hpp"
-#include "scheduler/model.hpp"
+#include "spec/resources.hpp"
+#include "spec/types.hpp"
 
 namespace gpuq {
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/openb.hpp"
+#include "sim/trace_error.hpp"
 
 namespace gpuq::sim::csv {
 

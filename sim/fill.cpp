@@ -13,6 +13,7 @@
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/topology.hpp"
+#include "spec/enums.hpp"
 
 namespace gpuq::sim {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/fragmentation.hpp"
-#include "scheduler/model.hpp"
+#include "spec/resources.hpp"
+#include "spec/types.hpp"
 #include "sim/openb.hpp"
 
 namespace gpuq::sim {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/model.hpp"
-#include "sim/trace_error.hpp"
+#include "spec/resources.hpp"
+#include "spec/types.hpp"
 #include "spec/constraints.hpp"
 
 namespace gpuq::sim {

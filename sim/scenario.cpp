@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "scheduler/engine.hpp"
 #include "spec/yaml_read.hpp"
 
 namespace gpuq::sim {

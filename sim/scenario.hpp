@@ -5,8 +5,6 @@
 
 #include <boost/json/value.hpp>
 
-#include "scheduler/engine.hpp"
-#include "spec/error.hpp"
 
 namespace gpuq::sim {
 

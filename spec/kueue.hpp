@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/error.hpp"
 #include "spec/resources.hpp"
 #include "spec/types.hpp"
 #include "spec/yaml.hpp"

@@ -5,6 +5,8 @@
 #include <climits>
 #include <cmath>
 
+#include "spec/quantity.hpp"
+
 namespace gpuq::spec {
 
 namespace {

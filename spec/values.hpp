@@ -9,7 +9,7 @@
 
 #include "spec/enums.hpp"
 #include "spec/error.hpp"
-#include "spec/quantity.hpp"
+#include "spec/resources.hpp"
 #include "spec/types.hpp"
 
 namespace gpuq::spec {

@@ -1,5 +1,6 @@
 #include "storage/state_file.hpp"
 
+#include "storage/schema.hpp"
 #include "storage/store.hpp"
 
 namespace gpuq::storage {

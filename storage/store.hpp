@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/engine.hpp"
+#include "scheduler/model.hpp"
+#include "spec/resources.hpp"
+#include "spec/types.hpp"
 #include "spec/result.hpp"
 #include "storage/usage.hpp"
 
@@ -29,7 +31,7 @@ inline constexpr int kSchemaVersion = 9;
 inline constexpr int kJobPruneBatch = 10000;
 
 
-// A job's GPU use as the local executor sampled it (binder/local/README.md: GPU use). Integers
+// A job's GPU use as the local executor sampled it (binder/local/docs/tasks/standalone.md, GPU idleness). Integers
 // (the sum of the per-sample percentages, not a float mean) so that a restart goes on exactly.
 struct GpuUse {
   std::int64_t samples = 0;          // 0: never sampled (virtual GPUs, or not yet)
@@ -99,7 +101,7 @@ struct HistoryRecord {
   std::map<std::string, double> average;
 };
 
-// A bearer token an admin created (README: Security): never its secret, only the secret's
+// A bearer token an admin created (docs/tasks/tenants-and-security.md): never its secret, only the secret's
 // SHA-256 (hex), by which a call's token is found. Kept after it expires or is revoked, so that
 // a refusal can say which it was.
 struct TokenRecord {
@@ -113,7 +115,7 @@ struct TokenRecord {
   Time revoked_at = 0;     // 0: not revoked
 };
 
-// One call that changed, or tried to change, gpuqd's state (README: Security, Audit).
+// One call that changed, or tried to change, gpuqd's state (docs/tasks/tenants-and-security.md, Audit).
 struct AuditRecord {
   std::uint64_t seq = 0;  // the store's, increasing (0 until written)
   Time at = 0;
@@ -163,7 +165,7 @@ class IndexRanges {
 };
 
 // A job array's members as submitted (gpuq submit --array), kept as one row (table array_rows)
-// for as long as they are unchanged (storage/README.md: Arrays): the first member's record, the
+// for as long as they are unchanged (storage/docs/tasks/batch.md, job arrays): the first member's record, the
 // indices, and the events each member had, the same for all. Member p (0 <= p < count()) has id
 // "<array>_<indices.at(p)>", array_index indices.at(p) and number first.number + p, and its
 // record is otherwise the first's; its t-th event has seq first_seq + p * each.size() + t. A

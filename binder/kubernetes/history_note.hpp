@@ -7,7 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/error.hpp"
 #include "storage/store.hpp"
 
 namespace gpuq::binder::k8s {

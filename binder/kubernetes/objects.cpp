@@ -7,6 +7,7 @@
 
 #include "spec/enums.hpp"
 #include "spec/error.hpp"
+#include "spec/quantity.hpp"
 #include "spec/values.hpp"
 
 namespace gpuq::binder::k8s {

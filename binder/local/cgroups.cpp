@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "binder/local/cgroup_ops.hpp"
+#include "binder/local/proc.hpp"
 #include "spec/job_array.hpp"
 
 namespace gpuq::binder {

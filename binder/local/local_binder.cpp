@@ -26,7 +26,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include "binder/local/cgroup_ops.hpp"
 #include "binder/local/gpu_sampler.hpp"
 #include "binder/local/proc.hpp"
 #include "binder/local/shim_status.hpp"

@@ -7,7 +7,6 @@
 #include <sstream>
 #include <string>
 
-#include "cli/cli.hpp"
 #include "cli/client.hpp"
 #include "cli/format.hpp"
 #include "cli/requests.hpp"

@@ -1,4 +1,4 @@
-// The audit log through a real gpuqd and the real CLI (README: Security, Audit): every call that
+// The audit log through a real gpuqd and the real CLI (docs/tasks/tenants-and-security.md, Audit): every call that
 // changes or tries to change the state is recorded with who, from where, what and the result;
 // only admins read it; `--user` and `--since` filter it. As root, with `nobody` through setpriv.
 #include <sys/stat.h>
@@ -8,6 +8,7 @@
 
 #include "cli/requests.hpp"
 #include "tests/integration/cli_as.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 namespace json = boost::json;

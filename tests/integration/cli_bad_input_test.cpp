@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/integration/cli_run.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tests/integration/cli_as.hpp"
+#include "tests/integration/cli_run.hpp"
 #include "tests/support/files.hpp"
 
 using namespace gpuq::test;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/integration/cli_run.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 namespace json = boost::json;

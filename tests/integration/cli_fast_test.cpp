@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tests/integration/cli_as.hpp"
+#include "tests/support/files.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).
 namespace integration_cli_fast_test {

@@ -1,5 +1,5 @@
 // GPU use through a real gpuqd with the local executor and a fake nvidia-smi whose output the
-// test changes (README: GPU idleness): bad output is counted and survived; a job's mean
+// test changes (docs/tasks/standalone.md, GPU idleness): bad output is counted and survived; a job's mean
 // utilization shows in `gpuq ls -o wide`, `gpuq show` and `gpuq usage`; under a queue with
 // idle: {warnAfter: 1s, cancelAfter: 3s} an idle job is warned (an event) and then cancelled
 // with a reason that says so, while a busy one runs on.
@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "tests/integration/cli_run.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

@@ -10,6 +10,7 @@
 
 #include "tests/integration/cli_as.hpp"
 #include "tests/integration/cli_run.hpp"
+#include "tests/support/files.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).
 namespace integration_cli_holds_test {

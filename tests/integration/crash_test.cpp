@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/integration/daemon_process.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

@@ -22,7 +22,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "gpuq/v1/gpuq.grpc.pb.h"
-#include "tests/support/files.hpp"
 #include "tests/support/gpuqd_child.hpp"
 
 namespace gpuq::test {

@@ -16,6 +16,7 @@
 #include <boost/json.hpp>
 
 #include "tests/integration/daemon_process.hpp"
+#include "tests/support/files.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).
 namespace integration_dashboard_test {

@@ -6,6 +6,7 @@
 
 #include "tests/integration/cli_as.hpp"
 #include "tests/integration/cli_run.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

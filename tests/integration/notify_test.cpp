@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include "tests/integration/daemon_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/http_receiver.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).

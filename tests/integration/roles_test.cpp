@@ -1,4 +1,4 @@
-// Who may do what, through gpuqd's Unix socket (README: Security), with real accounts: the test
+// Who may do what, through gpuqd's Unix socket (docs/tasks/tenants-and-security.md), with real accounts: the test
 // runs as root (as CI does) and runs the real gpuq command line as `nobody` with setpriv. Where
 // the test is not root it says so and checks only what root's own calls show.
 #include <sys/stat.h>
@@ -9,6 +9,7 @@
 
 #include "cli/requests.hpp"
 #include "tests/integration/cli_as.hpp"
+#include "tests/support/files.hpp"
 
 // The file's own names (tests build as unity batches: no clash with another file's).
 namespace integration_roles_test {

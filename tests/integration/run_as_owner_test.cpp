@@ -1,4 +1,4 @@
-// The local executor run by gpuqd as root runs each job as its owner (README: Security): its uid,
+// The local executor run by gpuqd as root runs each job as its owner (docs/tasks/tenants-and-security.md): its uid,
 // gid and groups, HOME/USER from its passwd entry, no new privileges, a working directory it may
 // enter, and a log only it (and gpuqd) may read. Real accounts: `nobody`, `daemon`, and one the
 // test makes with useradd in a group of its own (removed at the end). Skipped unless root.
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tests/integration/cli_as.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

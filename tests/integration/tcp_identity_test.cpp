@@ -1,4 +1,4 @@
-// Who calls over TCP (README: Security): bearer tokens an admin creates and client certificates
+// Who calls over TCP (docs/tasks/tenants-and-security.md): bearer tokens an admin creates and client certificates
 // (mutual TLS), against a real gpuqd on loopback with a real SQLite file, through the real gpuq
 // command line. Certificates are made with the openssl command in a temporary folder.
 #include <sys/stat.h>
@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "tests/integration/cli_as.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 

@@ -6,6 +6,7 @@
 
 #include "tests/kubefake/meta.hpp"
 #include "tests/kubefake/pods.hpp"
+#include "tests/kubefake/registry.hpp"
 #include "tests/kubefake/selectors.hpp"
 #include "tests/kubefake/status.hpp"
 

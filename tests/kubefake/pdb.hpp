@@ -4,7 +4,6 @@
 // budget change, and the Eviction API that consults it.
 #include <boost/json.hpp>
 
-#include "tests/kubefake/registry.hpp"
 #include "tests/kubefake/store.hpp"
 
 namespace gpuq::kubefake {

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "sim/fill.hpp"
+#include "spec/enums.hpp"
 
 using namespace gpuq;
 using namespace gpuq::sim;

@@ -3,7 +3,7 @@
 #include <exception>
 #include <string>
 
-#include "sim/openb.hpp"
+#include "sim/trace_error.hpp"
 
 namespace gpuq::sim::testing {
 

@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "spec/limits.hpp"
 #include "spec/yaml_read.hpp"
 
 using namespace gpuq;

@@ -4,9 +4,12 @@
 
 #include <string>
 
+#include "spec/queue_write.hpp"
 #include "spec/yaml.hpp"
 #include "spec/yaml_json.hpp"
+#include "spec/yaml_read.hpp"
 
+using namespace gpuq;
 using namespace gpuq::spec;
 using yaml::Node;
 
@@ -215,8 +218,6 @@ TEST_CASE("the JSON read back as YAML gives the same JSON: it is canonical") {
   }
 }
 
-#include "spec/yaml_read.hpp"
-
 namespace {
 
 // A Queue object read as the kubernetes binder reads it; the error's message, or its name.
@@ -248,7 +249,6 @@ TEST_CASE("a Queue object: its name from metadata, its spec the queue's keys, er
   CHECK(queue_object("apiVersion: gpuq.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\n").find("spec") != std::string::npos);
 }
 
-#include "spec/queue_write.hpp"
 
 TEST_CASE("a queue written as a Queue object reads back the same, with every key the reader takes") {
   const std::string every_key =

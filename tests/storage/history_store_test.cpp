@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "storage/codec.hpp"
+#include "storage/schema.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;

@@ -11,7 +11,7 @@
 #include <iterator>
 #include <thread>
 
-#include "storage/schema.hpp"
+#include "storage/sqlite_db.hpp"
 #include "storage/store.hpp"
 
 namespace gpuq::storage::test {

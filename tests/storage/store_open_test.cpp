@@ -1,5 +1,6 @@
 // The SQLite store: refusing bad files, migrations, listing, events, backup, big loads (usage:
 // usage_store_test.cpp).
+#include "storage/schema.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
 using namespace gpuq;

@@ -1,5 +1,6 @@
 // Accounting over the state file (storage/usage.hpp): a job's attempts from its events, and the
 // rows per queue, user, flavor and job read from a real SQLite file.
+#include "storage/schema.hpp"
 #include "storage/usage_rows.hpp"
 #include "tests/storage/store_fixtures.hpp"
 
