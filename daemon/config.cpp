@@ -12,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/config_read.hpp"
+#include "scheduler/engine.hpp"
+#include "spec/guardrails.hpp"
 #include "spec/limits.hpp"
 #include "spec/validate.hpp"
 #include "spec/yaml_read.hpp"
@@ -134,7 +136,7 @@ TlsFiles read_tls(Node node, Path& at) {
 }
 
 // notifications: {allowedUrls: [http://hooks.example/], retries: 3, retryDelay: 5s, timeout: 10s,
-// queueLimit: 10000} (README: Notifications).
+// queueLimit: 10000} (docs/tasks/batch.md, Notifications).
 NotifyConfig read_notifications(Node node, Path& at) {
   NotifyConfig n;
   spec::for_each_key(node, at, {"allowedUrls", "retries", "retryDelay", "timeout", "queueLimit"},
@@ -291,6 +293,20 @@ Config parse_config(const std::string& yaml_text, const std::string& label) {
     (void)specs_at_start(c, scratch);  // every error now, before anything starts
   });
   return c;
+}
+
+Result<void> check_start_specs(const Config& c) {
+  ResourceNames names;
+  const StartSpecs specs = specs_at_start(c, names);
+  Engine engine(c.core.engine);
+  for (const QueueSpec& q : specs.queues) {
+    auto r = spec::check_allowed_classes(q, c.core.priority_classes);
+    if (r) r = engine.apply_queue(q);
+    if (!r) return Error{"queue \"" + q.name.value + "\": " + r.error(), r.code()};
+  }
+  for (const NodeSpec& n : specs.nodes)
+    if (auto r = engine.upsert_node(n, 0); !r) return Error{"node \"" + n.name + "\": " + r.error(), r.code()};
+  return Ok();
 }
 
 StartSpecs specs_at_start(const Config& c, ResourceNames& names) {

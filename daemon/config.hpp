@@ -47,9 +47,9 @@
 //   usageCheckpointInterval: 60s  # with usageHalfLife: how often each queue's usage history is
 //                                 # written to the state file (also at a clean stop); 1s to 24h;
 //                                 # a restart approximates the use since the last checkpoint
-//                                 # (README: Usage history)
+//                                 # (docs/tasks/queues-and-fair-sharing.md, Usage history)
 //   auditRetention: 90d           # audit records older than this are deleted (1h to 3650d)
-//   notifications:                # README: Notifications; job and queue `notify` URLs must
+//   notifications:                # docs/tasks/batch.md, Notifications; job and queue `notify` URLs must
 //     allowedUrls: [http://hooks.example/]  # start with one of these (none: refused)
 //     retries: 3                  # attempts after the first (0 to 10), retryDelay doubling
 //     retryDelay: 5s              # 1s to 1h
@@ -64,8 +64,8 @@
 //   maxRequestBytes: 4194304      # larger requests are refused (RESOURCE_EXHAUSTED)
 //   socket: var/gpuqd.sock        # default: the state file's path with .sock; "" for none
 //   admins: {users: [alice], groups: [wheel]}   # besides root and gpuqd's own account
-//   insecure: false               # true: TCP callers are trusted with everything (README: Security)
-//   tls:                          # TLS on the gRPC TCP listener (README: Security)
+//   insecure: false               # true: TCP callers are trusted with everything (docs/tasks/tenants-and-security.md)
+//   tls:                          # TLS on the gRPC TCP listener (docs/tasks/tenants-and-security.md)
 //     cert: /etc/gpuq/server.pem  # PEM certificate (chain); required with tls
 //     key: /etc/gpuq/server.key   # its PEM private key; required with tls
 //     clientCA: /etc/gpuq/ca.pem  # verify client certificates against these CAs (CN = user);
@@ -86,7 +86,7 @@
 namespace gpuq::daemon {
 
 struct Config {
-  // gpuqd's Unix socket (README: Security): calls through it are their callers', checked
+  // gpuqd's Unix socket (docs/tasks/tenants-and-security.md): calls through it are their callers', checked
   // against the roles. Default: beside the state file, named after it (var/gpuqd.db:
   // var/gpuqd.sock); "" for none.
   std::optional<std::string> socket;
@@ -118,6 +118,10 @@ struct StartSpecs {
   std::vector<NodeSpec> nodes;
 };
 StartSpecs specs_at_start(const Config& c, ResourceNames& names);
+// What gpuqd's start refuses of the config's queues and nodes beyond reading them: a queue's
+// allowedPriorityClasses that are not priorityClasses, and what the engine refuses when they are
+// applied (as Core::open applies them). For gpuqd --check-config; opens nothing.
+Result<void> check_start_specs(const Config& c);
 
 // binder: local: finds the machine's GPUs, CPUs and memory, makes the log and run directories
 // (absolute from here on), and sets config.core.make_binder. Returns the machine's node.

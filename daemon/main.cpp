@@ -1,5 +1,5 @@
 // gpuqd: the gpuq daemon. Loads its state file, serves gRPC (gpuq.v1) and HTTP (/metrics,
-// /healthz, /readyz) until SIGINT or SIGTERM. README.md has the configuration.
+// /healthz, /readyz) until SIGINT or SIGTERM. gpuqd(8) and gpuqd.yaml(5) (docs/reference/) document it.
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -44,10 +44,16 @@ class BufferedStdout final : public spdlog::sinks::base_sink<std::mutex> {
 int main(int argc, char** argv) {
   CLI::App app{"gpuqd: the gpuq fair-share GPU batch scheduler daemon"};
   std::string config_path, state_file, grpc_address, http_address;
-  app.add_option("--config", config_path, "YAML configuration file (README: Configuration)");
+  bool check_config = false;
+  app.set_version_flag("--version", "gpuqd " GPUQ_VERSION, "print gpuqd's version and exit");
+  app.add_option("--config", config_path, "YAML configuration file (gpuqd.yaml(5): docs/reference/gpuqd.yaml.5.md)");
   app.add_option("--state-file", state_file, "SQLite state file (overrides stateFile)");
   app.add_option("--grpc", grpc_address, "gRPC listen address host:port (overrides grpc)");
   app.add_option("--http", http_address, "HTTP listen address host:port (overrides http)");
+  app.add_flag("--check-config", check_config,
+               "read and check the configuration (every key, its queues and nodes) and exit: 0 when it is valid, "
+               "2 with the error otherwise; opens no state file and starts nothing")
+      ->needs("--config");
   CLI11_PARSE(app, argc, argv);
   // SIGINT and SIGTERM are taken by sigwait below; blocked before any thread starts so that
   // every thread inherits the mask.
@@ -69,6 +75,16 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "gpuqd: " << e.what() << "\n";
     return 2;
+  }
+  if (check_config) {
+    if (auto r = daemon::check_start_specs(config); !r) {
+      std::cerr << "gpuqd: " << config_path << ": " << r.error() << "\n";
+      return 2;
+    }
+    std::cout << "gpuqd: " << config_path << ": valid (binder " << config.binder << ", "
+              << (config.queues ? config.queues.size() : 0) << " queue(s), "
+              << (config.nodes ? config.nodes.size() : 0) << " node(s) declared)\n";
+    return 0;
   }
   if (!state_file.empty()) config.core.state_file = state_file;
   if (!grpc_address.empty()) config.grpc_address = grpc_address;
@@ -112,7 +128,7 @@ int main(int argc, char** argv) {
   if (!loopback && !config.insecure && !config.tls) {
     std::cerr << "gpuqd: grpc: " << config.grpc_address
               << " is not a loopback address, and gpuqd has no TLS configured: set tls: {cert, key, clientCA} "
-                 "(README: Security), or listen on 127.0.0.1 (local users reach gpuqd through its Unix socket), "
+                 "(gpuqd.yaml(5)), or listen on 127.0.0.1 (local users reach gpuqd through its Unix socket), "
                  "or set insecure: true to serve every TCP caller as trusted\n";
     return 2;
   }
@@ -137,7 +153,7 @@ int main(int argc, char** argv) {
   if (config.insecure)
     spdlog::warn("event=insecure grpc={} note=\"insecure: true: every TCP caller may do everything\"",
                  config.grpc_address);
-  // The Unix socket: local callers, known by the kernel (README: Security).
+  // The Unix socket: local callers, known by the kernel (docs/tasks/tenants-and-security.md).
   std::unique_ptr<auth::UnixListener> socket;
   const std::string socket_path =
       config.socket.value_or(std::filesystem::path(config.core.state_file).replace_extension(".sock").string());

@@ -74,18 +74,7 @@ Result<void> Core::check_queue_limits(const QueueSpec& q, Submission& sub, Time 
 }
 
 Result<void> Core::check_classes(const QueueSpec& q) const {
-  const auto& classes = config_.priority_classes.by_name;
-  for (std::size_t i = 0; i < q.allowed_priority_classes.size(); ++i) {
-    const std::string& c = q.allowed_priority_classes[i];
-    if (classes.count(c) > 0) continue;
-    std::string known;
-    for (const auto& [name, value] : classes) known += (known.empty() ? "" : ", ") + name;
-    return Error{"allowedPriorityClasses[" + std::to_string(i) + "]: \"" + c + "\" is not a priority class; " +
-                     (known.empty() ? "gpuqd has none: define priorityClasses in its config"
-                                    : "gpuqd's classes are " + known + " (priorityClasses in its config)"),
-                 ErrorCode::kInvalidArgument};
-  }
-  return Ok();
+  return spec::check_allowed_classes(q, config_.priority_classes);
 }
 
 }  // namespace gpuq::daemon

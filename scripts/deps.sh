@@ -14,6 +14,9 @@ packages=(
   ccache  # compilations kept between builds and clones (CMakeLists.txt: GPUQ_CCACHE)
   curl  # tests/kubernetes/reserve_script_test.sh runs deploy/kubernetes/gpuq-reserve
   bash-completion zsh  # gpuq's completion scripts, run by tests/integration/cli_fast_test.cpp
+  go-md2man man-db  # the man pages, from docs/reference (packaging/CMakeLists.txt), and man -l
+  dpkg-dev lintian debootstrap  # the Debian package: dpkg-shlibdeps, its check, a fresh root to install it in
+  python3  # tests/docs/docs_test.py
 )
 # kubectl checks the fake Kubernetes API server against a real client (tests/kubefake). Debian's
 # kubernetes-client, unless a kubectl is there already (it would conflict with, e.g., the Google

@@ -108,4 +108,19 @@ Result<void> apply_guardrails(const QueueSpec& q, const PriorityClasses& classes
   return Ok();
 }
 
+Result<void> check_allowed_classes(const QueueSpec& q, const PriorityClasses& priority_classes) {
+  const auto& classes = priority_classes.by_name;
+  for (std::size_t i = 0; i < q.allowed_priority_classes.size(); ++i) {
+    const std::string& c = q.allowed_priority_classes[i];
+    if (classes.count(c) > 0) continue;
+    std::string known;
+    for (const auto& [name, value] : classes) known += (known.empty() ? "" : ", ") + name;
+    return Error{"allowedPriorityClasses[" + std::to_string(i) + "]: \"" + c + "\" is not a priority class; " +
+                     (known.empty() ? "gpuqd has none: define priorityClasses in its config"
+                                    : "gpuqd's classes are " + known + " (priorityClasses in its config)"),
+                 ErrorCode::kInvalidArgument};
+  }
+  return Ok();
+}
+
 }  // namespace gpuq::spec

@@ -17,6 +17,10 @@ namespace gpuq::spec {
 // only when it returns Ok.
 Result<void> apply_guardrails(const QueueSpec& q, const PriorityClasses& classes, Submission& sub);
 
+// A queue's allowedPriorityClasses against gpuqd's classes (priorityClasses in its config): each
+// must be one of them (INVALID_ARGUMENT naming the index, the class and the known ones).
+Result<void> check_allowed_classes(const QueueSpec& q, const PriorityClasses& classes);
+
 // GPUs as people say them: "8", "1.5", "0.25".
 std::string gpus_text(Quantity milli);
 

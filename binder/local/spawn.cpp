@@ -58,8 +58,14 @@ Launcher::Launcher(const LocalConfig& config, const Inventory& inventory)
     : gpus_(inventory.gpus), self_(auth::own_account()), root_(::geteuid() == 0) {
   shim_ = config.shim;
   if (shim_.empty()) {
+    // Next to gpuqd (a build tree, /usr/local/bin), else where the package puts it:
+    // /usr/sbin/gpuqd with /usr/libexec/gpuq/gpuq-shim (CMakeLists.txt: install).
     std::error_code ec;
-    shim_ = fs::read_symlink("/proc/self/exe", ec).parent_path() / "gpuq-shim";
+    const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    shim_ = dir / "gpuq-shim";
+    if (const fs::path packaged = dir.parent_path() / "libexec" / "gpuq" / "gpuq-shim";
+        !fs::exists(shim_, ec) && fs::exists(packaged, ec))
+      shim_ = packaged;
   }
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "tests/integration/daemon_process.hpp"
+#include "tests/support/files.hpp"
 
 using namespace gpuq::test;
 
@@ -223,6 +224,35 @@ TEST_CASE("gpuqd: a bad config is refused at start, naming the file, line, colum
   CHECK(rc == 2);
   CHECK(err.find(file + ":2:12: nodes[0].name: \"n/1\" is not a name: it holds '/'") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path / "s.db"));  // nothing was started, no state file made
+}
+
+TEST_CASE("gpuqd --check-config: what the start would refuse, without starting") {
+  TempDir dir;
+  const fs::path file = dir.path / "gpuqd.yaml";
+  // gpuqd --check-config's exit status and its stdout and stderr together.
+  auto check = [&](const std::string& config) {
+    std::ofstream(file) << config;
+    const std::string cmd = "cd " + dir.path.string() + " && " + GPUQD_PATH + " --config " + file.string() +
+                            " --check-config >" + (dir.path / "out").string() + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(dir.path / "out");
+    std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  };
+  auto [rc, out] = check("priorityClasses: {high: 100, low: -10}\nqueues:\n  - {name: a, allowedPriorityClasses: [high]}\n"
+                         "nodes:\n  - {name: n1, flavor: h100, capacity: {gpu: 8}}\n");
+  CHECK(rc == 0);
+  CHECK(out == "gpuqd: " + file.string() + ": valid (binder none, 1 queue(s), 1 node(s) declared)\n");
+  // A reader's error, with its line and column.
+  std::tie(rc, out) = check("maxRequestBytes: 12\n");
+  CHECK(rc == 2);
+  CHECK(out.find(file.string() + ":1:18: maxRequestBytes: 12 is not allowed; use 1024 to 67108864") != std::string::npos);
+  // What only the start found before: a class gpuqd does not have.
+  std::tie(rc, out) = check("priorityClasses: {high: 100}\nqueues:\n  - {name: a, allowedPriorityClasses: [bogus]}\n");
+  CHECK(rc == 2);
+  CHECK(out == "gpuqd: " + file.string() + ": queue \"a\": allowedPriorityClasses[0]: \"bogus\" is not a priority "
+                                           "class; gpuqd's classes are high (priorityClasses in its config)\n");
+  CHECK_FALSE(fs::exists(dir.path / "gpuqd.db"));  // the default state file was not opened
 }
 
 TEST_CASE("gpuqd: watch replays events from a sequence number, then streams live ones") {
