@@ -1,5 +1,5 @@
 #pragma once
-// Who calls, and whether they may (README: Security). A call through gpuqd's Unix socket is its
+// Who calls, and whether they may (docs/tasks/tenants-and-security.md). A call through gpuqd's Unix socket is its
 // caller's, as the kernel says, and is checked against the roles: only admins change queues and
 // nodes or take backups; a job's owner is its submitter (another owner only for admins); only
 // its owner or an admin cancels it. A call over TCP is its client certificate's (CN; only when

@@ -117,7 +117,7 @@ inline bool finish_if(grpc::ServerUnaryReactor* reactor, const grpc::Status& st)
 }
 
 // ---------------------------------------------------------------------------------------------
-// The audit log (README: Security, Audit): every call that changes or tries to change the state.
+// The audit log (docs/tasks/tenants-and-security.md, Audit): every call that changes or tries to change the state.
 
 struct Audited {
   Access access;

@@ -1,5 +1,5 @@
 #pragma once
-// The bearer tokens gpuqd issued (README: Security), in memory so that checking a call's token
+// The bearer tokens gpuqd issued (docs/tasks/tenants-and-security.md), in memory so that checking a call's token
 // reads no SQLite on gRPC's threads: loaded from the state file at start, and changed only once
 // the turn that wrote a created or revoked token is on disk (so memory never holds a token the
 // file does not). Found by the SHA-256 of the secret; the secret itself is never kept.

@@ -1,6 +1,6 @@
 #pragma once
 // Admin.Usage (`gpuq usage`): accounting over the state file (storage/usage.hpp) as the API
-// shows it, a page at a time, restricted to what the caller may see (README: Security), with
+// shows it, a page at a time, restricted to what the caller may see (docs/tasks/tenants-and-security.md), with
 // costs from gpuqd's prices. Internal to api/.
 #include <grpcpp/grpcpp.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Who is calling gpuqd (issue [3/6], README: Security). A local caller comes through the Unix
+// Who is calling gpuqd (issue [3/6], docs/tasks/tenants-and-security.md). A local caller comes through the Unix
 // socket, its account from the kernel (auth/unix_listener.hpp) and its name and groups from the
 // system's account database; a TCP caller without a certificate or token is anonymous.
 #include <sys/types.h>

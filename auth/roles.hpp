@@ -1,5 +1,5 @@
 #pragma once
-// Who may do what in gpuqd (README: Security). Admins (users or Unix groups) may do everything:
+// Who may do what in gpuqd (docs/tasks/tenants-and-security.md). Admins (users or Unix groups) may do everything:
 // queues, nodes, backups, other users' jobs, submitting as another owner. root and the account
 // gpuqd runs as are always admins (they can read the state file anyway); gpuqd's config
 // (`admins: {users: [...], groups: [...]}`) adds to them.

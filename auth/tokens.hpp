@@ -1,5 +1,5 @@
 #pragma once
-// Bearer token secrets (README: Security): made from OpenSSL's RAND_bytes, known to gpuqd only
+// Bearer token secrets (docs/tasks/tenants-and-security.md): made from OpenSSL's RAND_bytes, known to gpuqd only
 // by their SHA-256 (EVP). Nothing here is stored or logged; the secret leaves gpuqd once, in
 // the reply to the admin who asked for it.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// gpuqd's Unix socket (issue [3/6], README: Security): local callers reach the gRPC API through
+// gpuqd's Unix socket (issue [3/6], docs/tasks/tenants-and-security.md): local callers reach the gRPC API through
 // it, and the kernel says who they are (SO_PEERCRED). gRPC cannot tell a handler the peer's
 // credentials of a Unix socket, so this listener accepts the connections itself, reads each
 // one's credentials, and hands the connection to the gRPC server (AddInsecureChannelFromFd);

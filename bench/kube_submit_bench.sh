@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Jobs from the command line on Kubernetes (README: "Jobs from the command line on Kubernetes"),
+# Jobs from the command line on Kubernetes (docs/tasks/kubernetes.md, "Jobs from the command line on Kubernetes"),
 # measured on the real local control plane (tests/kubecluster) next to pods created with kubectl
 # and placed by kube-scheduler, on the same cluster, in one run:
 #   1. latency: one job at a time, N times: `gpuq submit` returning, and the job Running (its pod

@@ -91,7 +91,7 @@ struct GpuSample {
 };
 using GpuReport = std::function<void(GpuSample)>;
 
-// Queue objects (the kubernetes binder, queues.gpuq.io; README: "Queues as Kubernetes
+// Queue objects (the kubernetes binder, queues.gpuq.io; docs/tasks/kubernetes.md, "Queues as Kubernetes
 // objects"): one made or changed that reads as a valid spec, one deleted, and, once, every
 // object there is (valid or not) after the first list, before SourceSynced.
 struct QueueSeen {

@@ -99,7 +99,7 @@ int run_token_revoke(Context& ctx, const TokenOptions& o) {
 }
 
 void add_token(CLI::App& admin, Context& ctx) {
-  auto* token = admin.add_subcommand("token", "Bearer tokens for TCP callers (README: Security)");
+  auto* token = admin.add_subcommand("token", "Bearer tokens for TCP callers");
   token->require_subcommand(1);
   auto o = std::make_shared<TokenOptions>();
   auto* create = token->add_subcommand("create", "Create a token for --user (admins); prints its secret once");
@@ -152,7 +152,7 @@ int run_audit(Context& ctx, const AuditOptions& o) {
 
 void add_audit(CLI::App& admin, Context& ctx) {
   auto o = std::make_shared<AuditOptions>();
-  auto* cmd = admin.add_subcommand("audit", "Who changed what, newest first (admins; README: Security)");
+  auto* cmd = admin.add_subcommand("audit", "Who changed what, newest first (admins only)");
   cmd->add_option("-u,--user", o->user, "only this user's calls");
   cmd->add_option("--since", o->since,
                   "Unix seconds, -7d/-24h/-1h30m back from now, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]");

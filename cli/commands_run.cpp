@@ -21,7 +21,7 @@ namespace gpuq::cli {
 
 namespace {
 
-// gpuq run (README: Batch features): the job is submitted with a terminal (spec.tty), waited for
+// gpuq run (docs/tasks/batch.md): the job is submitted with a terminal (spec.tty), waited for
 // until it runs, and then this terminal is attached to it: its output through Jobs.Logs
 // (follow), what is typed through Jobs.Input, byte for byte in raw mode, so Ctrl-C, Ctrl-Z and
 // Ctrl-D act on the job's terminal as on any. Ctrl-C while it still waits cancels it. Exits with

@@ -40,7 +40,7 @@ SubmitCommand add_submit_options(CLI::App& cmd, SubmitOptions& o) {
                                      "3600, 1h, 1:00:00 or 1-0 (Slurm's); 0 (default): no limit")
                           ->transform(duration_arg()));
   flag_opts.push_back(cmd.add_option("--notify", o.flags.notify,
-                                     "URL gpuqd POSTs the job's state changes to (JSON; README: Notifications)"));
+                                     "URL gpuqd POSTs the job's state changes to (JSON)"));
   flag_opts.push_back(cmd.add_option("--notify-on", o.flags.notify_on,
                                      "events for --notify, comma-separated: started, finished, failed, preempted, "
                                      "cancelled (default finished,failed)")

@@ -243,7 +243,7 @@ void add_completion_commands(CLI::App& app, Context& ctx, Only only) {
   if (!only.wants({"completion", "__complete"})) return;
   auto o = std::make_shared<CompletionOptions>();
   auto* script = app.add_subcommand(
-      "completion", "Print the shell completion script: source <(gpuq completion bash), or install it (README: Shell completion)");
+      "completion", "Print the shell completion script: source <(gpuq completion bash), or install it");
   script->add_option("SHELL", o->shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
   script->callback([&ctx, o] {
     ctx.action = [o](Context& c) {

@@ -1,5 +1,5 @@
 #pragma once
-// Who the command line says it is over TCP (README: Security): a bearer token and/or TLS with a
+// Who the command line says it is over TCP (docs/tasks/tenants-and-security.md): a bearer token and/or TLS with a
 // client certificate. Through gpuqd's Unix socket neither is used (the kernel says who calls).
 //
 // The token comes from --token, else --token-file, else $GPUQ_TOKEN, else $GPUQ_TOKEN_FILE (a

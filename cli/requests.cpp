@@ -210,6 +210,10 @@ v1::SubmitJobRequest submit_request_from_yaml(const std::string& text, const std
     for (const auto& [k, v] : sub.run.env) (*out.mutable_env())[k] = v;
     out.set_working_dir(sub.run.working_dir);
     out.set_image(sub.run.image);
+    if (!sub.notify.empty()) {
+      out.mutable_notify()->set_url(sub.notify.url);
+      for (const std::string& e : sub.notify.on) out.mutable_notify()->add_on(e);
+    }
     return req;
   });
 }
@@ -387,7 +391,7 @@ std::int64_t parse_time_arg(const std::string& text, std::int64_t now) {
 std::string resolve_server(const std::string& flag, const char* env) {
   if (!flag.empty()) return flag;
   if (env != nullptr && *env != '\0') return env;
-  // gpuqd's Unix socket where it is by default (README: Security): run.sh's ./var, then a
+  // gpuqd's Unix socket where it is by default (docs/tasks/tenants-and-security.md): run.sh's ./var, then a
   // system gpuqd's; TCP only when there is none (anonymous there: queue summaries only).
   for (const char* path : kDefaultSockets) {
     std::error_code ec;

@@ -188,7 +188,7 @@ class Core {
   // A binder's fact, in a turn on the engine thread (posted there by start_binder's `post`).
   void observe(const BinderFact& fact, Time now);
 
-  // A call that changed or tried to change the state (README: Security, Audit): written with
+  // A call that changed or tried to change the state (docs/tasks/tenants-and-security.md, Audit): written with
   // this turn's changes, in its transaction. Long fields are cut (a target to 256 bytes, a
   // result to 1 KiB) so a caller cannot make the log grow faster than its calls.
   void audit(storage::AuditRecord record, Time now);

@@ -1,5 +1,5 @@
 #pragma once
-// Start-time estimates for pending jobs (README: Start-time estimates). Every `interval` seconds
+// Start-time estimates for pending jobs (docs/tasks/batch.md, Start-time estimates). Every `interval` seconds
 // a thread of its own has the engine thread copy the engine (the only work done there: a copy,
 // never a cycle), runs the what-if (scheduler/what_if.hpp) on the copy and publishes the result;
 // the API shows it with each pending job, with when it was computed.

@@ -28,7 +28,7 @@ class Frontend {
   virtual void guard(const auth::UnixListener* socket, auth::Admins admins, bool trust_tcp) = 0;
   // Once, before serving: TCP callers may be known by the bearer tokens gpuqd issued (`tokens`,
   // as the state file holds them) and, when `client_certs` (gpuqd verifies client certificates:
-  // tls.clientCA), by their certificate (README: Security).
+  // tls.clientCA), by their certificate (docs/tasks/tenants-and-security.md).
   virtual void identify_tcp(std::vector<storage::TokenRecord> tokens, bool client_certs) = 0;
   // Ends every stream (shutdown).
   virtual void close() = 0;

@@ -1,4 +1,4 @@
-// The fair-share usage history across restarts (README: Usage history; storage/README.md, table
+// The fair-share usage history across restarts (docs/tasks/queues-and-fair-sharing.md, Usage history; storage/README.md, table
 // usage_history). The engine keeps each queue's decayed average use in memory only; the Core
 // writes a checkpoint of it with the turn that closes at least usageCheckpointInterval after the
 // last one (and with a last turn at a clean stop, Loop::stop), and at start sets it again from

@@ -5,7 +5,7 @@
 // binder errors on the binder's (prometheus-cpp's metrics are thread-safe). The per-queue
 // gauges are read from the engine at each scrape into a registry of their own, so a deleted
 // queue's gauges go with it. Names and labels follow Kueue's (kueue_pending_workloads ->
-// gpuq_pending_jobs{queue}); README.md lists them, deploy/grafana has a dashboard over them.
+// gpuq_pending_jobs{queue}); gpuqd(8) (docs/reference/gpuqd.8.md) lists them, deploy/grafana has a dashboard over them.
 #include <cstddef>
 #include <memory>
 #include <string>

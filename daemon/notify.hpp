@@ -1,5 +1,5 @@
 #pragma once
-// Notifications (README: Notifications): an HTTP POST of JSON for a job's state change, to the
+// Notifications (docs/tasks/batch.md, Notifications): an HTTP POST of JSON for a job's state change, to the
 // job's own URL (gpuq submit --notify) and its queue's, on the events each asks for. The Core
 // hands them over once the change is on disk; a thread of the Notifier's own sends them, with
 // retries, from a bounded queue: pushing never blocks the engine thread (a full queue drops its

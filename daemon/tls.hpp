@@ -1,5 +1,5 @@
 #pragma once
-// gpuqd's TLS on its gRPC TCP listener (config `tls`, README: Security). gRPC's own credentials
+// gpuqd's TLS on its gRPC TCP listener (config `tls`, docs/tasks/tenants-and-security.md). gRPC's own credentials
 // do the TLS; the files are read and checked here first (OpenSSL) so that a wrong path or a key
 // that does not match its certificate stops gpuqd with the field named, not with gRPC's "cannot
 // listen". With clientCA, client certificates are asked for and verified against it, but not

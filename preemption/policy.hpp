@@ -1,6 +1,6 @@
 #pragma once
 // What preemption adds to the spec's policies (spec/types.hpp: PreemptionSpec, the fair-sharing
-// strategies, with Kueue's names and meanings; see docs/reference/semantics.md): why a victim was chosen.
+// strategies, with Kueue's names and meanings; see README.md in this folder): why a victim was chosen.
 #include <cstdint>
 
 

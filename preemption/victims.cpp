@@ -181,7 +181,7 @@ class Search {
     return classic_by_place();
   }
 
-  // Kueue's fairPreemptions (README.md, "Fair-sharing mode"); where that finds nothing and the
+  // Kueue's fairPreemptions (README.md in this folder, "Fair-sharing mode"); where that finds nothing and the
   // preemptor needs room on nodes, the same again with one place's candidates first, as in
   // classic(). borrowWithinCohort does not apply here, as in Kueue.
   std::vector<Target> fair() {

@@ -1,5 +1,5 @@
 #pragma once
-// The victim search (docs/reference/semantics.md has the rules). The engine describes each candidate and answers
+// The victim search (README.md in this folder has the rules). The engine describes each candidate and answers
 // questions about its own state through World; this code owns only the order, the policy rules
 // and the minimal set, so it can be read, tested and replaced on its own.
 #include <cstdint>

@@ -16,7 +16,7 @@ scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUQ_WERROR=ON >/dev/null
 cmake --build build --target gpuqd gpuq gpuq-shim
 
-# Tab completion for gpuq in bash and zsh (README: Shell completion), where this account may
+# Tab completion for gpuq in bash and zsh (docs/tasks/standalone.md, Shell completion), where this account may
 # install it; new shells pick it up (bash through bash-completion).
 if [[ -w /usr/local/share ]]; then
   mkdir -p /usr/local/share/bash-completion/completions /usr/local/share/zsh/site-functions
@@ -50,7 +50,7 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   [[ ${args[i]} == --grpc=* ]] && GRPC=${args[i]#--grpc=}
 done
 # gpuq talks to gpuqd through its Unix socket (beside the state file): the caller is this
-# account, as the kernel says (README: Security). Over TCP it would be anonymous.
+# account, as the kernel says (docs/tasks/tenants-and-security.md). Over TCP it would be anonymous.
 export GPUQ_SERVER=unix:$ROOT/var/gpuqd.sock
 
 nohup build/daemon/gpuqd --config examples/standalone.yaml "$@" >>"$GPUQD_LOG" 2>&1 </dev/null &

@@ -2,7 +2,7 @@
 // Job traces for `gpuq sim run`: every supported format is read into one list of TraceJob, so
 // the replay never knows where a job came from. Formats (sim/README.md has the details and how
 // each maps onto a job):
-//   native   gpuq's own CSV (README.md, "Trace format"): id, submit, queue, priority, pods,
+//   native   gpuq's own CSV (docs/reference/traces.md): id, submit, queue, priority, pods,
 //            gpu, cpu, memory, duration, max_runtime, checkpoint
 //   openb    the Alibaba GPU 2023 pod lists (submit = creation_time, duration = deletion_time -
 //            scheduled_time); tenant = qos

@@ -1,7 +1,7 @@
 #pragma once
 // Limits on everything a user can make large, enforced by spec/validate.hpp for every front end
 // (YAML, the API, traces, Kubernetes), so that no input can make gpuqd slow for others. Each
-// error names its limit. README.md ("Limits") lists them; keep the two in step.
+// error names its limit. docs/reference/limits.md lists them; keep the two in step.
 #include <cstddef>
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #pragma once
 // gpuq queue specs as Queue objects, the form kubectl applies (deploy/kubernetes/crd-queue.yaml;
-// README: "Queues as Kubernetes objects"): apiVersion gpuq.io/v1alpha1, kind Queue,
+// docs/tasks/kubernetes.md, "Queues as Kubernetes objects"): apiVersion gpuq.io/v1alpha1, kind Queue,
 // metadata.name, and the spec's keys as read_queue_object reads them, only those that differ
 // from their defaults. Several are separated by `---`.
 #include <string>

@@ -107,7 +107,7 @@ struct Members {
   bool operator==(const Members&) const = default;
 };
 
-// Where gpuqd tells of a job's state changes (README: Notifications): an HTTP POST of JSON to
+// Where gpuqd tells of a job's state changes (docs/tasks/batch.md, Notifications): an HTTP POST of JSON to
 // `url` on each of the events in `on` (started, finished, failed, preempted, cancelled; empty:
 // finished and failed). Not the engine's concern: gpuqd sends them once the change is on disk.
 struct NotifySpec {
@@ -117,7 +117,7 @@ struct NotifySpec {
   bool operator==(const NotifySpec&) const = default;
 };
 
-// A queue's policy for jobs whose GPUs sit idle (the local executor samples them; README: GPU
+// A queue's policy for jobs whose GPUs sit idle (the local executor samples them; docs/tasks/standalone.md, GPU
 // idleness): once every GPU of a running job has been idle this long, an event warns (once per
 // idle stretch), and then the job is cancelled. Unset: never. Both > 0; cancel_after >= warn_after.
 struct IdlePolicy {
@@ -128,7 +128,7 @@ struct IdlePolicy {
 };
 
 // Where and how a job submitted through gpuqd's API becomes pods on Kubernetes (binder:
-// kubernetes; README: "Jobs from the command line on Kubernetes"). The admin's: a submitter
+// kubernetes; docs/tasks/kubernetes.md, "Jobs from the command line on Kubernetes"). The admin's: a submitter
 // gives the image (within `allowed_images`), command, environment, working directory and
 // resources, never the namespace or what the template sets. Empty `ns`: the queue takes no
 // submitted jobs on Kubernetes (pods that users create themselves still queue in it).

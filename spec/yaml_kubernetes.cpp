@@ -1,4 +1,4 @@
-// A queue's `kubernetes` block (README: "Jobs from the command line on Kubernetes"): the
+// A queue's `kubernetes` block (docs/tasks/kubernetes.md, "Jobs from the command line on Kubernetes"): the
 // namespace, default and allowed images, and the pod template, checked where it is written and
 // kept as canonical JSON (spec/yaml_json.hpp). Split from yaml_read.cpp.
 #include <string>

@@ -243,7 +243,7 @@ IdlePolicy read_idle(yaml::Node n, Path& at) {
   return p;
 }
 
-// A queue's guardrail keys (README: queues); false for another key.
+// A queue's guardrail keys (docs/tasks/queues-and-fair-sharing.md, Queue guardrails); false for another key.
 bool read_guardrail(std::string_view key, yaml::Node v, Path& at, QueueSpec& q) {
   if (key == "maxGpusPerJob")
     q.max_gpus_per_job = quantity_of(v, kGpu, at);

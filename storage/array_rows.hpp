@@ -1,6 +1,6 @@
 #pragma once
 // Job arrays kept as one row while their members are unchanged (table array_rows; store.hpp:
-// ArrayRows; README.md: Arrays): the row's bindings and decoding, and the cursors that give
+// ArrayRows; README.md in this folder: Arrays): the row's bindings and decoding, and the cursors that give
 // its members and events in number and seq order, for the reads to merge with the `jobs` and
 // `events` rows.
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // The audit log's rows (table audit, schema 4): a batch's records appended, old ones pruned,
-// pages read newest first (README: Security, Audit).
+// pages read newest first (docs/tasks/tenants-and-security.md, Audit).
 #include <functional>
 #include <string>
 #include <vector>

@@ -70,7 +70,7 @@ CREATE TABLE usage_history (
 ) WITHOUT ROWID;
 )sql";
 
-// v3. Bearer tokens (README: Security): the SHA-256 of each secret, never the secret; kept after
+// v3. Bearer tokens (docs/tasks/tenants-and-security.md): the SHA-256 of each secret, never the secret; kept after
 // they expire or are revoked (revoked_at > 0) so a refusal can say which.
 constexpr const char* kV3 = R"sql(
 CREATE TABLE tokens (
@@ -85,7 +85,7 @@ CREATE TABLE tokens (
 ) WITHOUT ROWID;
 )sql";
 
-// v4. The audit log (README: Security, Audit): every call that changed or tried to change the
+// v4. The audit log (docs/tasks/tenants-and-security.md, Audit): every call that changed or tried to change the
 // state, written in the transaction of its change; pruned by age (auditRetention).
 constexpr const char* kV4 = R"sql(
 CREATE TABLE audit (
@@ -158,7 +158,7 @@ CREATE TABLE array_rows (
 )sql";
 
 // v9. An array's row stays while any member is unchanged since submission (store.hpp:
-// ArrayRows; README.md: Arrays): the members it still stands for (`unsplit`, positions), the
+// ArrayRows; README.md in this folder: Arrays): the members it still stands for (`unsplit`, positions), the
 // array's id, and its last number and seq, for the reads that merge its members and events
 // with the `jobs` and `events` rows. A row written by schema 8 (a crash before its settle) has
 // NULL there: Store::open fills them in (storage/array_rows.cpp, upgrade_array_rows).

@@ -1,4 +1,4 @@
-// Store on one SQLite file: see README.md for the schema, the migrations and the guarantees.
+// Store on one SQLite file: see storage/README.md for the schema, the migrations and the guarantees.
 #include <algorithm>
 #include <atomic>
 #include <future>

@@ -31,7 +31,7 @@ inline constexpr int kSchemaVersion = 9;
 inline constexpr int kJobPruneBatch = 10000;
 
 
-// A job's GPU use as the local executor sampled it (binder/local/docs/tasks/standalone.md, GPU idleness). Integers
+// A job's GPU use as the local executor sampled it (binder/local/README.md: GPU use). Integers
 // (the sum of the per-sample percentages, not a float mean) so that a restart goes on exactly.
 struct GpuUse {
   std::int64_t samples = 0;          // 0: never sampled (virtual GPUs, or not yet)
@@ -165,7 +165,7 @@ class IndexRanges {
 };
 
 // A job array's members as submitted (gpuq submit --array), kept as one row (table array_rows)
-// for as long as they are unchanged (storage/docs/tasks/batch.md, job arrays): the first member's record, the
+// for as long as they are unchanged (storage/README.md: Arrays): the first member's record, the
 // indices, and the events each member had, the same for all. Member p (0 <= p < count()) has id
 // "<array>_<indices.at(p)>", array_index indices.at(p) and number first.number + p, and its
 // record is otherwise the first's; its t-th event has seq first_seq + p * each.size() + t. A

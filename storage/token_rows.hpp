@@ -1,6 +1,6 @@
 #pragma once
 // The bearer token rows (table tokens, schema 3): a batch's records written, all of them read.
-// Only the secret's hash is ever here (README: Security).
+// Only the secret's hash is ever here (docs/tasks/tenants-and-security.md).
 #include <functional>
 #include <string>
 #include <vector>

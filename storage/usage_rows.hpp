@@ -33,7 +33,7 @@ inline constexpr const char* kUsageJobs =
     "gpu_milli, "
     "attempts, preemptions, gpu_samples, gpu_util_sum FROM jobs WHERE number > ?5 AND (state < 4 OR finished_at >= ?4) "
     "AND submitted_at < ?1 AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3) ORDER BY number";
-// Members still in their arrays' rows (storage/docs/tasks/batch.md, job arrays), as kUsageJobs filters jobs:
+// Members still in their arrays' rows (storage/README.md: Arrays), as kUsageJobs filters jobs:
 // the row's columns stand for each member (number and id aside), then its indices and positions.
 inline constexpr const char* kUsageArrays =
     "SELECT number, array_id, queue, owner, state, submitted_at, admitted_at, finished_at, flavor, "

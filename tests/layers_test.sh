@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The folders' dependencies point one way (README.md, "Layout"): the includes between
+# The folders' dependencies point one way (docs/development.md, "Layout"): the includes between
 # folders make no cycle, the pure engine (scheduler/, preemption/, drf/) and spec/ include nothing
 # above them, auth/ (who calls; accounts, which the local executor runs jobs as) only spec/, and the daemon's side (api/, daemon/, auth/, binder/,
 # storage/) includes nothing of the simulator. Read from the sources' #include lines.

@@ -41,7 +41,7 @@ std::string job_id_of(const std::string& ns, const std::string& name, const std:
 // message saying what to set.
 std::optional<std::string> queue_of(const PodInfo& pod, const std::string& ns_default, std::string& why);
 
-// Gangs as the ecosystem declares them (README: "Gangs"), besides gpuq's own label:
+// Gangs as the ecosystem declares them (docs/tasks/kubernetes.md, "Gangs"), besides gpuq's own label:
 inline constexpr const char* kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
 inline constexpr const char* kKueueGroupCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr const char* kLwsNameLabel = "leaderworkerset.sigs.k8s.io/name";

@@ -1,5 +1,5 @@
 #pragma once
-// GPU use sampling for the local executor (README.md: GPU use): every interval, on a thread of
+// GPU use sampling for the local executor (README.md in this folder: GPU use): every interval, on a thread of
 // its own, `nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits`
 // is run (no shell; with a deadline and a cap on its output), its CSV parsed, and the readings
 // reported as one GpuSample. A failed run or bad output is logged and counted

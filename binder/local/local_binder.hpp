@@ -41,7 +41,7 @@ struct LocalConfig {
   std::filesystem::path log_dir = "var/logs";
   std::filesystem::path run_dir = "var/run";
   std::filesystem::path shim;       // empty: gpuq-shim beside gpuqd's file, else ../libexec/gpuq/
-  // GPU use (docs/tasks/standalone.md, GPU idleness): nvidia-smi is sampled this often (milliseconds), only when the
+  // GPU use (README.md in this folder: GPU use): nvidia-smi is sampled this often (milliseconds), only when the
   // GPUs came from it; 0: never.
   std::int64_t gpu_sample_interval_ms = 30000;
   // A GPU is idle in a sample when its utilization is at most this (percent); gpuqd's Core

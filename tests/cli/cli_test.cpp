@@ -25,7 +25,7 @@
 #include "cli/format.hpp"
 #include "cli/requests.hpp"
 #include "spec/error.hpp"
-#include "spec/quantity.hpp"
+#include "spec/resources.hpp"
 #include "spec/yaml_read.hpp"
 #include "tests/support/files.hpp"
 
@@ -346,6 +346,7 @@ command: [torchrun, train.py]
 env: {EPOCHS: "10"}
 workingDir: /data
 image: ghcr.io/lab/train:7
+notify: {url: "http://hooks.example/gpuq", on: [started, failed]}
 )";
   v1::SubmitJobRequest r = submit_request_from_yaml(yaml, "job.yaml", "bob");
   const auto& s = r.spec();
@@ -368,6 +369,10 @@ image: ghcr.io/lab/train:7
   CHECK(s.working_dir() == "/data");
   CHECK_FALSE(s.working_dir_implicit());
   CHECK(s.image() == "ghcr.io/lab/train:7");
+  // The job file's own notify: sent with the job (it was read and dropped before).
+  CHECK(s.notify().url() == "http://hooks.example/gpuq");
+  REQUIRE(s.notify().on_size() == 2);
+  CHECK(s.notify().on(1) == "failed");
 
   auto withid = submit_request_from_yaml(
       "id: j-1\nowner: carol\nqueue: q\npods: [{resources: {gpu: 1}}]\n", "j.yaml", "bob");

@@ -1,4 +1,4 @@
-// gpuqd's Core and the audit log (README: Security, Audit): a record is written with its turn's
+// gpuqd's Core and the audit log (docs/tasks/tenants-and-security.md, Audit): a record is written with its turn's
 // changes, long fields are cut at a character boundary, and records older than auditRetention
 // are deleted (checked at most once an hour). Time is the test's (Core's `now`).
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // Finished jobs leave gpuqd's memory once written, and their records leave the state file after
-// jobRetention (README: Configuration). Time is the test's (Core's `now`).
+// jobRetention (docs/reference/gpuqd.yaml.5.md). Time is the test's (Core's `now`).
 #include <doctest/doctest.h>
 
 #include "daemon/config.hpp"

@@ -1,6 +1,6 @@
 // Accounting through gpuqd's Core (engine + none binder + a real state file): what usage()
 // reads back is what the engine did, with a clock the test controls, across a restart; and the
-// config's prices (README: Configuration).
+// config's prices (docs/reference/gpuqd.yaml.5.md).
 #include <doctest/doctest.h>
 
 #include "daemon/config.hpp"

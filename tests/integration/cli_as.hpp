@@ -1,6 +1,6 @@
 #pragma once
 // The real gpuq command line as another Unix account (setpriv), and as this process, against a
-// gpuqd child's Unix socket: for the tests of who may do what (README: Security).
+// gpuqd child's Unix socket: for the tests of who may do what (docs/tasks/tenants-and-security.md).
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>

@@ -254,7 +254,7 @@ TEST_CASE(
   CHECK(st.at("desiredHealthy").as_int64() == 2);  // 50% of 3, rounded up
   CHECK(st.at("disruptionsAllowed").as_int64() == 1);
   // An integer minAvailable stays what it is when the evicted pod is gone (a percentage would
-  // follow the fake's count of pods; see README.md).
+  // follow the fake's count of pods; see tests/kubefake/README.md).
   c.patch(pdbs + "/train", json::object{{"spec", {{"minAvailable", 2}}}},
           "application/merge-patch+json");
   eviction["deleteOptions"] = json::object{{"gracePeriodSeconds", 0}};

@@ -1,4 +1,4 @@
-// Gangs declared the ways the ecosystem declares them (README: "Gangs"), on the real control
+// Gangs declared the ways the ecosystem declares them (docs/tasks/kubernetes.md, "Gangs"), on the real control
 // plane with the objects those projects make: Kueue's pod-group labels, a LeaderWorkerSet's
 // group labels, scheduler-plugins' PodGroup (its CRD from its module), Volcano's group
 // annotation with its PodGroup, and a JobSet's pods (its CRD from its module). Each gang is

@@ -1,4 +1,4 @@
-// Queues as Kubernetes objects (deploy/kubernetes/crd-queue.yaml; README: "Queues as Kubernetes
+// Queues as Kubernetes objects (deploy/kubernetes/crd-queue.yaml; docs/tasks/kubernetes.md, "Queues as Kubernetes
 // objects") on the real control plane: the CRD applied as it is, gpuqd with deploy/'s roles.
 // An object made, changed and deleted takes effect; the API server refuses what the schema
 // checks, naming the field; gpuqd says what it refuses in the object's Invalid condition and

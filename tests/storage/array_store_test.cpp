@@ -510,7 +510,7 @@ TEST_CASE("differential: arrays kept as rows read as the same members written on
       for (const JobRecord& j : lazy_b.jobs) eager_b.jobs.push_back(j);
       for (const EventRecord& e : lazy_b.events) eager_b.events.push_back(e);
       // Pruning with events of this batch the newest (an array's events go together, once a
-      // later event exists: docs/tasks/batch.md, job arrays).
+      // later event exists: storage/README.md, Arrays).
       if (pick(6) == 0 && !lazy_b.events.empty()) lazy_b.jobs_prune_before = eager_b.jobs_prune_before = 90'000 + pick(1000);
       REQUIRE(lazy->commit(lazy_b).ok());
       REQUIRE(eager_store->commit(eager_b).ok());
