@@ -25,7 +25,7 @@
 //     qps: 0                      # client-side rate limit, with a burst; 0: none (the API
 //     burst: 0                    #   server's priority and fairness throttles; 429s are waited out)
 //     flavorLabel: gpuq.io/flavor # else nvidia.com/gpu.product, else "default"
-//     topologyLabels: []          # node labels; use them in topologyLevels
+//     topologyLabels: []          # node labels; use them in topology.levels
 //     bindConcurrency: 32         # API writes in flight at once
 //     podGroupTimeout: 10m        # an incomplete pod group gets an Event after this
 //     evictRetry: 5s              # asks again after a PodDisruptionBudget said no
@@ -40,9 +40,9 @@
 //     reservationDeviceAnnotation: gpuq.io/gpu-device  # the annotation it writes
 //     leaderElection: {enabled: false, namespace: gpuq-system, name: gpuq, identity: HOST_PID,
 //                      leaseDuration: 15s, renewDeadline: 10s, retryPeriod: 2s}
-//   placement: pack               # pack | spread | frag-aware (FGD: README, The fill experiment)
+//   placement: pack               # pack | spread | frag-aware (FGD: docs/tasks/simulator.md)
 //   nodeReservation: true         # a queue owed its quota keeps nodes for a job that finds no room
-//   topologyLevels: [zone, rack]  # node label keys, widest first
+//   topology: {levels: [zone, rack]}  # node label keys, widest first
 //   fairSharing: {enabled: false, preemptionStrategies: [...], usageHalfLife: 0}
 //   usageCheckpointInterval: 60s  # with usageHalfLife: how often each queue's usage history is
 //                                 # written to the state file (also at a clean stop); 1s to 24h;
