@@ -2,11 +2,12 @@
 """CPU and wall time per start of a program: the build's static gpuq, gpuq-full and gpuq-shim
 against the Debian package's, linked against shared libraries (packaging/README.md).
 
-    python3 bench/start_cost.py [--build build] [--runs 300] [--rounds 2]
+    python3 bench/start_cost.py [--build build] [--runs 300] [--rounds 2] [--server unix:PATH]
 
 Each program runs `--version` (gpuq-shim: with no arguments, its usage error) RUNS times in a
-round, rounds alternating between the two builds; prints the CPU (user + system of the children)
-and the wall time per run, each round on its own line.
+round, rounds alternating between the two builds; with --server, also `gpuq ls` against that
+gpuqd. Prints the CPU (user + system of the children) and the wall time per run, each round on
+its own line.
 """
 import argparse
 import os
@@ -28,12 +29,15 @@ def main():
     p.add_argument("--build", default="build")
     p.add_argument("--runs", type=int, default=300)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--server", help="a running gpuqd (unix:PATH): also time `gpuq ls` against it")
     a = p.parse_args()
     programs = [
         ("gpuq", f"{a.build}/cli/gpuq", f"{a.build}/packaging/bin/gpuq", ["--version"]),
         ("gpuq-full", f"{a.build}/cli/gpuq-full", f"{a.build}/packaging/bin/gpuq-full", ["--version"]),
         ("gpuq-shim", f"{a.build}/daemon/gpuq-shim", f"{a.build}/packaging/bin/gpuq-shim", []),
     ]
+    if a.server:
+        programs.append(("gpuq ls", f"{a.build}/cli/gpuq", f"{a.build}/packaging/bin/gpuq", ["--server", a.server, "ls"]))
     print(f"{'PROGRAM':<10} {'ROUND':>5} {'STATIC CPU':>11} {'WALL':>8} {'SHARED CPU':>11} {'WALL':>8}  (ms per run)")
     for name, static, shared, args in programs:
         for path in (static, shared):

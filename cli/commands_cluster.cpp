@@ -30,7 +30,7 @@ grpc::Status list_all(Context& ctx, Response& all, Items* (Response::*items)()) 
                                               escaped(page.next_page_token()) + "\"); stopped reading"};
     req.set_page_token(page.next_page_token());
   } while (!req.page_token().empty());
-  return grpc::Status::OK;
+  return grpc::Status();  // OK (not Status::OK: a data symbol of libgrpc++, which the quick gpuq does not link)
 }
 
 struct QueuesOptions {

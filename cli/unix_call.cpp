@@ -162,7 +162,7 @@ grpc::Status outcome(const Call& c, google::protobuf::MessageLite& response) {
   if (c.body[0] != 0) return {grpc::StatusCode::INTERNAL, "A compressed message that was not asked for"};
   if (!response.ParseFromArray(c.body.data() + 5, static_cast<int>(c.body.size() - 5)))
     return {grpc::StatusCode::INTERNAL, "Failed to parse server response"};
-  return grpc::Status::OK;
+  return grpc::Status();  // OK (not Status::OK: a data symbol of libgrpc++, which the quick gpuq does not link)
 }
 
 struct SessionFree {

@@ -92,6 +92,10 @@ grep -q "local.gpus" <<<"$err" || fail "gpuqd's error names no key: $err"
 in_root gpuq sim scenario /usr/share/doc/gpuq/examples/scenarios/cohort-borrowing.yaml >/dev/null ||
   fail "gpuq sim scenario (through gpuq-full) failed in the fresh root"
 [ -x "$root/usr/libexec/gpuq/gpuq-shim" ] || fail "no gpuq-shim"
+# The quick gpuq loads no gRPC (60 libraries and their initialisers: about 7 ms more a start,
+# bench/start_cost.py); only gpuq-full does.
+if readelf -d "$root/usr/bin/gpuq" | grep -q "NEEDED.*libgrpc"; then fail "the packaged gpuq needs libgrpc"; fi
+readelf -d "$root/usr/bin/gpuq-full" | grep -q "NEEDED.*libgrpc" || fail "the packaged gpuq-full needs no libgrpc?"
 [ -z "$(find "$root/etc/systemd" -name gpuqd.service 2>/dev/null)" ] || fail "the unit is enabled on install"
 echo "ok: gpuq --version, gpuqd --version, gpuqd --check-config and gpuq sim run in the fresh root"
 
