@@ -13,6 +13,7 @@
 #include "scheduler/fragmentation.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/topology.hpp"
+#include "sim/scenario.hpp"
 #include "spec/enums.hpp"
 
 namespace gpuq::sim {
@@ -159,10 +160,10 @@ boost::json::object summary_json(const FillSummary& s) {
 }  // namespace
 
 std::string to_json(const std::vector<FillSummary>& summaries) {
-  if (summaries.size() == 1) return boost::json::serialize(summary_json(summaries.front())) + "\n";
+  if (summaries.size() == 1) return to_compact_json(summary_json(summaries.front())) + "\n";
   boost::json::array all;
   for (const FillSummary& s : summaries) all.push_back(summary_json(s));
-  return boost::json::serialize(all) + "\n";
+  return to_compact_json(all) + "\n";
 }
 
 std::string to_table(const std::vector<FillSummary>& summaries) {

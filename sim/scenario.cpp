@@ -405,6 +405,28 @@ void pretty(std::string& out, const json::value& v, int indent) {
 }
 }  // namespace
 
+std::string to_compact_json(const json::value& v) {
+  std::string out;
+  if (v.is_object()) {
+    out += '{';
+    for (const auto& kv : v.get_object()) {
+      if (out.size() > 1) out += ',';
+      out += json::serialize(json::value(kv.key())) + ":" + to_compact_json(kv.value());
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    for (const auto& item : v.get_array()) {
+      if (out.size() > 1) out += ',';
+      out += to_compact_json(item);
+    }
+    out += ']';
+  } else {
+    scalar(out, v);
+  }
+  return out;
+}
+
 std::string to_pretty_json(const json::value& v) {
   std::string out;
   pretty(out, v, 0);

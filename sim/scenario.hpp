@@ -15,5 +15,8 @@ boost::json::value run_scenario(const std::string& yaml_text, const std::string&
 
 // Pretty JSON: two-space indentation, keys in insertion order. Ends with a newline.
 std::string to_pretty_json(const boost::json::value& v);
+// The same on one line, as Boost.JSON serializes it but for doubles, which both write in their
+// shortest exact decimal form ("0.953947", not Boost's "9.53947E-1"). No newline.
+std::string to_compact_json(const boost::json::value& v);
 
 }  // namespace gpuq::sim

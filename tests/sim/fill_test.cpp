@@ -126,6 +126,9 @@ TEST_CASE("fill summary: mean, range and failed pods over the seeds, as JSON wit
   CHECK(v.at("policy").as_string() == "pack");
   CHECK(v.at("seeds").as_array().size() == 2);
   CHECK(boost::json::parse(to_json({s, s})).is_array());  // several policies: one object each
+  // Doubles as people write them, not Boost's 9.25E-1.
+  CHECK(to_json({s}).find("\"alloc_ratio_mean\":0.92") != std::string::npos);
+  CHECK(to_json({s}).find("E-") == std::string::npos);
   CHECK(to_table({s}).find("pack") != std::string::npos);
 }
 
