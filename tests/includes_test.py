@@ -54,11 +54,10 @@ def declared(header_text):
     for i, tok in enumerate(tokens):
         if tok == "{":
             kind = pending_kind or "other"
-            head = statement
             if kind == "class" and all(s != "other" for s in stack):
-                collect(head, names if all(s == "ns" for s in stack) else members)
+                collect(statement, names if all(s == "ns" for s in stack) else members)
             elif kind == "other" and all(s == "ns" for s in stack):
-                collect(head, names)
+                collect(statement, names)
             stack.append(kind)
             statement, pending_kind = [], None
             continue
@@ -79,9 +78,7 @@ def declared(header_text):
             pending_kind = "ns"
         elif tok in ("class", "struct", "union", "enum") and pending_kind is None:
             pending_kind = "class"
-        elif tok in ("(", "=") and pending_kind == "class" and "template" not in statement[:1]:
-            pending_kind = pending_kind  # a parameter list after a class name: still a class
-    # Enumerators of unscoped and scoped enums: Kind::kX names Kind, already in names.
+    # Enumerators: Kind::kX names Kind, already in names.
     return {n for n in names if n not in KEYWORDS}, {m for m in members if m not in KEYWORDS}
 
 
