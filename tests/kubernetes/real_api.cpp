@@ -135,7 +135,19 @@ class RealApi final : public ClusterApi {
   }
 
   void finish_pod(const std::string& ns, const std::string& name, int exit_code) override {
-    control("POST", "/v1/pods/" + ns + "/" + name + "/finish", "{\"code\":" + std::to_string(exit_code) + "}");
+    // A pod bound a moment ago reaches its simulated kubelet through the kubelet's own watch,
+    // as on a real node: until it has, kube-cluster answers 404. The fake's kubelet is the API
+    // server itself and has no such moment.
+    const std::string target = "/v1/pods/" + ns + "/" + name + "/finish";
+    const std::string body = "{\"code\":" + std::to_string(exit_code) + "}";
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      const k8s::Response r = control_client_->request("POST", target, body, "application/json", k8s::Retry::kUnsafe);
+      if (r.status == 200) return;
+      if (r.status != 404 || std::chrono::steady_clock::now() > give_up)
+        throw std::runtime_error("kube-cluster POST " + target + ": " + std::to_string(r.status) + " " + r.body);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
   std::vector<std::string> devices_of(const std::string& ns, const std::string& name) override {
     std::vector<std::string> out;
