@@ -142,10 +142,9 @@ class RealApi final : public ClusterApi {
     const std::string body = "{\"code\":" + std::to_string(exit_code) + "}";
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     for (;;) {
-      const k8s::Response r = control_client_->request("POST", target, body, "application/json", k8s::Retry::kUnsafe);
+      const k8s::Response r = control_request("POST", target, body);
       if (r.status == 200) return;
-      if (r.status != 404 || std::chrono::steady_clock::now() > give_up)
-        throw std::runtime_error("kube-cluster POST " + target + ": " + std::to_string(r.status) + " " + r.body);
+      if (r.status != 404 || std::chrono::steady_clock::now() > give_up) throw control_error("POST", target, r);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -169,12 +168,19 @@ class RealApi final : public ClusterApi {
 
   // A request to kube-cluster's control endpoint; its body, or an exception naming the error.
   std::string control(const std::string& method, const std::string& target, const std::string& body) override {
-    const k8s::Response r = control_client_->request(method, target, body, "application/json", k8s::Retry::kUnsafe);
-    if (r.status != 200) throw std::runtime_error("kube-cluster " + method + " " + target + ": " + std::to_string(r.status) + " " + r.body);
+    const k8s::Response r = control_request(method, target, body);
+    if (r.status != 200) throw control_error(method, target, r);
     return r.body;
   }
 
  private:
+  k8s::Response control_request(const std::string& method, const std::string& target, const std::string& body) {
+    return control_client_->request(method, target, body, "application/json", k8s::Retry::kUnsafe);
+  }
+  static std::runtime_error control_error(const std::string& method, const std::string& target,
+                                          const k8s::Response& r) {
+    return std::runtime_error("kube-cluster " + method + " " + target + ": " + std::to_string(r.status) + " " + r.body);
+  }
   static bool schedulable(const json::object& node) {
     const json::value* taints = node.at("spec").as_object().if_contains("taints");
     if (taints != nullptr && taints->is_array())
