@@ -99,13 +99,11 @@ func (a *authority) issue(cn string, orgs []string, hosts []string) (keyPair, er
 }
 
 // write puts the pair at dir/name.crt and dir/name.key (the key readable by its owner only).
-func (p keyPair) write(dir, name string) (certFile, keyFile string, err error) {
-	certFile = filepath.Join(dir, name+".crt")
-	keyFile = filepath.Join(dir, name+".key")
-	if err = os.WriteFile(certFile, p.certPEM, 0o644); err != nil {
-		return "", "", err
+func (p keyPair) write(dir, name string) error {
+	if err := os.WriteFile(filepath.Join(dir, name+".crt"), p.certPEM, 0o644); err != nil {
+		return err
 	}
-	return certFile, keyFile, os.WriteFile(keyFile, p.keyPEM, 0o600)
+	return os.WriteFile(filepath.Join(dir, name+".key"), p.keyPEM, 0o600)
 }
 
 // serviceAccountKey writes the RSA key that signs service account tokens (the API server

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -153,15 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err = c.startEtcd(); err != nil {
 		return nil, err
 	}
-	if err = c.writeFiles(); err != nil {
-		return nil, err
-	}
-	apiPort, err := strconv.Atoi(c.APIURL[strings.LastIndexByte(c.APIURL, ':')+1:])
-	if err != nil {
-		return nil, err
-	}
-	c.procs[APIServer] = &process{name: APIServer, self: opts.Self, args: c.apiServerArgs(apiPort), logPath: filepath.Join(opts.Dir, APIServer+".log")}
-	if err = c.startAndWait(ctx, APIServer); err != nil {
+	if err = c.startAPIServer(ctx); err != nil {
 		return nil, err
 	}
 	opts.Logf("kube-apiserver serves %s", c.APIURL)
@@ -187,6 +178,56 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// portTries is how many times etcd and the API server are started on fresh ports when the one
+// FreePort chose was taken before they could listen on it: between FreePort's close and their
+// listen, another process (a test beside this one, a connection's source port) may get it.
+const portTries = 5
+
+// freePort chooses the port for a purpose ("etcd-client", "etcd-peer", "apiserver"): FreePort,
+// but a test may hand out a taken one.
+var freePort = func(purpose string) (int, error) { return FreePort() }
+
+// portTaken tells whether a listen failed because the port was taken.
+func portTaken(msg string) bool { return strings.Contains(msg, "address already in use") }
+
+// startAPIServer writes the certificates, and the kubeconfigs for a free port, and starts
+// kube-apiserver there, returning once it is ready; when the port was taken meanwhile, it does
+// so again on another.
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	logPath := filepath.Join(c.opts.Dir, APIServer+".log")
+	// The certificates are made once: client-go keeps a connection's TLS set-up by the files'
+	// names, so a client of a second API server would still trust the first one's authority.
+	if err := c.writeFiles(); err != nil {
+		return err
+	}
+	for try := 1; ; try++ {
+		apiPort, err := freePort("apiserver")
+		if err != nil {
+			return err
+		}
+		if err := c.pointAt(apiPort); err != nil {
+			return err
+		}
+		c.procs[APIServer] = &process{name: APIServer, self: c.opts.Self, args: c.apiServerArgs(apiPort), logPath: logPath}
+		err = c.startAndWait(ctx, APIServer)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-c.procs[APIServer].exited():
+		default:
+			return err // it runs, but is not ready: not a taken port
+		}
+		if try == portTries || !portTaken(tail(logPath, 4000)) {
+			return err
+		}
+		c.opts.Logf("kube-apiserver: port %d was taken before it listened; again on another", apiPort)
+		if err := os.Remove(logPath); err != nil {
+			return err
+		}
+	}
 }
 
 // startAndWait starts a component and waits for the API server to be ready (/readyz), failing

@@ -15,13 +15,27 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// startEtcd runs etcd in this process on two free loopback ports, its data in Dir/etcd.
+// startEtcd runs etcd in this process on two free loopback ports, its data in Dir/etcd; when a
+// port was taken before etcd listened on it, it tries again on others.
 func (c *Cluster) startEtcd() error {
-	clientPort, err := FreePort()
+	for try := 1; ; try++ {
+		err := c.startEtcdOnce()
+		if err == nil || try == portTries || !portTaken(err.Error()) {
+			return err
+		}
+		c.opts.Logf("etcd: %v; again on other ports", err)
+		if err := os.RemoveAll(filepath.Join(c.opts.Dir, "etcd")); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Cluster) startEtcdOnce() error {
+	clientPort, err := freePort("etcd-client")
 	if err != nil {
 		return err
 	}
-	peerPort, err := FreePort()
+	peerPort, err := freePort("etcd-peer")
 	if err != nil {
 		return err
 	}
@@ -52,7 +66,8 @@ func (c *Cluster) startEtcd() error {
 }
 
 // writeFiles makes the certificate authority, the serving and client certificates, the
-// service account key, the audit policy and the admin's kubeconfig.
+// service account key and the audit policy. They name no port: the API server's URL is in what
+// pointAt writes.
 func (c *Cluster) writeFiles() error {
 	dir := c.opts.Dir
 	ca, err := newAuthority()
@@ -63,11 +78,6 @@ func (c *Cluster) writeFiles() error {
 	if err := os.WriteFile(c.CAFile, ca.certPEM, 0o644); err != nil {
 		return err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return err
-	}
-	c.APIURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 	certs := []struct {
 		file, cn string
 		orgs     []string
@@ -86,35 +96,42 @@ func (c *Cluster) writeFiles() error {
 		if err != nil {
 			return err
 		}
-		certFile, keyFile, err := pair.write(dir, s.file)
-		if err != nil {
+		if err := pair.write(dir, s.file); err != nil {
 			return err
 		}
-		switch s.file {
-		case "admin":
-			c.AdminKubeconfig = filepath.Join(dir, "admin.kubeconfig")
-			if err := c.writeKubeconfig(c.AdminKubeconfig, "admin", &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile}); err != nil {
-				return err
-			}
-			c.AdminConfig = &rest.Config{Host: c.APIURL, TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile, CertFile: certFile, KeyFile: keyFile}, QPS: 1000, Burst: 2000, UserAgent: "kube-cluster"}
-		case "controller-manager", "scheduler":
-			if err := c.writeKubeconfig(filepath.Join(dir, s.file+".kubeconfig"), s.cn, &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile}); err != nil {
-				return err
-			}
-		case "webhook":
-			c.WebhookCert, c.WebhookKey = certFile, keyFile
-		case "nodes":
-			c.NodesConfig = &rest.Config{Host: c.APIURL, TLSClientConfig: rest.TLSClientConfig{CAFile: c.CAFile, CertFile: certFile, KeyFile: keyFile}, QPS: 2000, Burst: 4000, UserAgent: "kube-cluster-nodes"}
-		}
 	}
-	if c.Admin, err = kubernetes.NewForConfig(c.AdminConfig); err != nil {
-		return err
-	}
+	c.WebhookCert, c.WebhookKey = c.file("webhook.crt"), c.file("webhook.key")
 	if _, _, err := serviceAccountKey(dir); err != nil {
 		return err
 	}
 	c.AuditLog = filepath.Join(dir, "audit.log")
 	return os.WriteFile(filepath.Join(dir, "audit-policy.yaml"), []byte(c.auditPolicy()), 0o644)
+}
+
+// pointAt sets the API server's URL to a loopback port and writes what names it: the admin's,
+// the controllers' and the scheduler's kubeconfigs, and the clients' configurations.
+func (c *Cluster) pointAt(port int) error {
+	c.APIURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	auth := func(file string) *clientcmdapi.AuthInfo {
+		return &clientcmdapi.AuthInfo{ClientCertificate: c.file(file + ".crt"), ClientKey: c.file(file + ".key")}
+	}
+	c.AdminKubeconfig = c.file("admin.kubeconfig")
+	if err := c.writeKubeconfig(c.AdminKubeconfig, "admin", auth("admin")); err != nil {
+		return err
+	}
+	for file, user := range map[string]string{"controller-manager": "system:kube-controller-manager", "scheduler": "system:kube-scheduler"} {
+		if err := c.writeKubeconfig(c.file(file+".kubeconfig"), user, auth(file)); err != nil {
+			return err
+		}
+	}
+	tls := func(file string) rest.TLSClientConfig {
+		return rest.TLSClientConfig{CAFile: c.CAFile, CertFile: c.file(file + ".crt"), KeyFile: c.file(file + ".key")}
+	}
+	c.AdminConfig = &rest.Config{Host: c.APIURL, TLSClientConfig: tls("admin"), QPS: 1000, Burst: 2000, UserAgent: "kube-cluster"}
+	c.NodesConfig = &rest.Config{Host: c.APIURL, TLSClientConfig: tls("nodes"), QPS: 2000, Burst: 4000, UserAgent: "kube-cluster-nodes"}
+	var err error
+	c.Admin, err = kubernetes.NewForConfig(c.AdminConfig)
+	return err
 }
 
 // auditPolicy records every request at the Metadata level (who, what, the answer's code), once
