@@ -104,6 +104,9 @@ void KubernetesBinder::start() {
   if (s->config.volcano_podgroups)
     kinds.push_back({"/apis/scheduling.volcano.sh/v1beta1/podgroups", &State::on_volcano_podgroup, &State::volcano_synced});
   if (s->config.jobsets) kinds.push_back({"/apis/jobset.x-k8s.io/v1alpha2/jobsets", &State::on_jobset, &State::jobsets_synced});
+  for (const auto& [watched, group] : {std::pair{s->config.coscheduling_podgroups, kCoschedulingGroup},
+                                       std::pair{s->config.volcano_podgroups, kVolcanoGroup}, std::pair{s->config.jobsets, kJobSetGroup}})
+    if (!watched) s->unwatched_groups.insert(group);
   kinds.push_back({"/api/v1/pods", &State::on_pod, &State::pods_synced});
   for (const Kind& k : kinds) {
     ReflectorOptions opt;
@@ -486,7 +489,7 @@ void KubernetesBinder::State::offer(const std::string& key) {
   if (!leading) return;  // a standby offers its pods when it takes over
   const PodInfo& p = pods.at(key);
   std::string why;
-  auto group = group_of(p, podgroups, why);
+  auto group = group_of(p, podgroups, why, unwatched_groups);
   if (!group) {
     arrive({&p}, p.ns, p.name, p.uid);
     return;

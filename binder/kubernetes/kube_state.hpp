@@ -152,6 +152,7 @@ struct KubernetesBinder::State {
   // is a job of its own (beyond minMember); once all are gone (evicted, ended, deleted), the
   // group forms again.
   PodGroupSizes podgroups;
+  std::set<std::string> unwatched_groups;  // PodGroup and JobSet API groups not served at start
   std::map<std::string, int> podgroup_timeouts;
   std::map<std::string, std::set<std::string>> formed;
   std::unordered_map<std::string, std::string> formed_of;  // pod key -> its group in `formed`

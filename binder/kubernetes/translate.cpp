@@ -46,7 +46,8 @@ struct Declared {
 
 }  // namespace
 
-std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why) {
+std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why,
+                                 const std::set<std::string>& unwatched) {
   std::vector<Declared> found;
   const auto label = [&](const char* k) {
     auto it = pod.labels.find(k);
@@ -74,7 +75,11 @@ std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgro
     const std::string where = std::string(group) + "/" + pod.ns + "/" + name;
     Declared d{std::string(kind) + " " + group + " " + pod.ns + "/" + name,
                {name, std::string(group) + ":" + name, 0, !jobset, where}, ""};
-    if (auto it = podgroups.find(where); it == podgroups.end())
+    if (unwatched.count(group) > 0)
+      d.why = "pod group " + name + " waits for its " + kind + " object (" + group + ") in namespace " + pod.ns +
+              ", but gpuqd does not watch " + kind + "s: the API server did not serve " + group +
+              " when gpuqd started; restart gpuqd once its CRD is installed";
+    else if (auto it = podgroups.find(where); it == podgroups.end())
       d.why = "pod group " + name + " waits for its " + kind + " object (" + group + ") in namespace " + pod.ns;
     else if ((d.ref.size = it->second) < 1 || it->second > 10000)
       d.why = std::string(kind) + " " + pod.ns + "/" + name + ": " + (jobset ? "its pods' count " : "minMember ") +

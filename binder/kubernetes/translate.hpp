@@ -4,6 +4,7 @@
 // pod sets of equal pods), a node's NodeSpec (what gpuq may use of it), and the pod-group labels.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,11 @@ struct GroupRef {
   bool at_least = false;   // a PodGroup's minMember: members beyond it are jobs of their own
   std::string podgroup;    // "API group/namespace/name" of the PodGroup it waits for, if any
 };
-std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why);
+// `unwatched`: the API groups (kCoschedulingGroup, kVolcanoGroup, kJobSetGroup) whose kind gpuqd
+// does not watch, the API server not having served it at start; a pod naming an object of one
+// waits, saying so and that a restart reads it.
+std::optional<GroupRef> group_of(const PodInfo& pod, const PodGroupSizes& podgroups, std::string& why,
+                                 const std::set<std::string>& unwatched = {});
 
 // The job of these pods (one, or a whole gang, all in one namespace): equal pods (the same
 // request and constraints) share a pod set; `order` gets the pods' keys in pod-set order, the

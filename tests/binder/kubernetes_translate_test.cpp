@@ -109,6 +109,12 @@ TEST_CASE("pod groups as the ecosystem declares them: Kueue, LeaderWorkerSet, Po
   g = group_of(j, podgroups, why);
   CHECK(g->size == 3);
   CHECK_FALSE(g->at_least);
+  // JobSets not watched (their CRD not served when gpuqd started): the pod waits, saying why.
+  CHECK(group_of(j, podgroups, why, {"jobset.x-k8s.io"})->size == 0);
+  CHECK(why == "pod group js waits for its JobSet object (jobset.x-k8s.io) in namespace ml, but gpuqd does not "
+               "watch JobSets: the API server did not serve jobset.x-k8s.io when gpuqd started; restart gpuqd once "
+               "its CRD is installed");
+  CHECK(group_of(j, podgroups, why, {"scheduling.volcano.sh"})->size == 3);
   // Two declarations that agree make one group; that disagree, none, saying which.
   c.labels["gpuq.io/pod-group"] = "pg";
   c.annotations["gpuq.io/pod-group-size"] = "2";

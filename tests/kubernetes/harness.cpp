@@ -76,7 +76,18 @@ void KubeCluster::install_crd(const std::string& file, const std::string& served
     const ApiResponse r = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", spec::to_json(doc.root()));
     REQUIRE_MESSAGE(r.status == 201, r.body);
   }
-  REQUIRE(eventually([&] { return api.request("GET", served).status == 200; }, std::chrono::seconds(60)));
+  // Served, and listed in its group-version's discovery document, which gpuqd reads at start to
+  // know which kinds to watch: the API server updates that document a moment after it serves
+  // the kind.
+  const std::size_t slash = served.rfind('/');
+  const std::string listed = "\"name\":\"" + served.substr(slash + 1) + "\"";
+  REQUIRE(eventually(
+      [&] {
+        if (api.request("GET", served).status != 200) return false;
+        const ApiResponse d = api.request("GET", served.substr(0, slash));
+        return d.status == 200 && d.body.find(listed) != std::string::npos;
+      },
+      std::chrono::seconds(60)));
 }
 
 void KubeCluster::install_queue_crd() {

@@ -45,6 +45,14 @@ TEST_CASE("kubectl shows gpuqd's PodScheduled conditions, its Events and a pod's
       kubectl(k, "get pod waits -o 'jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].reason}: "
                  "{.status.conditions[?(@.type==\"PodScheduled\")].message}'");
   CHECK_MESSAGE(condition.find("Unschedulable: gpuq job default.waits-") != std::string::npos, condition);
+  // No JobSet CRD here: a JobSet's pod waits, saying gpuqd does not watch JobSets and why.
+  k.create("js-0", pod_of("team-a", 1).label("jobset.sigs.k8s.io/jobset-name", "js"));
+  REQUIRE(eventually([&] { return !k.unschedulable("js-0").empty(); }));
+  const std::string js = k.unschedulable("js-0");
+  CHECK_MESSAGE(js.find("pod group js waits for its JobSet object (jobset.x-k8s.io) in namespace default, but gpuqd "
+                        "does not watch JobSets: the API server did not serve jobset.x-k8s.io when gpuqd started; "
+                        "restart gpuqd once its CRD is installed") != std::string::npos,
+                js);
   const std::string placed = kubectl(k, "get events -o wide --field-selector involvedObject.name=runs");
   CHECK_MESSAGE(placed.find("Successfully assigned default/runs to node-0") != std::string::npos, placed);
   CHECK_MESSAGE(placed.find("gpuq") != std::string::npos, placed);
