@@ -361,6 +361,32 @@ void scalar(std::string& out, const json::value& v) {
   out.append(buf, r.ptr);
 }
 
+void compact(std::string& out, const json::value& v) {
+  if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const auto& kv : v.get_object()) {
+      if (!first) out += ',';
+      first = false;
+      out += json::serialize(json::value(kv.key()));
+      out += ':';
+      compact(out, kv.value());
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    bool first = true;
+    for (const auto& item : v.get_array()) {
+      if (!first) out += ',';
+      first = false;
+      compact(out, item);
+    }
+    out += ']';
+  } else {
+    scalar(out, v);
+  }
+}
+
 void pretty(std::string& out, const json::value& v, int indent) {
   const std::string pad(indent, ' ');
   if (v.is_object()) {
@@ -407,23 +433,7 @@ void pretty(std::string& out, const json::value& v, int indent) {
 
 std::string to_compact_json(const json::value& v) {
   std::string out;
-  if (v.is_object()) {
-    out += '{';
-    for (const auto& kv : v.get_object()) {
-      if (out.size() > 1) out += ',';
-      out += json::serialize(json::value(kv.key())) + ":" + to_compact_json(kv.value());
-    }
-    out += '}';
-  } else if (v.is_array()) {
-    out += '[';
-    for (const auto& item : v.get_array()) {
-      if (out.size() > 1) out += ',';
-      out += to_compact_json(item);
-    }
-    out += ']';
-  } else {
-    scalar(out, v);
-  }
+  compact(out, v);
   return out;
 }
 
